@@ -1,0 +1,56 @@
+"""mcpcore: a sans-IO Model Context Protocol client core.
+
+The core never touches a socket, thread, task, clock, environment variable or
+random source. Bytes, messages and ``now`` go in; what to send, what happened
+and when to wake come out. Drivers that do the I/O live in ``mcpcore_anyio``
+and ``mcpcore_threaded``.
+"""
+
+from __future__ import annotations
+
+from ._backoff import backoff_delay
+from ._errors import (
+    BackendError,
+    CallTimeout,
+    ConfigError,
+    HandshakeError,
+    LimitExceeded,
+    LocalProtocolError,
+    McpError,
+    ProtocolError,
+    RemoteProtocolError,
+    TransportError,
+    Unavailable,
+    UnknownTool,
+)
+from ._escape import escape_text
+
+# --- codec, sse, stdio (begin) ---
+# --- codec, sse, stdio (end) ---
+# --- config (begin) ---
+# --- config (end) ---
+# --- tools, render (begin) ---
+# --- tools, render (end) ---
+# --- engine (begin) ---
+# --- engine (end) ---
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError",
+    "CallTimeout",
+    "ConfigError",
+    "HandshakeError",
+    "LimitExceeded",
+    "LocalProtocolError",
+    "McpError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "TransportError",
+    "Unavailable",
+    "UnknownTool",
+    "__version__",
+    "backoff_delay",
+    "escape_text",
+]
+# Each block above extends __all__ below its imports with `__all__ += [...]`.

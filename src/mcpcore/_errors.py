@@ -1,0 +1,107 @@
+"""The error hierarchy (X2): every failure the library reports is an ``McpError``.
+
+Rules that every subclass follows:
+
+* A message says what happened and, where it helps, what to do about it.
+* A message never contains a header value or an environment value (C8). It may
+  name keys, URLs as configured (without query), tool names and limits.
+* Server-provided text placed in a message is escaped first (X1), with
+  :func:`mcpcore._escape.escape_text`, and cut to a short excerpt.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "CallTimeout",
+    "ConfigError",
+    "HandshakeError",
+    "LimitExceeded",
+    "LocalProtocolError",
+    "McpError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "TransportError",
+    "Unavailable",
+    "UnknownTool",
+]
+
+
+class McpError(Exception):
+    """Base of every error raised by mcpcore and its drivers."""
+
+
+class ConfigError(McpError):
+    """An ``mcp.json`` document or a single server entry is invalid (C1–C7).
+
+    ``key`` names the offending key (never its value) when there is one.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class ProtocolError(McpError):
+    """Someone broke the protocol: this side (local) or the peer (remote)."""
+
+
+class LocalProtocolError(ProtocolError):
+    """The caller drove the engine in a way the protocol does not allow."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The server sent something the protocol does not allow (P0, P5)."""
+
+
+class LimitExceeded(RemoteProtocolError):
+    """A configured bound was overrun (P6). ``limit_name`` and ``limit`` name it."""
+
+    def __init__(self, limit_name: str, limit: int, what: str) -> None:
+        super().__init__(f"{what} exceeds the {limit_name} limit of {limit}")
+        self.limit_name = limit_name
+        self.limit = limit
+
+
+class HandshakeError(RemoteProtocolError):
+    """The ``initialize`` exchange failed (P2: unsupported version, error reply)."""
+
+
+class TransportError(McpError):
+    """The exchange failed: connection, HTTP status, malformed reply or deadline (K4)."""
+
+
+class CallTimeout(TransportError):
+    """A call (or the start-up) ran past its deadline (K2). Names the tool and budget."""
+
+    def __init__(self, message: str, *, tool: str | None = None, budget: float | None = None) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.budget = budget
+
+
+class BackendError(McpError):
+    """The tool ran and reported ``isError: true``; ``text`` is its rendered output (K4)."""
+
+    def __init__(self, text: str, *, tool: str | None = None) -> None:
+        prefix = f"tool {tool!r} reported an error" if tool else "the tool reported an error"
+        super().__init__(f"{prefix}: {text}" if text else prefix)
+        self.text = text
+        self.tool = tool
+
+
+class Unavailable(McpError):
+    """The server is not ready; ``reason`` says why (L3, K7)."""
+
+    def __init__(self, reason: str, *, server: str | None = None) -> None:
+        super().__init__(f"server {server!r} is unavailable: {reason}" if server else reason)
+        self.reason = reason
+        self.server = server
+
+
+class UnknownTool(McpError):
+    """No tool with that id is in the catalogue (K7)."""
+
+    def __init__(self, tool_id: str) -> None:
+        super().__init__(f"unknown tool {tool_id!r}")
+        self.tool_id = tool_id
