@@ -25,15 +25,6 @@ from ._errors import (
 )
 from ._escape import escape_text
 
-# --- codec, sse, stdio (begin) ---
-# --- codec, sse, stdio (end) ---
-# --- config (begin) ---
-# --- config (end) ---
-# --- tools, render (begin) ---
-# --- tools, render (end) ---
-# --- engine (begin) ---
-# --- engine (end) ---
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -53,4 +44,13 @@ __all__ = [
     "backoff_delay",
     "escape_text",
 ]
-# Each block above extends __all__ below its imports with `__all__ += [...]`.
+
+# Each block below imports its public names and extends __all__ with `__all__ += [...]`.
+# --- codec, sse, stdio (begin) ---
+# --- codec, sse, stdio (end) ---
+# --- config (begin) ---
+# --- config (end) ---
+# --- tools, render (begin) ---
+# --- tools, render (end) ---
+# --- engine (begin) ---
+# --- engine (end) ---
