@@ -1,0 +1,1 @@
+"""The async driver (asyncio and trio, via anyio) over httpcore."""

@@ -1,0 +1,1 @@
+"""A demo MCP server (Streamable HTTP) for examples and tests."""

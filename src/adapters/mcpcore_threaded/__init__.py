@@ -1,0 +1,1 @@
+"""The blocking driver (threads) over httpcore."""
