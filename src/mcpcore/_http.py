@@ -1,0 +1,578 @@
+"""The Streamable HTTP mapping: MCP messages ↔ HTTP exchanges described as data.
+
+This layer sits under the session the way wsproto's handshake sits under its
+connection. It owns H1–H9: request headers, the session id and protocol-version
+header, JSON vs SSE replies, resumption with ``Last-Event-ID``, redirect
+refusal, expiry detection, the optional GET stream and DELETE on close, and
+the size bounds of P6 while a body streams in.
+
+It never performs I/O. ``send`` turns a message into an ``HttpRequest``; the
+driver reports what came back through ``response_started`` / ``response_data``
+/ ``response_ended`` / ``response_failed``; what that means for the session
+comes out of ``take_upward`` (messages, failed requests, expiry) and what the
+driver must do out of ``take_actions``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Union
+from urllib.parse import urlsplit, urlunsplit
+
+from ._errors import (
+    LimitExceeded,
+    McpError,
+    RemoteProtocolError,
+    TransportError,
+)
+from ._escape import excerpt
+from ._events import AbortExchange, Action, HttpRequest
+from ._jsonrpc import ErrorResponse, Message, Request, Result, decode_message, encode_message
+from ._sse import SSEDecoder
+
+__all__ = ["HttpLimits", "HttpMapping", "MessageArrived", "RequestFailed", "SessionExpired"]
+
+_log = logging.getLogger("mcpcore.http")
+
+_ACCEPT_BOTH = b"application/json, text/event-stream"
+_ERROR_EXCERPT_BYTES = 512
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpLimits:
+    """P6 bounds for what a server may send."""
+
+    max_message_size: int = 64 * 1024 * 1024
+    max_sse_line: int = 64 * 1024 * 1024 + 1024
+    max_reconnects: int = 5  # resumes in a row that bring no new event (H4)
+    default_retry: float = 1.0  # seconds, when the server sent no `retry`
+    delete_timeout: float = 2.0
+
+
+# --- what goes up to the session ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageArrived:
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailed:
+    request_id: int
+    error: McpError
+
+
+@dataclass(frozen=True, slots=True)
+class SessionExpired:
+    """H6: resend these requests on a new session (each at most once)."""
+
+    resend: list[Request]
+
+
+Upward = Union[MessageArrived, RequestFailed, SessionExpired]
+
+
+class _Kind(Enum):
+    POST = "post"  # a message of ours
+    RESUME = "resume"  # GET with Last-Event-ID continuing a POST's stream
+    LISTEN = "listen"  # the GET stream for server-initiated messages
+    DELETE = "delete"
+
+
+class _Mode(Enum):
+    WAITING = "waiting"  # no status yet
+    JSON = "json"
+    SSE = "sse"
+    IGNORE = "ignore"  # body not wanted (202, DELETE, notification replies)
+    ERROR = "error"  # collecting an excerpt of an error body
+
+
+@dataclass(slots=True)
+class _Stream:
+    """A logical response stream: one POST's replies, across resumptions."""
+
+    request_id: int | None  # the request whose response it carries (None: GET stream)
+    last_event_id: str | None = None
+    retry: float | None = None
+    quiet_reconnects: int = 0
+    got_response: bool = False
+
+
+@dataclass(slots=True)
+class _Exchange:
+    id: int
+    kind: _Kind
+    message: Message | None
+    stream: _Stream | None
+    sent_session_id: str | None
+    mode: _Mode = _Mode.WAITING
+    status: int = 0
+    body: bytearray = field(default_factory=bytearray)
+    decoder: SSEDecoder | None = None
+    new_event: bool = False
+    candidate_session_id: str | None = None
+
+
+@dataclass(slots=True)
+class _Timer:
+    at: float
+    stream: _Stream
+    kind: _Kind  # RESUME or LISTEN
+
+
+class HttpMapping:
+    """Streamable HTTP client mapping for one server URL. See the module docstring."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Sequence[tuple[str, str]] = (),
+        *,
+        display_url: str | None = None,
+        limits: HttpLimits | None = None,
+        listen: bool = True,
+    ) -> None:
+        self.url = url
+        self.display_url = display_url or _strip_query(url)
+        self.limits = limits or HttpLimits()
+        self.listen = listen
+        self._extra_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in headers]
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._next_xid = 1
+        self._exchanges: dict[int, _Exchange] = {}
+        self._by_request: dict[int, int] = {}  # request id -> exchange id
+        self._timers: list[_Timer] = []
+        self._resent: set[int] = set()
+        self._actions: list[Action] = []
+        self._upward: list[Upward] = []
+        self._listening = False
+
+    # --- outputs -------------------------------------------------------------------
+
+    def take_actions(self) -> list[Action]:
+        out, self._actions = self._actions, []
+        return out
+
+    def take_upward(self) -> list[Upward]:
+        out, self._upward = self._upward, []
+        return out
+
+    def next_deadline(self) -> float | None:
+        return min((t.at for t in self._timers), default=None)
+
+    @property
+    def active_exchanges(self) -> list[int]:
+        return list(self._exchanges)
+
+    # --- commands ------------------------------------------------------------------
+
+    def send(self, message: Message) -> None:
+        """H1: one message per POST."""
+        stream = None
+        if isinstance(message, Request) and isinstance(message.id, int):
+            stream = _Stream(request_id=message.id)
+        body = encode_message(message)
+        xid = self._open(_Kind.POST, message, stream)
+        headers = self._headers(_ACCEPT_BOTH)
+        headers.append((b"content-type", b"application/json"))
+        self._actions.append(
+            HttpRequest(exchange_id=xid, method="POST", url=self.url, headers=headers, body=body)
+        )
+
+    def abandon(self, request_id: int) -> None:
+        """Stop waiting for ``request_id``: close its stream (K6)."""
+        self._timers = [t for t in self._timers if t.stream.request_id != request_id]
+        xid = self._by_request.pop(request_id, None)
+        if xid is not None and xid in self._exchanges:
+            self._abort(xid)
+
+    def start_listening(self) -> None:
+        """H8: open the GET stream for server-initiated messages."""
+        if self.listen and not self._listening and self.session_id is not None:
+            self._listening = True
+            self._open_get(_Stream(request_id=None), _Kind.LISTEN)
+
+    def drop_exchanges(self) -> None:
+        """Abort every exchange and forget every pending resume."""
+        for xid in list(self._exchanges):
+            self._abort(xid)
+        self._timers.clear()
+        self._by_request.clear()
+        self._listening = False
+
+    def reset(self) -> None:
+        """Forget the HTTP session and drop every exchange (a new start-up attempt)."""
+        self.drop_exchanges()
+        self._resent.clear()
+        self.session_id = None
+        self.protocol_version = None
+
+    def end_session(self) -> None:
+        """H9: DELETE the session when there is one (best effort, short timeout)."""
+        if self.session_id is None:
+            return
+        xid = self._open(_Kind.DELETE, None, None)
+        self._actions.append(
+            HttpRequest(
+                exchange_id=xid,
+                method="DELETE",
+                url=self.url,
+                headers=self._headers(None),
+                timeout=self.limits.delete_timeout,
+            )
+        )
+        self.session_id = None
+
+    def handle_timer(self, now: float) -> None:
+        due = [t for t in self._timers if t.at <= now]
+        if not due:
+            return
+        self._timers = [t for t in self._timers if t.at > now]
+        for timer in due:
+            self._open_get(timer.stream, timer.kind)
+
+    # --- inputs from the driver --------------------------------------------------------
+
+    def response_started(
+        self, exchange_id: int, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
+    ) -> None:
+        ex = self._exchanges.get(exchange_id)
+        if ex is None:
+            return
+        ex.status = status
+        if ex.kind is _Kind.DELETE:
+            ex.mode = _Mode.IGNORE
+            return
+        if 300 <= status < 400:
+            # H5: never follow; the configured headers must not reach another server.
+            self._fail(
+                ex,
+                TransportError(
+                    f"{self.display_url} answered HTTP {status} (a redirect); "
+                    "redirects are not followed"
+                ),
+                now,
+            )
+            return
+        if status == 404 and ex.sent_session_id is not None:
+            self._expired(ex, now)
+            return
+        if ex.kind is _Kind.LISTEN and status >= 300:
+            # H8: 405 means no GET stream; 409 means one is open already. Neither is fatal.
+            _log.debug("GET stream not available (HTTP %d)", status)
+            self._finish(ex)
+            return
+        if status >= 400 or status < 200:
+            ex.mode = _Mode.ERROR
+            return
+        if ex.kind is _Kind.POST and not isinstance(ex.message, Request):
+            ex.mode = _Mode.IGNORE  # H3: any 2xx accepts a notification or response
+            return
+        content_type = _header(headers, b"content-type")
+        media = content_type.split(";", 1)[0].strip().lower()
+        if media == "text/event-stream":
+            ex.mode = _Mode.SSE
+            ex.decoder = SSEDecoder(
+                max_line_size=self.limits.max_sse_line,
+                max_event_size=self.limits.max_message_size,
+            )
+        elif media == "application/json" and ex.kind is _Kind.POST:
+            ex.mode = _Mode.JSON
+        elif status == 202 and ex.kind is _Kind.POST:
+            self._fail(
+                ex,
+                RemoteProtocolError(
+                    "the server accepted a request (HTTP 202) without answering it"
+                ),
+                now,
+            )
+            return
+        else:
+            shown = excerpt(content_type, 80) if content_type else "none"
+            self._fail(
+                ex,
+                TransportError(
+                    f"{self.display_url} answered HTTP {status} with an unexpected "
+                    f"content type ({shown})"
+                ),
+                now,
+            )
+            return
+        if (
+            ex.kind is _Kind.POST
+            and isinstance(ex.message, Request)
+            and ex.message.method == "initialize"
+        ):
+            # H2: remembered now, adopted only if the reply is a result (not an error).
+            ex.candidate_session_id = _header(headers, b"mcp-session-id") or None
+
+    def response_data(self, exchange_id: int, data: bytes, now: float) -> None:
+        ex = self._exchanges.get(exchange_id)
+        if ex is None or not data:
+            return
+        if ex.mode is _Mode.SSE:
+            assert ex.decoder is not None
+            try:
+                events = ex.decoder.feed(data)
+            except McpError as exc:
+                self._fail(ex, exc, now)
+                return
+            for event in events:
+                if not self._on_event(ex, event.id, event.data, now):
+                    return
+        elif ex.mode is _Mode.JSON:
+            if len(ex.body) + len(data) > self.limits.max_message_size:
+                self._fail(
+                    ex,
+                    LimitExceeded(
+                        "max_message_size", self.limits.max_message_size, "a JSON response body"
+                    ),
+                    now,
+                )
+                return
+            ex.body += data
+        elif ex.mode is _Mode.ERROR:
+            room = _ERROR_EXCERPT_BYTES - len(ex.body)
+            ex.body += data[:room]
+            if len(ex.body) >= _ERROR_EXCERPT_BYTES:
+                self._http_error(ex, now)
+
+    def response_ended(self, exchange_id: int, now: float) -> None:
+        ex = self._exchanges.get(exchange_id)
+        if ex is None:
+            return
+        if ex.mode is _Mode.JSON:
+            body = bytes(ex.body)
+            try:
+                message = decode_message(body)
+            except McpError as exc:
+                self._fail(ex, exc, now)
+                return
+            self._deliver(ex, message)
+            if not self._response_seen(ex):
+                self._fail(
+                    ex,
+                    RemoteProtocolError("the JSON reply did not carry the response"),
+                    now,
+                )
+                return
+            self._finish(ex)
+        elif ex.mode is _Mode.SSE:
+            assert ex.decoder is not None
+            try:
+                for event in ex.decoder.end():
+                    if not self._on_event(ex, event.id, event.data, now):
+                        return
+            except McpError as exc:
+                self._fail(ex, exc, now)
+                return
+            self._stream_broke(ex, "the event stream ended", now)
+        elif ex.mode is _Mode.ERROR:
+            self._http_error(ex, now)
+        elif ex.mode is _Mode.WAITING:
+            self._stream_broke(ex, "the response ended before its headers", now)
+        else:
+            self._finish(ex)
+
+    def response_failed(self, exchange_id: int, reason: str, now: float) -> None:
+        ex = self._exchanges.get(exchange_id)
+        if ex is None:
+            return
+        if ex.kind is _Kind.DELETE or ex.mode is _Mode.IGNORE:
+            self._finish(ex)
+            return
+        self._stream_broke(ex, f"the connection failed ({excerpt(reason, 200)})", now)
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _headers(self, accept: bytes | None) -> list[tuple[bytes, bytes]]:
+        headers: list[tuple[bytes, bytes]] = []
+        if accept is not None:
+            headers.append((b"accept", accept))
+        headers.extend(self._extra_headers)
+        if self.session_id is not None:
+            headers.append((b"mcp-session-id", self.session_id.encode("latin-1")))
+        if self.protocol_version is not None:
+            headers.append((b"mcp-protocol-version", self.protocol_version.encode("ascii")))
+        return headers
+
+    def _open(self, kind: _Kind, message: Message | None, stream: _Stream | None) -> int:
+        xid = self._next_xid
+        self._next_xid += 1
+        self._exchanges[xid] = _Exchange(
+            id=xid, kind=kind, message=message, stream=stream, sent_session_id=self.session_id
+        )
+        if stream is not None and stream.request_id is not None:
+            self._by_request[stream.request_id] = xid
+        return xid
+
+    def _open_get(self, stream: _Stream, kind: _Kind) -> None:
+        xid = self._open(kind, None, stream)
+        headers = self._headers(b"text/event-stream")
+        if stream.last_event_id is not None:
+            headers.append((b"last-event-id", stream.last_event_id.encode("utf-8")))
+        self._actions.append(
+            HttpRequest(exchange_id=xid, method="GET", url=self.url, headers=headers)
+        )
+
+    def _finish(self, ex: _Exchange) -> None:
+        self._exchanges.pop(ex.id, None)
+        if ex.stream is not None and ex.stream.request_id is not None:
+            if self._by_request.get(ex.stream.request_id) == ex.id:
+                del self._by_request[ex.stream.request_id]
+        if ex.kind is _Kind.LISTEN:
+            self._listening = False
+
+    def _abort(self, xid: int) -> None:
+        ex = self._exchanges.get(xid)
+        if ex is None:
+            return
+        self._finish(ex)
+        self._actions.append(AbortExchange(exchange_id=xid))
+
+    def _fail(self, ex: _Exchange, error: McpError, now: float) -> None:
+        """The exchange failed: its request (if any) fails with ``error`` (P5)."""
+        still_open = ex.id in self._exchanges
+        self._finish(ex)
+        if still_open:
+            self._actions.append(AbortExchange(exchange_id=ex.id))
+        request_id = ex.stream.request_id if ex.stream is not None else None
+        if request_id is not None and not ex.stream.got_response:  # type: ignore[union-attr]
+            self._upward.append(RequestFailed(request_id, error))
+        elif ex.kind is _Kind.LISTEN:
+            _log.debug("GET stream failed: %s", error)
+
+    def _http_error(self, ex: _Exchange, now: float) -> None:
+        """H7: a transport error naming the status, with a short escaped excerpt."""
+        shown = excerpt(bytes(ex.body), 200).strip()
+        detail = f": {shown}" if shown else ""
+        self._fail(ex, TransportError(f"{self.display_url} answered HTTP {ex.status}{detail}"), now)
+
+    def _expired(self, ex: _Exchange, now: float) -> None:
+        """H6: a 404 on a request that carried a session id."""
+        still_open = ex.id in self._exchanges
+        self._finish(ex)
+        if still_open:
+            self._actions.append(AbortExchange(exchange_id=ex.id))
+        stale = ex.sent_session_id != self.session_id
+        if not stale:
+            self.session_id = None
+            self.protocol_version = None
+            self._listening = False
+        request_id = ex.stream.request_id if ex.stream is not None else None
+        if ex.kind is _Kind.POST and isinstance(ex.message, Request):
+            assert request_id is not None
+            if request_id in self._resent:
+                self._upward.append(
+                    RequestFailed(
+                        request_id,
+                        TransportError("the server ended the new session too (HTTP 404 again)"),
+                    )
+                )
+                return
+            self._resent.add(request_id)
+            if stale and self.session_id is not None:
+                self.send(ex.message)  # a new session is already up: resend on it
+            else:
+                self._upward.append(SessionExpired([ex.message]))
+        elif ex.kind is _Kind.RESUME and request_id is not None:
+            # The call was already running: it may have run, so it is never replayed.
+            self._upward.append(
+                RequestFailed(
+                    request_id,
+                    TransportError(
+                        "the session expired while the request was running; "
+                        "it may have run, so it was not sent again"
+                    ),
+                )
+            )
+            if not stale:
+                self._upward.append(SessionExpired([]))
+        elif not stale:
+            self._upward.append(SessionExpired([]))
+
+    def _on_event(self, ex: _Exchange, event_id: str | None, data: str, now: float) -> bool:
+        """One SSE event. Returns False when it ended the exchange."""
+        stream = ex.stream
+        assert stream is not None and ex.decoder is not None
+        if event_id is not None:
+            stream.last_event_id = ex.decoder.last_event_id
+            ex.new_event = True
+        if ex.decoder.retry is not None:
+            stream.retry = ex.decoder.retry / 1000.0
+        if not data:
+            return True  # H4: a priming event carries an id and no message
+        ex.new_event = True
+        try:
+            message = decode_message(data)
+        except McpError as exc:
+            self._fail(ex, exc, now)
+            return False
+        self._deliver(ex, message)
+        return True
+
+    def _deliver(self, ex: _Exchange, message: Message) -> None:
+        stream = ex.stream
+        if (
+            stream is not None
+            and stream.request_id is not None
+            and isinstance(message, (Result, ErrorResponse))
+            and message.id == stream.request_id
+        ):
+            stream.got_response = True
+            if ex.candidate_session_id is not None and isinstance(message, Result):
+                self.session_id = ex.candidate_session_id
+        self._upward.append(MessageArrived(message))
+
+    def _response_seen(self, ex: _Exchange) -> bool:
+        return ex.stream is None or ex.stream.got_response
+
+    def _stream_broke(self, ex: _Exchange, what: str, now: float) -> None:
+        """H4: a stream ended or broke. Resume it if it still owes us something."""
+        self._finish(ex)
+        stream = ex.stream
+        if stream is None or stream.got_response:
+            return
+        if ex.kind is _Kind.LISTEN and self.session_id is None:
+            return
+        if stream.last_event_id is None and ex.kind is not _Kind.LISTEN:
+            if stream.request_id is not None:
+                self._upward.append(
+                    RequestFailed(
+                        stream.request_id,
+                        TransportError(f"{what} before the response arrived"),
+                    )
+                )
+            return
+        stream.quiet_reconnects = 0 if ex.new_event else stream.quiet_reconnects + 1
+        if stream.quiet_reconnects > self.limits.max_reconnects:
+            error = LimitExceeded(
+                "max_reconnects",
+                self.limits.max_reconnects,
+                "the number of reconnects that brought no new event",
+            )
+            if stream.request_id is not None:
+                self._upward.append(RequestFailed(stream.request_id, error))
+            return
+        delay = stream.retry if stream.retry is not None else self.limits.default_retry
+        kind = _Kind.LISTEN if stream.request_id is None else _Kind.RESUME
+        if kind is _Kind.LISTEN:
+            self._listening = True
+        self._timers.append(_Timer(at=now + delay, stream=stream, kind=kind))
+
+
+def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def _strip_query(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))

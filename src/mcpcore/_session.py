@@ -1,0 +1,802 @@
+"""The MCP client session: the state machine over JSON-RPC messages.
+
+Everything that affects the session's state lives here: the handshake (P1–P3a),
+tool listing with its guards (T5, P6), calls with deadlines and cancellation
+(K1, K2, K6), server requests and notifications (P4, P5), start-up retries
+(L2–L5) and re-initialisation after an expired session (H6).
+
+Theory of operation: the session knows nothing about HTTP. It takes decoded
+messages (``receive_message``), transport failures for a request
+(``request_failed``), caller commands (``call``, ``cancel``, ``refresh``,
+``close``) and timer ticks (``handle_timer``), each with ``now`` from the
+caller's monotonic clock. It produces outgoing messages
+(``take_outgoing``), request ids whose exchanges should be dropped
+(``take_abandoned``), events (``take_events``) and its next deadline
+(``next_deadline``). The lifecycle state moves only through ``TRANSITIONS``;
+an input with no entry there raises ``LocalProtocolError``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+from ._backoff import backoff_delay
+from ._errors import (
+    BackendError,
+    CallTimeout,
+    HandshakeError,
+    LimitExceeded,
+    LocalProtocolError,
+    McpError,
+    RemoteProtocolError,
+    TransportError,
+    UnknownTool,
+)
+from ._escape import escape_text, excerpt
+from ._events import (
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    Event,
+    ProgressReceived,
+    RefreshFailed,
+    SessionReady,
+    StartFailed,
+    ToolsListChanged,
+    ToolsRefreshed,
+)
+from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result
+from ._render import render_result
+from ._tools import Catalogue, Tool
+
+__all__ = [
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "TRANSITIONS",
+    "ClientSession",
+    "SessionInput",
+    "SessionOptions",
+    "SessionState",
+]
+
+SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+
+_log = logging.getLogger("mcpcore.session")
+_server_log = logging.getLogger("mcpcore.server")
+
+_METHOD_NOT_FOUND = -32601
+
+
+class SessionState(Enum):
+    IDLE = "idle"
+    CONNECTING = "connecting"  # initialize sent, waiting for its result
+    LISTING = "listing"  # initialized sent, paging through tools/list
+    READY = "ready"
+    BACKOFF = "backoff"  # a start-up attempt failed; waiting to retry
+    CLOSED = "closed"
+
+
+class SessionInput(Enum):
+    START = "start"
+    INIT_SUCCEEDED = "init succeeded"
+    LISTING_DONE = "listing done"
+    START_FAILED = "start failed"
+    RETRY_DUE = "retry due"
+    CALL = "call"
+    REFRESH = "refresh"
+    CLOSE = "close"
+
+
+S, I = SessionState, SessionInput
+
+# The lifecycle, as a table: TRANSITIONS[state][input] -> next state.
+# docs/state-diagram.md is drawn from it by scripts/draw_state_diagram.py.
+TRANSITIONS: dict[SessionState, dict[SessionInput, SessionState]] = {
+    S.IDLE: {I.START: S.CONNECTING, I.CLOSE: S.CLOSED},
+    S.CONNECTING: {
+        I.INIT_SUCCEEDED: S.LISTING,
+        I.START_FAILED: S.BACKOFF,
+        I.CLOSE: S.CLOSED,
+    },
+    S.LISTING: {
+        I.LISTING_DONE: S.READY,
+        I.START_FAILED: S.BACKOFF,
+        I.CLOSE: S.CLOSED,
+    },
+    S.BACKOFF: {I.RETRY_DUE: S.CONNECTING, I.CLOSE: S.CLOSED},
+    S.READY: {
+        I.CALL: S.READY,
+        I.REFRESH: S.READY,
+        I.LISTING_DONE: S.READY,
+        I.CLOSE: S.CLOSED,
+    },
+    S.CLOSED: {I.CLOSE: S.CLOSED},
+}
+del S, I
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionOptions:
+    """Everything configurable about a session. Times in seconds."""
+
+    server_name: str = "server"
+    client_name: str = "mcpcore"
+    client_version: str = "0.1.0"
+    startup_timeout: float = 120.0
+    call_timeout: float = 300.0
+    # K2: progress may push a call's deadline out, never past call_timeout_max.
+    extend_on_progress: bool = False
+    call_timeout_max: float = 3600.0
+    separator: str = "/"
+    segment_pattern: re.Pattern[str] | None = None
+    policy: Literal["error", "lenient"] = "error"
+    auto_refresh: bool = False
+    max_pages: int = 1000
+    max_tools: int = 10_000
+    backoff_first: float = 1.0
+    backoff_max: float = 60.0
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One request of ours that is waiting for its response."""
+
+    kind: Literal["initialize", "list", "call"]
+    request: Request
+    deadline: float | None
+    # calls
+    tool: Tool | None = None
+    budget: float = 0.0
+    started: float = 0.0
+    sent: bool = True
+    # listings: None = the start-up listing, else a refresh id (-1 = automatic)
+    refresh_id: int | None = None
+
+
+@dataclass(slots=True)
+class _Listing:
+    refresh_id: int | None  # None: start-up; -1: automatic re-list; else caller's id
+    tools: list[object] = field(default_factory=list)
+    cursors: set[str] = field(default_factory=set)
+    pages: int = 0
+
+
+class ClientSession:
+    """The MCP client session state machine. See the module docstring."""
+
+    def __init__(self, options: SessionOptions | None = None) -> None:
+        self.options = options or SessionOptions()
+        self.state = SessionState.IDLE
+        self.protocol_version: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.server_capabilities: dict[str, Any] = {}
+        self.catalogue: Catalogue | None = None
+        self.failures = 0
+        self.last_error: McpError | None = None
+        self._next_id = 1
+        self._pending: dict[int, _Pending] = {}
+        self._abandoned: set[int] = set()
+        self._outgoing: list[Message] = []
+        self._dropped: list[int] = []
+        self._events: list[Event] = []
+        self._startup_deadline: float | None = None
+        self._retry_at: float | None = None
+        self._listing: _Listing | None = None
+        self._queued_refreshes: list[int] = []
+        self._next_refresh_id = 1
+        # H6: while a fresh session is being set up, requests wait here.
+        self._reinitializing = False
+        self._parked: list[Request] = []
+
+    # --- the table ---------------------------------------------------------------
+
+    def _transition(self, event: SessionInput) -> None:
+        try:
+            self.state = TRANSITIONS[self.state][event]
+        except KeyError:
+            raise LocalProtocolError(
+                f"cannot {event.value!r} while the session is {self.state.value!r}"
+            ) from None
+
+    # --- outputs ------------------------------------------------------------------
+
+    def take_outgoing(self) -> list[Message]:
+        out, self._outgoing = self._outgoing, []
+        return out
+
+    def take_abandoned(self) -> list[int]:
+        """Request ids whose exchanges the transport should drop (K6)."""
+        out, self._dropped = self._dropped, []
+        return out
+
+    def take_events(self) -> list[Event]:
+        out, self._events = self._events, []
+        return out
+
+    def next_deadline(self) -> float | None:
+        times = [p.deadline for p in self._pending.values() if p.deadline is not None]
+        if self._startup_deadline is not None:
+            times.append(self._startup_deadline)
+        if self._retry_at is not None:
+            times.append(self._retry_at)
+        return min(times) if times else None
+
+    @property
+    def pending_call_ids(self) -> list[int]:
+        return [rid for rid, p in self._pending.items() if p.kind == "call"]
+
+    @property
+    def is_idle(self) -> bool:
+        """Nothing is waiting for the server."""
+        return not self._pending and not self._parked and self._listing is None
+
+    @property
+    def reinitializing(self) -> bool:
+        return self._reinitializing
+
+    # --- commands -----------------------------------------------------------------
+
+    def start(self, now: float) -> None:
+        """Begin the first start-up attempt: handshake, then listing (L2)."""
+        self._transition(SessionInput.START)
+        self._begin_handshake(now)
+
+    def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None,
+        now: float,
+        *,
+        timeout: float | None = None,
+    ) -> int:
+        """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7)."""
+        if self.state is not SessionState.READY:
+            raise LocalProtocolError(f"cannot call a tool while the session is {self.state.value!r}")
+        assert self.catalogue is not None
+        tool = self.catalogue.get(tool_id)
+        if tool is None:
+            raise UnknownTool(tool_id)
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise LocalProtocolError("call arguments must be a mapping (a JSON object)")
+        budget = self.options.call_timeout if timeout is None else float(timeout)
+        if not budget > 0:
+            raise LocalProtocolError("a call timeout must be a positive number of seconds")
+        self._transition(SessionInput.CALL)
+        request_id = self._new_id()
+        request = Request(
+            id=request_id,
+            method="tools/call",
+            params={
+                "name": tool.name,
+                "arguments": dict(arguments),
+                "_meta": {"progressToken": request_id},
+            },
+        )
+        pending = _Pending(
+            kind="call",
+            request=request,
+            deadline=now + budget,
+            tool=tool,
+            budget=budget,
+            started=now,
+        )
+        self._pending[request_id] = pending
+        self._send_request(pending)
+        return request_id
+
+    def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
+        """Abandon a call (K6). Returns False when the call had already ended."""
+        pending = self._pending.get(call_id)
+        if pending is None or pending.kind != "call":
+            return False
+        self._abandon(call_id, pending, reason)
+        self._events.append(CallCancelled(call_id=call_id, reason=reason))
+        return True
+
+    def refresh(self, now: float) -> int:
+        """Re-list the tools; ends with ``ToolsRefreshed`` or ``RefreshFailed`` (T6)."""
+        self._transition(SessionInput.REFRESH)
+        refresh_id = self._next_refresh_id
+        self._next_refresh_id += 1
+        self._queue_refresh(refresh_id, now)
+        return refresh_id
+
+    def close(self, now: float) -> None:
+        """Cancel every call (sending ``notifications/cancelled``) and stop (L6)."""
+        if self.state is SessionState.CLOSED:
+            return
+        for call_id in self.pending_call_ids:
+            self.cancel(call_id, now, "the client is closing")
+        self._transition(SessionInput.CLOSE)
+        self._pending.clear()
+        self._parked.clear()
+        self._listing = None
+        self._startup_deadline = None
+        self._retry_at = None
+
+    # --- inputs from the transport -------------------------------------------------
+
+    def receive_message(self, message: Message, now: float) -> None:
+        """Handle one decoded message from the server (P3a, P4, P5)."""
+        if self.state is SessionState.CLOSED:
+            return
+        if isinstance(message, Request):
+            self._answer_server_request(message)
+        elif isinstance(message, Notification):
+            self._handle_notification(message, now)
+        else:
+            self._handle_response(message, now)
+
+    def request_failed(self, request_id: int, error: McpError, now: float) -> None:
+        """The exchange carrying ``request_id`` failed in the transport."""
+        pending = self._pending.get(request_id)
+        if pending is None:
+            return
+        del self._pending[request_id]
+        self._fail_pending(pending, error, now)
+
+    def transport_lost(self, error: McpError, now: float) -> None:
+        """The whole transport is gone (a child exited): every request fails."""
+        for request_id in list(self._pending):
+            self.request_failed(request_id, error, now)
+
+    def session_expired(self, resend: list[Request], now: float) -> None:
+        """H6: the server forgot our session. Set up a new one, then resend ``resend``."""
+        if self.state in (SessionState.CONNECTING, SessionState.LISTING):
+            # During start-up an expiry is just a failed attempt.
+            self._fail_start(TransportError("the server ended the session during start-up"), now)
+            return
+        if self.state is not SessionState.READY:
+            return
+        for request in resend:
+            pending = self._pending.get(request.id) if isinstance(request.id, int) else None
+            if pending is not None:
+                pending.sent = False
+                self._parked.append(request)
+        if not self._reinitializing:
+            self._reinitializing = True
+            self.protocol_version = None
+            self._send_initialize(now, deadline=now + self.options.startup_timeout)
+
+    def handle_timer(self, now: float) -> None:
+        """Fire every deadline that is due at ``now``."""
+        if self._retry_at is not None and now >= self._retry_at:
+            self._retry_at = None
+            self._transition(SessionInput.RETRY_DUE)
+            self._begin_handshake(now)
+        if self._startup_deadline is not None and now >= self._startup_deadline:
+            budget = self.options.startup_timeout
+            self._fail_start(
+                CallTimeout(f"start-up did not finish within {budget:g} s", budget=budget), now
+            )
+        for request_id, pending in list(self._pending.items()):
+            if pending.deadline is None or now < pending.deadline:
+                continue
+            if request_id not in self._pending:
+                continue  # ended by an earlier failure in this loop
+            if pending.kind == "call":
+                assert pending.tool is not None
+                error = CallTimeout(
+                    f"tool {pending.tool.id!r} did not finish within its "
+                    f"{pending.budget:g} s budget",
+                    tool=pending.tool.id,
+                    budget=pending.budget,
+                )
+                self._abandon(request_id, pending, "timed out")
+                self._events.append(CallFailed(call_id=request_id, error=error))
+            else:
+                del self._pending[request_id]
+                what = "initialize" if pending.kind == "initialize" else "tools/list"
+                self._fail_pending(
+                    pending,
+                    CallTimeout(f"{what} did not finish in time", budget=None),
+                    now,
+                )
+
+    # --- internals: sending ----------------------------------------------------------
+
+    def _new_id(self) -> int:
+        request_id = self._next_id
+        self._next_id += 1
+        return request_id
+
+    def _send_request(self, pending: _Pending) -> None:
+        if self._reinitializing and pending.kind != "initialize":
+            pending.sent = False
+            self._parked.append(pending.request)
+        else:
+            self._outgoing.append(pending.request)
+
+    def _begin_handshake(self, now: float) -> None:
+        self.protocol_version = None
+        self._startup_deadline = now + self.options.startup_timeout
+        self._send_initialize(now, deadline=None)
+
+    def _send_initialize(self, now: float, *, deadline: float | None) -> None:
+        request_id = self._new_id()
+        request = Request(
+            id=request_id,
+            method="initialize",
+            params={
+                "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
+                "capabilities": {},
+                "clientInfo": {
+                    "name": self.options.client_name,
+                    "version": self.options.client_version,
+                },
+            },
+        )
+        self._pending[request_id] = _Pending(kind="initialize", request=request, deadline=deadline)
+        self._outgoing.append(request)
+
+    def _abandon(self, request_id: int, pending: _Pending, reason: str) -> None:
+        """K6: forget the request, tell the server once, drop its exchange."""
+        del self._pending[request_id]
+        if pending.kind == "initialize":
+            return  # never cancelled (K6)
+        if not pending.sent:
+            self._parked = [r for r in self._parked if r.id != request_id]
+            return
+        self._abandoned.add(request_id)
+        self._dropped.append(request_id)
+        self._outgoing.append(
+            Notification(
+                method="notifications/cancelled",
+                params={"requestId": request_id, "reason": reason},
+            )
+        )
+
+    # --- internals: start-up ---------------------------------------------------------
+
+    def _fail_start(self, error: McpError, now: float) -> None:
+        for request_id, pending in list(self._pending.items()):
+            del self._pending[request_id]
+            if pending.kind == "list":
+                self._abandoned.add(request_id)
+                self._dropped.append(request_id)
+        self._listing = None
+        self._startup_deadline = None
+        self.failures += 1
+        self.last_error = error
+        delay = backoff_delay(
+            self.failures, first=self.options.backoff_first, maximum=self.options.backoff_max
+        )
+        self._retry_at = now + delay
+        self._transition(SessionInput.START_FAILED)
+        self._events.append(StartFailed(error=error, failures=self.failures, retry_at=self._retry_at))
+
+    def _fail_pending(self, pending: _Pending, error: McpError, now: float) -> None:
+        if pending.kind == "call":
+            self._events.append(CallFailed(call_id=pending.request.id, error=error))  # type: ignore[arg-type]
+        elif pending.kind == "initialize":
+            if self._reinitializing:
+                self._reinit_failed(error)
+            else:
+                self._fail_start(error, now)
+        else:
+            self._listing_failed(error, now)
+
+    def _listing_failed(self, error: McpError, now: float) -> None:
+        listing, self._listing = self._listing, None
+        if listing is not None and listing.refresh_id is not None:
+            self._events.append(
+                RefreshFailed(
+                    refresh_id=None if listing.refresh_id < 0 else listing.refresh_id,
+                    error=error,
+                )
+            )
+            self._next_queued_refresh(now)
+        else:
+            self._fail_start(error, now)
+
+    def _reinit_failed(self, error: McpError) -> None:
+        self._reinitializing = False
+        parked, self._parked = self._parked, []
+        for request in parked:
+            pending = self._pending.pop(request.id, None)  # type: ignore[arg-type]
+            if pending is None:
+                continue
+            wrapped = TransportError(f"the session expired and a new one could not be set up: {error}")
+            if pending.kind == "call":
+                self._events.append(CallFailed(call_id=pending.request.id, error=wrapped))  # type: ignore[arg-type]
+            else:
+                self._fail_pending(pending, wrapped, 0.0)
+
+    def _handle_initialize_result(self, pending: _Pending, result: object, now: float) -> None:
+        try:
+            version, capabilities, info = _parse_initialize_result(result)
+        except HandshakeError as exc:
+            if self._reinitializing:
+                self._reinit_failed(exc)
+            else:
+                self._fail_start(exc, now)
+            return
+        self.protocol_version = version
+        self._outgoing.append(Notification(method="notifications/initialized"))
+        if self._reinitializing:
+            # H6: the new session is set up; send what was waiting, once.
+            self._reinitializing = False
+            parked, self._parked = self._parked, []
+            for request in parked:
+                waiting = self._pending.get(request.id)  # type: ignore[arg-type]
+                if waiting is not None:
+                    waiting.sent = True
+                    self._outgoing.append(request)
+            return
+        self.server_capabilities = capabilities
+        self.server_info = info
+        self._transition(SessionInput.INIT_SUCCEEDED)
+        if "tools" in capabilities:
+            self._listing = _Listing(refresh_id=None)
+            self._request_page(None, now)
+        else:
+            # P3: no tools capability, nothing to list.
+            self._finish_listing(_Listing(refresh_id=None), now)
+
+    # --- internals: listing ---------------------------------------------------------
+
+    def _queue_refresh(self, refresh_id: int, now: float) -> None:
+        if self._listing is not None:
+            if refresh_id not in self._queued_refreshes:
+                self._queued_refreshes.append(refresh_id)
+            return
+        self._listing = _Listing(refresh_id=refresh_id)
+        self._request_page(None, now)
+
+    def _next_queued_refresh(self, now: float) -> None:
+        if self._queued_refreshes and self.state is SessionState.READY:
+            self._queue_refresh(self._queued_refreshes.pop(0), now)
+
+    def _request_page(self, cursor: str | None, now: float) -> None:
+        request_id = self._new_id()
+        request = Request(
+            id=request_id,
+            method="tools/list",
+            params=None if cursor is None else {"cursor": cursor},
+        )
+        deadline = None if self._listing is None or self._listing.refresh_id is None else (
+            now + self.options.call_timeout
+        )
+        pending = _Pending(kind="list", request=request, deadline=deadline)
+        self._pending[request_id] = pending
+        self._send_request(pending)
+
+    def _handle_list_result(self, pending: _Pending, result: object, now: float) -> None:
+        listing = self._listing
+        if listing is None:
+            return
+        try:
+            tools, cursor = _parse_list_result(result)
+            listing.pages += 1
+            listing.tools.extend(tools)
+            if len(listing.tools) > self.options.max_tools:
+                raise LimitExceeded(
+                    "max_tools", self.options.max_tools, "the number of tools the server listed"
+                )
+            if cursor is not None:
+                if cursor in listing.cursors:
+                    raise RemoteProtocolError(
+                        "tools/list returned a cursor it had returned before (a cursor loop)"
+                    )
+                if listing.pages >= self.options.max_pages:
+                    raise LimitExceeded(
+                        "max_pages", self.options.max_pages, "the number of tools/list pages"
+                    )
+                listing.cursors.add(cursor)
+        except McpError as exc:
+            self._fail_pending(pending, exc, now)
+            return
+        if cursor is not None:
+            self._request_page(cursor, now)
+        else:
+            self._finish_listing(listing, now)
+
+    def _finish_listing(self, listing: _Listing, now: float) -> None:
+        try:
+            catalogue = Catalogue.from_listing(
+                self.options.server_name,
+                listing.tools,
+                separator=self.options.separator,
+                segment_pattern=self.options.segment_pattern,
+                max_tools=self.options.max_tools,
+            )
+        except McpError as exc:
+            self._listing = listing
+            self._listing_failed(exc, now)
+            return
+        self._listing = None
+        if listing.refresh_id is None:
+            self._startup_deadline = None
+            self.failures = 0
+            self.last_error = None
+            self.catalogue = catalogue
+            self._transition(SessionInput.LISTING_DONE)
+            assert self.protocol_version is not None
+            self._events.append(
+                SessionReady(
+                    catalogue=catalogue,
+                    protocol_version=self.protocol_version,
+                    server_info=self.server_info,
+                )
+            )
+        else:
+            previous = self.catalogue
+            assert previous is not None
+            self.catalogue = catalogue
+            self._transition(SessionInput.LISTING_DONE)
+            self._events.append(
+                ToolsRefreshed(
+                    refresh_id=None if listing.refresh_id < 0 else listing.refresh_id,
+                    catalogue=catalogue,
+                    report=previous.diff(catalogue),
+                )
+            )
+            self._next_queued_refresh(now)
+
+    # --- internals: receiving --------------------------------------------------------
+
+    def _answer_server_request(self, request: Request) -> None:
+        # P3a, P4: ping is answered at any time; this client offers nothing else.
+        if request.method == "ping":
+            self._outgoing.append(Result(id=request.id, result={}))
+        else:
+            self._outgoing.append(
+                ErrorResponse(
+                    id=request.id,
+                    code=_METHOD_NOT_FOUND,
+                    message=f"Method not found: {request.method[:100]}",
+                )
+            )
+
+    def _handle_notification(self, note: Notification, now: float) -> None:
+        params = note.params or {}
+        if note.method == "notifications/progress":
+            token = params.get("progressToken")
+            pending = self._pending.get(token) if isinstance(token, int) and not isinstance(token, bool) else None
+            progress = params.get("progress")
+            if pending is None or pending.kind != "call" or not _is_number(progress):
+                return
+            total = params.get("total")
+            message = params.get("message")
+            if self.options.extend_on_progress and pending.deadline is not None:
+                pending.deadline = min(
+                    now + pending.budget, pending.started + self.options.call_timeout_max
+                )
+            self._events.append(
+                ProgressReceived(
+                    call_id=pending.request.id,  # type: ignore[arg-type]
+                    progress=float(progress),  # type: ignore[arg-type]
+                    total=float(total) if _is_number(total) else None,  # type: ignore[arg-type]
+                    message=message if isinstance(message, str) else None,
+                )
+            )
+        elif note.method == "notifications/tools/list_changed":
+            self._events.append(ToolsListChanged())
+            if self.options.auto_refresh and self.state is SessionState.READY:
+                self._queue_refresh(-1, now)
+        elif note.method == "notifications/message":
+            _forward_server_log(self.options.server_name, params)
+        else:
+            _log.debug("ignored notification %r", escape_text(note.method[:100]))
+
+    def _handle_response(self, message: Result | ErrorResponse, now: float) -> None:
+        request_id = message.id
+        pending = self._pending.get(request_id) if isinstance(request_id, int) else None
+        if pending is None:
+            if request_id in self._abandoned:
+                _log.debug("dropped a late response for abandoned request %r", request_id)
+            else:
+                _log.debug("ignored a response with unknown id %r", excerpt(repr(request_id), 40))
+            return
+        del self._pending[request_id]  # type: ignore[arg-type]
+        if isinstance(message, ErrorResponse):
+            detail = f"{message.code}: {excerpt(message.message, 300)}"
+            if pending.kind == "initialize":
+                error: McpError = HandshakeError(f"the server refused initialize ({detail})")
+            elif pending.kind == "list":
+                error = RemoteProtocolError(f"tools/list failed ({detail})")
+            else:
+                assert pending.tool is not None
+                error = BackendError(f"JSON-RPC error {detail}", tool=pending.tool.id)
+            self._fail_pending(pending, error, now)
+            return
+        if pending.kind == "initialize":
+            self._handle_initialize_result(pending, message.result, now)
+        elif pending.kind == "list":
+            self._handle_list_result(pending, message.result, now)
+        else:
+            self._handle_call_result(pending, message.result)
+
+    def _handle_call_result(self, pending: _Pending, result: object) -> None:
+        call_id: int = pending.request.id  # type: ignore[assignment]
+        tool = pending.tool
+        assert tool is not None
+        if not isinstance(result, dict):
+            self._events.append(
+                CallFailed(
+                    call_id=call_id,
+                    error=RemoteProtocolError("the tools/call result is not a JSON object"),
+                )
+            )
+            return
+        try:
+            output = render_result(result, tool=tool, policy=self.options.policy)
+        except McpError as exc:
+            self._events.append(CallFailed(call_id=call_id, error=exc))
+            return
+        if output.is_error:
+            self._events.append(
+                CallFailed(call_id=call_id, error=BackendError(output.text, tool=tool.id))
+            )
+        else:
+            self._events.append(CallSucceeded(call_id=call_id, output=output))
+
+
+# --- pure helpers -----------------------------------------------------------------
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _parse_initialize_result(result: object) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    if not isinstance(result, dict):
+        raise HandshakeError("the initialize result is not a JSON object")
+    version = result.get("protocolVersion")
+    if not isinstance(version, str):
+        raise HandshakeError("the initialize result has no protocolVersion string")
+    if version not in SUPPORTED_PROTOCOL_VERSIONS:
+        raise HandshakeError(
+            f"the server chose protocol version {excerpt(version, 60)!r}, which this client "
+            f"does not support (supported: {', '.join(SUPPORTED_PROTOCOL_VERSIONS)})"
+        )
+    capabilities = result.get("capabilities")
+    if not isinstance(capabilities, dict):
+        capabilities = {}
+    info = result.get("serverInfo")
+    if not isinstance(info, dict):
+        info = {}
+    return version, capabilities, info
+
+
+def _parse_list_result(result: object) -> tuple[list[object], str | None]:
+    if not isinstance(result, dict):
+        raise RemoteProtocolError("the tools/list result is not a JSON object")
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        raise RemoteProtocolError("the tools/list result has no 'tools' array")
+    cursor = result.get("nextCursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise RemoteProtocolError("tools/list returned a nextCursor that is not a string")
+    return tools, (cursor or None)
+
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+def _forward_server_log(server: str, params: Mapping[str, Any]) -> None:
+    """P4: ``notifications/message`` goes to logging, escaped and cut short (X1)."""
+    level = _LEVELS.get(str(params.get("level")), logging.INFO)
+    if not _server_log.isEnabledFor(level):
+        return
+    data = params.get("data")
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    origin = params.get("logger")
+    name = f"{server}:{excerpt(origin, 60)}" if isinstance(origin, str) else server
+    _server_log.log(level, "[%s] %s", name, excerpt(text, 2000))
