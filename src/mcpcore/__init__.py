@@ -51,6 +51,18 @@ __all__ = [
 # --- config (begin) ---
 # --- config (end) ---
 # --- tools, render (begin) ---
+from ._render import OutputSchemaViolation, ToolOutput, render_result
+from ._tools import Catalogue, SyncReport, Tool, is_valid_segment
+
+__all__ += [
+    "Catalogue",
+    "OutputSchemaViolation",
+    "SyncReport",
+    "Tool",
+    "ToolOutput",
+    "is_valid_segment",
+    "render_result",
+]
 # --- tools, render (end) ---
 # --- engine (begin) ---
 # --- engine (end) ---

@@ -1,0 +1,378 @@
+"""Tools (T1–T4, T6, P3b, P6): id rules, qualification, the catalogue and its diff.
+
+This module owns what a tool *is* to the client:
+
+* the id grammar (T1): a segment is 1–128 characters of ``a-z 0-9 _ - .`` after
+  ASCII lowercasing; the qualified id is ``<server><separator><segment>``;
+* turning raw ``tools/list`` tool objects (all pages, in order) into a
+  :class:`Catalogue`, dropping what cannot be used, each drop a logging
+  ``WARNING`` on ``mcpcore.tools`` that names the server and shows the offending
+  name with ``repr`` and control characters escaped (T2, T3, P3b, X1);
+* the contract comparison behind a re-list's :class:`SyncReport` (T6).
+
+Paging (T5) belongs to the session layer; this module sees the concatenated
+tool objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import reprlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import LimitExceeded
+from ._escape import escape_text
+from ._schema import SchemaInvalid, Validator, compile_schema
+
+__all__ = [
+    "DEFAULT_SEGMENT_PATTERN",
+    "Catalogue",
+    "SyncReport",
+    "Tool",
+    "ascii_lower",
+    "is_valid_segment",
+]
+
+_log = logging.getLogger("mcpcore.tools")
+
+DEFAULT_SEGMENT_PATTERN: re.Pattern[str] = re.compile(r"[a-z0-9_.\-]{1,128}")
+"""T1: the MCP tool-name alphabet, lowercased. Always applied with ``fullmatch``."""
+
+_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+
+_repr = reprlib.Repr()
+_repr.maxstring = 200
+_repr.maxother = 200
+_repr.maxlevel = 2
+
+
+def _shown(value: object) -> str:
+    """``repr`` of a server value, bounded in size, control characters escaped (X1)."""
+    return escape_text(_repr.repr(value), keep_newlines=False)
+
+
+def ascii_lower(text: str) -> str:
+    """Lowercase ``A``–``Z`` only; every other character (non-ASCII too) is kept as is."""
+    return text.translate(_LOWER)
+
+
+def is_valid_segment(text: object, pattern: re.Pattern[str] | None = None) -> bool:
+    """True when ``text`` is a string whose ASCII-lowercased form is a valid id segment (T1).
+
+    ``pattern`` tightens (or replaces) the default grammar; it is applied with
+    ``fullmatch`` to the lowercased text, so anchors are optional.
+    """
+    if not isinstance(text, str):
+        return False
+    grammar = DEFAULT_SEGMENT_PATTERN if pattern is None else pattern
+    return grammar.fullmatch(ascii_lower(text)) is not None
+
+
+def _same(a: object, b: object) -> bool:
+    """Strict JSON equality: ``1``, ``1.0`` and ``true`` differ (Python's ``==`` says equal)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+@dataclass(eq=True, frozen=True)
+class Tool:
+    """One usable tool of one server (T1–T4).
+
+    * ``id``: the qualified id, ``<server><separator><segment>`` (T1);
+    * ``name``: the original name, as the server sent it, used on ``tools/call`` (T4);
+    * ``description``: ``description``, else ``title``, else ``annotations.title``,
+      else the name (T3);
+    * ``parameters``: ``inputSchema`` verbatim (T3);
+    * ``output_schema``: ``outputSchema`` verbatim, or ``None`` when absent or
+      dropped as uncompilable (K5);
+    * ``annotations``: the server's annotations (untrusted hints), possibly empty;
+    * ``title``: ``title``, else ``annotations.title``, else ``None``.
+
+    Equality compares every field. The dict fields make the default hash
+    impossible, so a tool hashes on its ``id`` and ``name`` (equal tools have
+    equal ids, so this is consistent with ``==``). :meth:`same_contract` is the
+    comparison behind a re-list's "changed" (T6).
+    """
+
+    id: str
+    name: str
+    server: str
+    description: str
+    parameters: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    # Compiled outputSchema validator, cached on first use: None = not compiled
+    # yet; a 1-tuple = compiled (holding None when validation is off).
+    _compiled: tuple[Validator | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.name))
+
+    @property
+    def read_only(self) -> bool:
+        """True only when the server's ``readOnlyHint`` annotation is exactly ``true`` (T4)."""
+        return self.annotations.get("readOnlyHint") is True
+
+    def same_contract(self, other: Tool) -> bool:
+        """True when name, description, parameters, output schema and annotations match (T6)."""
+        return (
+            self.name == other.name
+            and self.description == other.description
+            and _same(self.parameters, other.parameters)
+            and _same(self.output_schema, other.output_schema)
+            and _same(self.annotations, other.annotations)
+        )
+
+    def output_validator(self) -> Validator | None:
+        """The compiled ``output_schema`` validator, or ``None`` when there is none to apply.
+
+        ``None`` when the tool declares no output schema, when ``jsonschema`` is not
+        installed, or when the schema does not compile (logged once per tool).
+        """
+        if self.output_schema is None:
+            return None
+        if self._compiled is None:
+            try:
+                compiled = compile_schema(self.output_schema)
+            except SchemaInvalid as exc:
+                _log.warning(
+                    "server %s: tool %s: outputSchema does not compile, calls are unvalidated: %s",
+                    _shown(self.server),
+                    _shown(self.name),
+                    exc,
+                )
+                compiled = None
+            object.__setattr__(self, "_compiled", (compiled,))
+        assert self._compiled is not None
+        return self._compiled[0]
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """The diff of two catalogues of one server (T6): sorted tuples of ids.
+
+    ``added``, ``removed``, ``changed`` and ``untouched`` partition the union of
+    both catalogues' ids.
+    """
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    untouched: tuple[str, ...] = ()
+
+
+def _text(value: object) -> str | None:
+    """``value`` when it is a string with something other than whitespace in it."""
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+class Catalogue:
+    """One server's usable tools, in listing order, by qualified id.
+
+    Build one with :meth:`from_listing`. Iterating yields :class:`Tool` objects;
+    ``in`` and :meth:`get` take qualified ids (exact match).
+    """
+
+    __slots__ = ("_by_id", "separator", "server", "tools")
+
+    def __init__(self, server: str, tools: Sequence[Tool] = (), *, separator: str = "/") -> None:
+        self.server = server
+        self.separator = separator
+        self.tools: tuple[Tool, ...] = tuple(tools)
+        self._by_id: dict[str, Tool] = {}
+        for tool in self.tools:
+            self._by_id.setdefault(tool.id, tool)
+
+    @classmethod
+    def from_listing(
+        cls,
+        server: str,
+        tools: Sequence[object],
+        *,
+        separator: str = "/",
+        segment_pattern: re.Pattern[str] | None = None,
+        max_tools: int | None = None,
+        validate_schemas: bool = True,
+    ) -> Catalogue:
+        """Raw ``tools/list`` tool objects (all pages, in order) → catalogue (T1–T4, P3b).
+
+        Dropped, each with a ``WARNING`` naming the server and the name: items that
+        are not objects, names that are not strings or whose lowercased form is not
+        a valid segment under ``segment_pattern`` (default: T1), names that repeat
+        the id of an earlier *kept* tool (the first wins), tools without an object
+        ``inputSchema`` and tools whose ``execution.taskSupport`` is ``"required"``.
+
+        An ``outputSchema`` that is not an object, or (with ``validate_schemas``)
+        does not compile, is dropped with a warning; the tool stays (K5). With
+        ``validate_schemas=False`` schemas are kept unchecked and compiled on first use.
+
+        More than ``max_tools`` raw tool objects raise :class:`LimitExceeded` (P6).
+        """
+        if not separator:
+            raise ValueError("separator must not be empty")
+        if max_tools is not None and len(tools) > max_tools:
+            raise LimitExceeded(
+                "max_tools", max_tools, f"server {server!r} listing of {len(tools)} tools"
+            )
+        where = f"server {_shown(server)}"
+        kept: list[Tool] = []
+        seen: dict[str, str] = {}
+        for index, item in enumerate(tools):
+            if not isinstance(item, dict):
+                _log.warning(
+                    "%s: dropped tools/list item #%d: not an object (%s)",
+                    where,
+                    index,
+                    type(item).__name__,
+                )
+                continue
+            tool = _build(where, server, separator, item, segment_pattern, validate_schemas)
+            if tool is None:
+                continue
+            first = seen.get(tool.id)
+            if first is not None:
+                _log.warning(
+                    "%s: dropped tool %s: its id %s repeats tool %s (the first one wins)",
+                    where,
+                    _shown(tool.name),
+                    _shown(tool.id),
+                    _shown(first),
+                )
+                continue
+            seen[tool.id] = tool.name
+            kept.append(tool)
+        return cls(server, kept, separator=separator)
+
+    def get(self, tool_id: str) -> Tool | None:
+        """The tool with this qualified id, or ``None``."""
+        return self._by_id.get(tool_id)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools)
+
+    def __contains__(self, tool_id: object) -> bool:
+        return isinstance(tool_id, str) and tool_id in self._by_id
+
+    def __repr__(self) -> str:
+        return f"Catalogue(server={self.server!r}, tools={len(self.tools)})"
+
+    def ids(self) -> tuple[str, ...]:
+        """The qualified ids, in listing order."""
+        return tuple(tool.id for tool in self.tools)
+
+    def diff(self, newer: Catalogue) -> SyncReport:
+        """What changed from this catalogue to ``newer`` (T6), each tuple sorted."""
+        old, new = self._by_id, newer._by_id
+        added = sorted(new.keys() - old.keys())
+        removed = sorted(old.keys() - new.keys())
+        changed: list[str] = []
+        untouched: list[str] = []
+        for tool_id in sorted(old.keys() & new.keys()):
+            if old[tool_id].same_contract(new[tool_id]):
+                untouched.append(tool_id)
+            else:
+                changed.append(tool_id)
+        return SyncReport(
+            added=tuple(added),
+            removed=tuple(removed),
+            changed=tuple(changed),
+            untouched=tuple(untouched),
+        )
+
+
+def _build(
+    where: str,
+    server: str,
+    separator: str,
+    item: Mapping[str, Any],
+    pattern: re.Pattern[str] | None,
+    validate_schemas: bool,
+) -> Tool | None:
+    """One raw tool object → a :class:`Tool`, or ``None`` (warned) when it is unusable."""
+    name = item.get("name")
+    if not isinstance(name, str):
+        _log.warning("%s: dropped tool %s: its name is not a string", where, _shown(name))
+        return None
+    segment = ascii_lower(name)
+    if not is_valid_segment(segment, pattern):
+        _log.warning("%s: dropped tool %s: not a valid tool name", where, _shown(name))
+        return None
+    parameters = item.get("inputSchema")
+    if not isinstance(parameters, dict):
+        _log.warning("%s: dropped tool %s: inputSchema is not an object", where, _shown(name))
+        return None
+    execution = item.get("execution")
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        _log.warning(
+            "%s: hid tool %s: it requires task invocation, "
+            "and this client does not invoke tools as tasks",
+            where,
+            _shown(name),
+        )
+        return None
+    raw_annotations = item.get("annotations")
+    annotations: dict[str, Any] = raw_annotations if isinstance(raw_annotations, dict) else {}
+    title = _text(item.get("title")) or _text(annotations.get("title"))
+    description = _text(item.get("description")) or title or name
+    output_schema, compiled = _output_schema(where, name, item, validate_schemas)
+    tool = Tool(
+        id=f"{server}{separator}{segment}",
+        name=name,
+        server=server,
+        description=description,
+        parameters=parameters,
+        output_schema=output_schema,
+        annotations=annotations,
+        title=title,
+    )
+    if compiled is not None:
+        # Compiled at listing: cache it so calls do not compile again.
+        object.__setattr__(tool, "_compiled", compiled)
+    return tool
+
+
+def _output_schema(
+    where: str, name: str, item: Mapping[str, Any], validate_schemas: bool
+) -> tuple[dict[str, Any] | None, tuple[Validator | None] | None]:
+    """The usable ``outputSchema`` and, when compiled here, its validator (K5)."""
+    schema = item.get("outputSchema")
+    if schema is None:
+        return None, None
+    if not isinstance(schema, dict):
+        _log.warning(
+            "%s: tool %s: outputSchema is not an object, dropped (calls are unvalidated)",
+            where,
+            _shown(name),
+        )
+        return None, None
+    if not validate_schemas:
+        return schema, None
+    try:
+        validator = compile_schema(schema)
+    except SchemaInvalid as exc:
+        _log.warning(
+            "%s: tool %s: outputSchema does not compile, dropped (calls are unvalidated): %s",
+            where,
+            _shown(name),
+            exc,
+        )
+        return None, None
+    return schema, (validator,)
