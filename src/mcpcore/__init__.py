@@ -49,6 +49,9 @@ __all__ = [
 # --- codec, sse, stdio (begin) ---
 # --- codec, sse, stdio (end) ---
 # --- config (begin) ---
+from ._config import LocalServer, RemoteServer, expand, load_mcp_json, parse_server
+
+__all__ += ["LocalServer", "RemoteServer", "expand", "load_mcp_json", "parse_server"]
 # --- config (end) ---
 # --- tools, render (begin) ---
 from ._render import OutputSchemaViolation, ToolOutput, render_result

@@ -1,0 +1,677 @@
+"""The configuration layer (C1–C8): ``mcp.json`` and single entries → server configs.
+
+This module owns:
+
+* :func:`load_mcp_json` — a whole ``mcp.json`` document → one outcome per server
+  key (C1, C2, C4), with failure isolation between entries;
+* :func:`parse_server` — one entry → :class:`RemoteServer` or :class:`LocalServer`
+  (C3–C7), raising :class:`~mcpcore.ConfigError`;
+* :func:`expand` — single-pass, non-recursive placeholder expansion (C7);
+* redaction (C8): no ``repr``, ``str``, message or log record made here contains
+  a header value or an environment value. Messages may name keys, and show a URL
+  only as configured (before expansion), without user info, query or fragment.
+
+Everything is pure: the environment, the home directory and the plugin
+directories are inputs. Resolving ``cwd`` and ``./`` commands is path
+arithmetic (``os.path.normpath``); the disk is never touched.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os.path
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NoReturn
+from urllib.parse import urlsplit
+
+from ._errors import ConfigError
+
+__all__ = [
+    "CLIENT_OWNED_HEADERS",
+    "LOCAL_NOT_SUPPORTED",
+    "LocalServer",
+    "RemoteServer",
+    "expand",
+    "load_mcp_json",
+    "parse_server",
+]
+
+_log = logging.getLogger("mcpcore.config")
+
+#: The exact reason a local (``command``) entry is refused by default (C6).
+LOCAL_NOT_SUPPORTED = "local MCP servers (command) are not supported yet"
+
+#: Header names (lowercase) the client sets itself; configuring one is refused (C5).
+#: The first three come from seed 000; ``mcp-method`` / ``mcp-name`` are the
+#: stateless revision's headers; the rest are framing and hop-by-hop headers
+#: that belong to the HTTP driver.
+CLIENT_OWNED_HEADERS: frozenset[str] = frozenset(
+    {
+        "accept",
+        "mcp-session-id",
+        "last-event-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "content-type",
+        "content-length",
+        "host",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+    }
+)
+
+_RESERVED_ENV = frozenset({"PLUGIN_ROOT", "PLUGIN_DATA"})
+_TOP_LEVEL_KEYS = ("$schema", "mcpServers")
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_SEGMENT = re.compile(r"[a-z0-9_.\-]{1,128}")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
+# Anything that cannot appear raw in a request target: controls, space, DEL, non-ASCII.
+_URL_BAD_CHAR = re.compile(r"[^\x21-\x7e]")
+_HEADER_BAD_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+# ---------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------
+
+
+def _display_url(url: str) -> str:
+    """``url`` without user info, query string and fragment: safe to show (C8)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    end = len(rest)
+    for stop in "/?#":
+        at = rest.find(stop)
+        if at != -1:
+            end = min(end, at)
+    authority, tail = rest[:end], rest[end:]
+    if "@" in authority:
+        authority = authority.rsplit("@", 1)[1]
+    for stop in "?#":
+        tail = tail.split(stop, 1)[0]
+    return f"{scheme}{sep}{authority}{tail}"
+
+
+def _readonly(mapping: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, repr=False)
+class RemoteServer:
+    """A validated remote (Streamable HTTP) server (C5).
+
+    ``url`` and ``headers`` are expanded and may carry secrets, so ``repr`` and
+    ``str`` show only ``display_url`` (the URL as configured, without user info,
+    query and fragment) and the header *names* (C8).
+    """
+
+    name: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    display_url: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headers", _readonly(self.headers))
+        if not self.display_url:
+            object.__setattr__(self, "display_url", _display_url(self.url))
+
+    def __repr__(self) -> str:
+        return (
+            f"RemoteServer(name={self.name!r}, url={self.display_url!r}, "
+            f"headers={sorted(self.headers)!r})"
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.url, tuple(sorted(self.headers.items()))))
+
+
+@dataclass(frozen=True, repr=False)
+class LocalServer:
+    """A validated local (stdio) server (C6); only built when the host opts in.
+
+    ``command`` is a bare executable name or an absolute path inside the plugin
+    root (a ``./`` command, resolved). ``args``, ``env`` values and ``cwd`` are
+    expanded and may carry secrets, so ``repr`` shows the name, the command, the
+    number of arguments and the environment *keys* only (C8). An empty ``cwd``
+    defaults to ``plugin_root``.
+    """
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str = ""
+    plugin_root: str = ""
+    plugin_data: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "env", _readonly(self.env))
+        if not self.cwd:
+            object.__setattr__(self, "cwd", self.plugin_root)
+
+    def __repr__(self) -> str:
+        return (
+            f"LocalServer(name={self.name!r}, command={self.command!r}, "
+            f"args=<{len(self.args)} args>, env={sorted(self.env)!r})"
+        )
+
+    def __hash__(self) -> int:
+        return hash(
+            (
+                self.name,
+                self.command,
+                self.args,
+                tuple(sorted(self.env.items())),
+                self.cwd,
+                self.plugin_root,
+                self.plugin_data,
+            )
+        )
+
+
+# ---------------------------------------------------------------------------
+# Expansion (C7)
+# ---------------------------------------------------------------------------
+
+
+def expand(
+    text: str,
+    *,
+    env: Mapping[str, str],
+    home: str,
+    plugin_root: str | None = None,
+    plugin_data: str | None = None,
+) -> str:
+    """Expand placeholders in ``text`` in one pass (C7).
+
+    ``${env:NAME}`` → ``env[NAME]`` (unset: :class:`ConfigError` naming ``NAME``,
+    with ``key=NAME``); ``${userHome}`` → ``home``; ``${PLUGIN_ROOT}`` /
+    ``${PLUGIN_DATA}`` → the directory when given, else left as is. Any other
+    ``${...}`` is left unchanged. Text produced by a substitution is never
+    expanded again.
+    """
+
+    def substitute(match: re.Match[str]) -> str:
+        body = match.group(1)
+        if body.startswith("env:"):
+            var = body[4:]
+            try:
+                return env[var]
+            except KeyError:
+                raise ConfigError(f"environment variable {var!r} is not set", key=var) from None
+        if body == "userHome":
+            return home
+        if body == "PLUGIN_ROOT" and plugin_root is not None:
+            return plugin_root
+        if body == "PLUGIN_DATA" and plugin_data is not None:
+            return plugin_data
+        return match.group(0)
+
+    if "${" not in text:
+        return text
+    return _PLACEHOLDER.sub(substitute, text)
+
+
+# ---------------------------------------------------------------------------
+# JSON with duplicate-key detection
+# ---------------------------------------------------------------------------
+
+
+class _JsonObject(dict[str, object]):
+    """A decoded JSON object that remembers keys written more than once.
+
+    The first occurrence is kept (nothing is silently overwritten); the checks
+    below turn a repeated key into an error.
+    """
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _object_pairs(pairs: list[tuple[str, object]]) -> _JsonObject:
+    obj = _JsonObject()
+    dups: list[str] = []
+    for key, value in pairs:
+        if key in obj:
+            if key not in dups:
+                dups.append(key)
+            continue
+        obj[key] = value
+    if dups:
+        obj.duplicates = tuple(dups)
+    return obj
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _duplicates(obj: object) -> tuple[str, ...]:
+    return obj.duplicates if isinstance(obj, _JsonObject) else ()
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return type(value).__name__
+
+
+def _show_key(key: str) -> str:
+    """A key for a message: ``repr`` (escapes controls), cut when very long."""
+    return repr(key if len(key) <= 80 else key[:80] + "…")
+
+
+# ---------------------------------------------------------------------------
+# The document (C1, C2, C4)
+# ---------------------------------------------------------------------------
+
+
+def load_mcp_json(
+    text: str | bytes,
+    *,
+    env: Mapping[str, str],
+    home: str,
+    plugin_root: str | None = None,
+    plugin_data: str | None = None,
+    allow_local: bool = False,
+    allow_insecure_http: bool = False,
+) -> dict[str, RemoteServer | LocalServer | ConfigError]:
+    """Load an ``mcp.json`` document: one outcome per server key, in document order.
+
+    Raises :class:`ConfigError` when the top level is invalid (C1). Each entry
+    is checked alone (C2): an invalid one becomes a :class:`ConfigError` value
+    under its key and the others still load. A key equal to an earlier one after
+    ASCII lowercasing is invalid (C4); a key written twice verbatim is invalid
+    as a whole, since the two entries cannot both be honoured.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"mcp.json is not valid UTF-8 (invalid byte at offset {exc.start}); "
+                "the file must be encoded as UTF-8"
+            ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        doc = json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"mcp.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except ValueError as exc:
+        raise ConfigError(f"mcp.json is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError("mcp.json is not valid JSON: it is nested too deeply") from None
+
+    if not isinstance(doc, dict):
+        raise ConfigError(f"mcp.json must be a JSON object at the top level, not {_type_name(doc)}")
+    for dup in _duplicates(doc):
+        raise ConfigError(
+            f"mcp.json: top-level key {_show_key(dup)} appears more than once", key=dup
+        )
+    for key in doc:
+        if key not in _TOP_LEVEL_KEYS:
+            raise ConfigError(
+                f"mcp.json: unknown top-level key {_show_key(key)} "
+                "(only '$schema' and 'mcpServers' are allowed)",
+                key=key,
+            )
+    if "$schema" in doc and not isinstance(doc["$schema"], str):
+        raise ConfigError(
+            f"mcp.json: '$schema' must be a string, not {_type_name(doc['$schema'])}",
+            key="$schema",
+        )
+    if "mcpServers" not in doc:
+        raise ConfigError("mcp.json: 'mcpServers' is missing", key="mcpServers")
+    servers = doc["mcpServers"]
+    if not isinstance(servers, dict):
+        raise ConfigError(
+            f"mcp.json: 'mcpServers' must be an object, not {_type_name(servers)}",
+            key="mcpServers",
+        )
+
+    repeated = set(_duplicates(servers))
+    seen: dict[str, str] = {}
+    outcomes: dict[str, RemoteServer | LocalServer | ConfigError] = {}
+    for key, entry in servers.items():
+        lowered = key.translate(_ASCII_LOWER)
+        earlier = seen.setdefault(lowered, key)
+        if key in repeated:
+            outcomes[key] = ConfigError(
+                f"server {_show_key(key)}: the key appears more than once in 'mcpServers'",
+                key=key,
+            )
+        elif earlier != key:
+            outcomes[key] = ConfigError(
+                f"server {_show_key(key)}: same name as the earlier server "
+                f"{_show_key(earlier)} after lowercasing ({_show_key(lowered)})",
+                key=key,
+            )
+        else:
+            try:
+                outcomes[key] = parse_server(
+                    key,
+                    entry,
+                    env=env,
+                    home=home,
+                    plugin_root=plugin_root,
+                    plugin_data=plugin_data,
+                    allow_local=allow_local,
+                    allow_insecure_http=allow_insecure_http,
+                )
+            except ConfigError as exc:
+                outcomes[key] = exc
+    return outcomes
+
+
+# ---------------------------------------------------------------------------
+# One entry (C3–C7)
+# ---------------------------------------------------------------------------
+
+
+class _Entry:
+    """Error and expansion helpers bound to one entry's name and inputs."""
+
+    def __init__(
+        self,
+        name: str,
+        env: Mapping[str, str],
+        home: str,
+        plugin_root: str | None,
+        plugin_data: str | None,
+    ) -> None:
+        self.name = name
+        self.env = env
+        self.home = home
+        self.plugin_root = plugin_root
+        self.plugin_data = plugin_data
+
+    def fail(self, message: str, key: str | None) -> NoReturn:
+        raise ConfigError(f"server {_show_key(self.name)}: {message}", key=key)
+
+    def expand(self, text: str, where: str, key: str, *, plugin_dirs: bool) -> str:
+        try:
+            return expand(
+                text,
+                env=self.env,
+                home=self.home,
+                plugin_root=self.plugin_root if plugin_dirs else None,
+                plugin_data=self.plugin_data if plugin_dirs else None,
+            )
+        except ConfigError as exc:
+            self.fail(f"{where}: {exc}", key)
+
+    def check_object(self, value: object, what: str, key: str) -> Mapping[str, object]:
+        if not isinstance(value, Mapping):
+            self.fail(f"{what} must be an object, not {_type_name(value)}", key)
+        for dup in _duplicates(value):
+            self.fail(f"{what}: key {_show_key(dup)} appears more than once", key)
+        return value
+
+
+def parse_server(
+    name: str,
+    entry: Mapping[str, object] | object,
+    *,
+    env: Mapping[str, str],
+    home: str,
+    plugin_root: str | None = None,
+    plugin_data: str | None = None,
+    allow_local: bool = False,
+    allow_insecure_http: bool = False,
+) -> RemoteServer | LocalServer:
+    """Validate one ``mcpServers`` entry under the key ``name`` (C3–C7).
+
+    The server's name is ``name`` lowercased in ASCII; it must be a valid tool-id
+    segment (C4). An entry with ``url`` is remote (C5), one with ``command`` is
+    local (C6, refused unless ``allow_local``). Raises :class:`ConfigError`.
+    """
+    lowered = name.translate(_ASCII_LOWER)
+    if not _SEGMENT.fullmatch(lowered):
+        raise ConfigError(
+            f"server {_show_key(name)}: the name is not a valid id "
+            "(1–128 characters from a-z, 0-9, '_', '-', '.' after lowercasing)",
+            key=name,
+        )
+    ctx = _Entry(lowered, env, home, plugin_root, plugin_data)
+    obj = ctx.check_object(entry, "the entry", name)
+
+    kind = obj.get("type")
+    if isinstance(kind, str) and kind.strip().lower() == "sse":
+        ctx.fail(
+            "type 'sse' is the legacy HTTP+SSE transport, which is not supported; "
+            "use a Streamable HTTP endpoint",
+            "type",
+        )
+    has_url, has_command = "url" in obj, "command" in obj
+    if has_url and has_command:
+        ctx.fail("has both 'url' and 'command'; an entry is either remote or local", name)
+    if not has_url and not has_command:
+        ctx.fail("has neither 'url' (remote) nor 'command' (local)", name)
+    known = ("type", "url", "headers") if has_url else ("type", "command", "args", "env", "cwd")
+    ignored = [key for key in obj if key not in known]
+    if ignored:
+        _log.debug("server %r: ignoring unknown fields %r", lowered, ignored)
+    if has_url:
+        return _parse_remote(ctx, obj, allow_insecure_http)
+    if not allow_local:
+        raise ConfigError(LOCAL_NOT_SUPPORTED, key="command")
+    return _parse_local(ctx, obj)
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def _parse_remote(
+    ctx: _Entry, obj: Mapping[str, object], allow_insecure_http: bool
+) -> RemoteServer:
+    raw = obj["url"]
+    if not isinstance(raw, str):
+        ctx.fail(f"'url' must be a string, not {_type_name(raw)}", "url")
+    shown = repr(_display_url(raw))
+    url = ctx.expand(raw, f"url {shown}", "url", plugin_dirs=False)
+    if _URL_BAD_CHAR.search(url):
+        ctx.fail(
+            f"url {shown} contains whitespace, control or non-ASCII characters "
+            "(percent-encode them)",
+            "url",
+        )
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        ctx.fail(f"url {shown} must be an absolute http:// or https:// URL", "url")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - validates the port
+    except ValueError:
+        ctx.fail(f"url {shown} is not a valid URL (bad host or port)", "url")
+    if "@" in parts.netloc:
+        ctx.fail(f"url {shown} must not contain user info (user:password@)", "url")
+    if "#" in url:
+        ctx.fail(f"url {shown} must not contain a fragment ('#')", "url")
+    host = parts.hostname
+    if not host:
+        ctx.fail(f"url {shown} has no host", "url")
+    if parts.scheme == "http" and not allow_insecure_http and not _is_loopback(host):
+        ctx.fail(
+            f"url {shown} uses plain http to a non-loopback host; use https "
+            "(plain http is only allowed when the host application enables it)",
+            "url",
+        )
+
+    headers: dict[str, str] = {}
+    if "headers" in obj:
+        seen: dict[str, str] = {}
+        for hname, value in ctx.check_object(obj["headers"], "'headers'", "headers").items():
+            key = f"headers.{hname}"
+            label = f"header {_show_key(hname)}"
+            if not _TOKEN.fullmatch(hname):
+                ctx.fail(f"{label}: the name is not a valid HTTP field name (RFC 9110 token)", key)
+            lower = hname.lower()
+            if lower in CLIENT_OWNED_HEADERS:
+                ctx.fail(f"{label} is set by the client and may not be configured", key)
+            if lower in seen:
+                ctx.fail(
+                    f"{label} repeats {_show_key(seen[lower])} (names are case-insensitive)", key
+                )
+            seen[lower] = hname
+            if not isinstance(value, str):
+                ctx.fail(f"{label} value must be a string, not {_type_name(value)}", key)
+            value = ctx.expand(value, f"{label} value", key, plugin_dirs=False)
+            if "\r" in value or "\n" in value:
+                ctx.fail(f"{label} value contains a line break", key)
+            if "\x00" in value:
+                ctx.fail(f"{label} value contains a NUL character", key)
+            if _HEADER_BAD_CHAR.search(value):
+                ctx.fail(f"{label} value contains a control character", key)
+            if not value.isascii():
+                ctx.fail(f"{label} value contains non-ASCII characters", key)
+            headers[hname] = value
+    return RemoteServer(name=ctx.name, url=url, headers=headers, display_url=_display_url(raw))
+
+
+def _inside(base: str, path: str) -> bool:
+    try:
+        return os.path.commonpath([base, path]) == base
+    except ValueError:  # pragma: no cover - only reachable with Windows drive letters
+        return False
+
+
+def _parse_local(ctx: _Entry, obj: Mapping[str, object]) -> LocalServer:
+    if ctx.plugin_root is None:
+        ctx.fail("local servers need the plugin root, which the host did not supply", "command")
+    if not os.path.isabs(ctx.plugin_root):
+        ctx.fail("the plugin root must be an absolute path", "command")
+    if ctx.plugin_data is not None and not os.path.isabs(ctx.plugin_data):
+        ctx.fail("the plugin data directory must be an absolute path", "command")
+    root = os.path.normpath(ctx.plugin_root)
+
+    command = obj["command"]
+    if not isinstance(command, str):
+        ctx.fail(f"'command' must be a string, not {_type_name(command)}", "command")
+    if not command or re.search(r"[\s\x00-\x1f\x7f]", command):
+        ctx.fail(
+            "'command' must be one executable token (no spaces; not a shell command)", "command"
+        )
+    if command.startswith("./"):
+        resolved = os.path.normpath(os.path.join(root, command[2:]))
+        if resolved == root or not _inside(root, resolved):
+            ctx.fail("'command' must name a file inside the plugin root", "command")
+        command = resolved
+    elif "/" in command or "\\" in command or command in (".", ".."):
+        ctx.fail(
+            "'command' must be a bare executable name or a path starting with './' "
+            "(relative to the plugin root)",
+            "command",
+        )
+
+    args: list[str] = []
+    if "args" in obj:
+        raw_args = obj["args"]
+        if not isinstance(raw_args, list):
+            ctx.fail(f"'args' must be an array of strings, not {_type_name(raw_args)}", "args")
+        for i, arg in enumerate(raw_args):
+            if not isinstance(arg, str):
+                ctx.fail(f"args[{i}] must be a string, not {_type_name(arg)}", f"args[{i}]")
+            value = ctx.expand(arg, f"args[{i}]", f"args[{i}]", plugin_dirs=True)
+            if "\x00" in value:
+                ctx.fail(f"args[{i}] contains a NUL character", f"args[{i}]")
+            args.append(value)
+
+    child_env: dict[str, str] = {}
+    if "env" in obj:
+        for var, raw_value in ctx.check_object(obj["env"], "'env'", "env").items():
+            key = f"env.{var}"
+            label = f"env {_show_key(var)}"
+            if var.upper() in _RESERVED_ENV:
+                ctx.fail(f"{label}: PLUGIN_ROOT and PLUGIN_DATA are set by the client", key)
+            if not var or "=" in var or "\x00" in var:
+                ctx.fail(f"{label}: not a valid environment variable name", key)
+            if not isinstance(raw_value, str):
+                ctx.fail(f"{label} value must be a string, not {_type_name(raw_value)}", key)
+            value = ctx.expand(raw_value, f"{label} value", key, plugin_dirs=True)
+            if "\x00" in value:
+                ctx.fail(f"{label} value contains a NUL character", key)
+            child_env[var] = value
+
+    cwd = root
+    if "cwd" in obj:
+        cwd = _resolve_cwd(ctx, obj["cwd"], root)
+    return LocalServer(
+        name=ctx.name,
+        command=command,
+        args=tuple(args),
+        env=child_env,
+        cwd=cwd,
+        plugin_root=ctx.plugin_root,
+        plugin_data=ctx.plugin_data,
+    )
+
+
+def _resolve_cwd(ctx: _Entry, raw: object, root: str) -> str:
+    """``cwd``: plugin-relative, or rooted at ``${PLUGIN_ROOT}`` / ``${PLUGIN_DATA}`` (C6)."""
+    if not isinstance(raw, str):
+        ctx.fail(f"'cwd' must be a string, not {_type_name(raw)}", "cwd")
+    base, where = root, "the plugin root"
+    for marker, directory, label in (
+        ("${PLUGIN_ROOT}", ctx.plugin_root, "the plugin root"),
+        ("${PLUGIN_DATA}", ctx.plugin_data, "the plugin data directory"),
+    ):
+        if raw.startswith(marker):
+            rest = raw[len(marker) :]
+            if directory is None:
+                ctx.fail(f"'cwd' uses {marker}, which the host did not supply", "cwd")
+            if rest and not rest.startswith(("/", os.sep)):
+                ctx.fail(f"'cwd' must continue with '/' after {marker}", "cwd")
+            base, where = os.path.normpath(directory), label
+            tail = ctx.expand(rest, "cwd", "cwd", plugin_dirs=True).lstrip("/" + os.sep)
+            break
+    else:
+        tail = ctx.expand(raw, "cwd", "cwd", plugin_dirs=True)
+        if os.path.isabs(tail) or os.path.splitdrive(tail)[0]:
+            ctx.fail(
+                "'cwd' must be relative to the plugin root or start with "
+                "${PLUGIN_ROOT} or ${PLUGIN_DATA}",
+                "cwd",
+            )
+    if "\x00" in tail:
+        ctx.fail("'cwd' contains a NUL character", "cwd")
+    resolved = os.path.normpath(os.path.join(base, tail))
+    if not _inside(base, resolved):
+        ctx.fail(f"'cwd' must stay inside {where}", "cwd")
+    return resolved
