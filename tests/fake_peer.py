@@ -15,8 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpcore._config import RemoteServer
 from mcpcore._engine import HttpClientEngine
 from mcpcore._events import AbortExchange, Event, HttpRequest
+from mcpcore._http import HttpLimits
+from mcpcore._session import SessionOptions
 
 
 @dataclass
@@ -66,6 +69,9 @@ class FakeServer:
         page_size: int | None = None,
         version: str | None = None,
         get_status: int = 405,
+        retry_ms: int | None = None,
+        polls: int = 0,
+        empty_resume: bool = False,
     ) -> None:
         self.tools = tools if tools is not None else [tool("echo"), tool("slow")]
         self.json_response = json_response
@@ -76,6 +82,16 @@ class FakeServer:
         self.page_size = page_size
         self.version = version
         self.get_status = get_status
+        # H4: the event stream's `retry` (sent with every priming event), and the
+        # polling pattern: a tools/call stream is closed `polls` times right after
+        # its priming event; each resume GET continues it, the last one answers.
+        self.retry_ms = retry_ms
+        self.polls = polls
+        self.empty_resume = empty_resume  # every resume GET gets an empty stream
+        self._resumable: dict[str, tuple[list[dict[str, Any] | str], int]] = {}
+        # H8: what the GET stream delivers when get_status is 200 (then it stays open)
+        self.get_messages: list[dict[str, Any]] = []
+        self.get_count = 0
         self.seen: list[Seen] = []
         self.sessions: set[str] = set()
         self._session_counter = 0
@@ -95,13 +111,34 @@ class FakeServer:
         self._event_counter += 1
         return f"e{self._event_counter}"
 
-    def _stream(self, messages: list[dict[str, Any] | str]) -> Reply:
+    def _priming(self) -> tuple[str, str]:
+        event_id = self._event_id()
+        retry = f"retry: {self.retry_ms}\n" if self.retry_ms is not None else ""
+        return event_id, f"id: {event_id}\n{retry}data: \n\n"
+
+    def _polled(self, messages: list[dict[str, Any] | str], polls_left: int) -> Reply:
+        """H4 polling: send a priming event and close; a resume GET continues."""
+        event_id, block = self._priming()
+        self._resumable[event_id] = (messages, polls_left - 1)
+        return Reply(200, [(b"content-type", b"text/event-stream")], [sse(block, crlf=self.crlf)])
+
+    def _resume(self, last_event_id: str) -> Reply:
+        if self.empty_resume or last_event_id not in self._resumable:
+            return Reply(200, [(b"content-type", b"text/event-stream")], [])
+        messages, polls_left = self._resumable.pop(last_event_id)
+        if polls_left > 0:
+            return self._polled(messages, polls_left)
+        return self._stream(messages, poll=False)
+
+    def _stream(self, messages: list[dict[str, Any] | str], *, poll: bool = False) -> Reply:
+        if poll and self.polls > 0 and not self.json_response:
+            return self._polled(messages, self.polls)
         if self.json_response:
             final = [m for m in messages if isinstance(m, dict) and "id" in m and "method" not in m]
             return Reply(200, [(b"content-type", b"application/json")], [json.dumps(final[-1]).encode()])
         blocks: list[str] = []
         if self.priming:
-            blocks.append(f"id: {self._event_id()}\ndata: \n\n")
+            blocks.append(self._priming()[1])
         for m in messages:
             if self.keepalive:
                 blocks.append(": keepalive\n\n")
@@ -129,7 +166,13 @@ class FakeServer:
                 return Reply(200)
             return Reply(404)
         if req.method == "GET":
-            return Reply(self.get_status)
+            if "last-event-id" in headers:
+                return self._resume(headers["last-event-id"])
+            self.get_count += 1
+            if self.get_status != 200:
+                return Reply(self.get_status)
+            body = sse(*self.get_messages, crlf=self.crlf)
+            return Reply(200, [(b"content-type", b"text/event-stream")], [body], finish="stall")
         assert message is not None
         if message.get("method") == "initialize":
             return self._initialize(message)
@@ -175,10 +218,11 @@ class FakeServer:
         if method == "tools/call":
             params = message["params"]
             if self.call_handler is not None:
-                return self._stream(self.call_handler(message))
+                return self._stream(self.call_handler(message), poll=True)
             text = json.dumps(params.get("arguments", {}))
             return self._stream(
-                [{"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}}]
+                [{"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}}],
+                poll=True,
             )
         if method == "ping":
             return self._stream([{"jsonrpc": "2.0", "id": rid, "result": {}}])
@@ -252,3 +296,48 @@ class Link:
 
     def of_type(self, kind: type) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]
+
+
+# --- conveniences for the engine tests ---------------------------------------------
+
+URL = "https://mcp.example.test/mcp"
+
+
+def connect(
+    server: FakeServer | None = None,
+    *,
+    options: SessionOptions | None = None,
+    limits: HttpLimits | None = None,
+    headers: dict[str, str] | None = None,
+    listen: bool = True,
+    byte_by_byte: bool = False,
+    start: bool = True,
+    name: str = "srv",
+) -> Link:
+    """An engine for ``server`` (default: a plain FakeServer), started unless told not to."""
+    remote = RemoteServer(name=name, url=URL, headers=headers or {})
+    if options is None:
+        options = SessionOptions(server_name=name)
+    engine = HttpClientEngine(remote, options=options, limits=limits, listen=listen)
+    link = Link(engine, server or FakeServer(), byte_by_byte=byte_by_byte)
+    if start:
+        link.start()
+    return link
+
+
+def result(rid: Any, value: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": value}
+
+
+def text_result(rid: Any, text: str, *, is_error: bool = False) -> dict[str, Any]:
+    value: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if is_error:
+        value["isError"] = True
+    return result(rid, value)
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        out["params"] = params
+    return out
