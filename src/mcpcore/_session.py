@@ -666,9 +666,10 @@ class ClientSession:
             total = params.get("total")
             message = params.get("message")
             if self.options.extend_on_progress and pending.deadline is not None:
-                pending.deadline = min(
-                    now + pending.budget, pending.started + self.options.call_timeout_max
-                )
+                # Push the deadline out, never past the cap, and never pull it in
+                # (a per-call budget may exceed call_timeout_max).
+                extended = min(now + pending.budget, pending.started + self.options.call_timeout_max)
+                pending.deadline = max(pending.deadline, extended)
             self._events.append(
                 ProgressReceived(
                     call_id=pending.request.id,  # type: ignore[arg-type]
