@@ -1,0 +1,650 @@
+"""``McpClient`` for anyio (asyncio and trio): performs what the engine asks.
+
+The client holds no protocol state. It owns an engine (``mcpcore``), an
+``httpcore.AsyncConnectionPool`` (or a child process for a local server), one
+background task that sleeps until the engine's next deadline, one task per
+HTTP exchange, and the waiters of its callers. After every input it hands the
+engine, it performs the engine's actions and routes the engine's events.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+import httpcore
+
+from mcpcore import (
+    Availability,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    ConfigError,
+    HttpClientEngine,
+    HttpLimits,
+    LocalProtocolError,
+    LocalServer,
+    McpError,
+    ProgressReceived,
+    RefreshFailed,
+    RemoteServer,
+    SessionOptions,
+    SessionReady,
+    StartFailed,
+    StdioClientEngine,
+    SyncReport,
+    Tool,
+    ToolOutput,
+    ToolsRefreshed,
+    Unavailable,
+    parse_server,
+)
+from mcpcore._events import AbortExchange, Event, HttpRequest
+from mcpcore._registry import RegistrationContract, register_catalogue, sync_registry
+
+__all__ = ["McpClient", "ProgressCallback", "ToolRegistration"]
+
+_log = logging.getLogger("mcpcore.anyio")
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], "Awaitable[None] | None"]
+
+
+@dataclass(slots=True)
+class _CallWaiter:
+    done: anyio.Event
+    on_progress: ProgressCallback | None
+    output: ToolOutput | None = None
+    error: McpError | None = None
+
+
+@dataclass(slots=True)
+class _RefreshWaiter:
+    done: anyio.Event
+    report: SyncReport | None = None
+    error: McpError | None = None
+
+
+class ToolRegistration:
+    """One tool put into a host registry by ``register_into``: ``await reg(args)`` calls it."""
+
+    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
+        self.client = client
+        self.tool = tool
+        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
+
+    async def __call__(
+        self, arguments: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> ToolOutput:
+        return await self.client.call(
+            self.tool.id, arguments, timeout=self.contract.timeout, **kwargs
+        )
+
+    def __repr__(self) -> str:
+        return f"ToolRegistration({self.tool.id!r})"
+
+
+def _host_env() -> tuple[Mapping[str, str], str]:
+    """The drivers read the environment and home directory; the core never does (C7)."""
+    return os.environ, os.path.expanduser("~")
+
+
+def resolve_server(
+    name: str,
+    server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
+    *,
+    allow_local: bool,
+    allow_insecure_http: bool,
+    plugin_root: str | None,
+    plugin_data: str | None,
+) -> RemoteServer | LocalServer:
+    if isinstance(server, ConfigError):
+        raise server
+    if isinstance(server, (RemoteServer, LocalServer)):
+        if isinstance(server, LocalServer) and not allow_local:
+            raise ConfigError("local MCP servers (command) are not supported yet")
+        return server
+    env, home = _host_env()
+    return parse_server(
+        name,
+        server,
+        env=env,
+        home=home,
+        plugin_root=plugin_root,
+        plugin_data=plugin_data,
+        allow_local=allow_local,
+        allow_insecure_http=allow_insecure_http,
+    )
+
+
+def _safe_reason(exc: BaseException) -> str:
+    """A connection failure in words: the exception type and text, never a header."""
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+class McpClient:
+    """One MCP server, used from async code (asyncio or trio).
+
+    Constructing does no I/O (L1) and never raises for an invalid or refused
+    entry: such a client is unavailable and ``ready()`` says why.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
+        *,
+        call_timeout: float = 300.0,
+        startup_timeout: float = 120.0,
+        separator: str = "/",
+        policy: Literal["error", "lenient"] = "error",
+        allow_local: bool = False,
+        allow_insecure_http: bool = False,
+        auto_refresh: bool = False,
+        listen: bool = True,
+        extend_on_progress: bool = False,
+        call_timeout_max: float = 3600.0,
+        max_pages: int = 1000,
+        max_tools: int = 10_000,
+        limits: HttpLimits | None = None,
+        max_connections: int = 10,
+        ssl_context: ssl.SSLContext | None = None,
+        plugin_root: str | None = None,
+        plugin_data: str | None = None,
+        client_name: str = "mcpcore",
+    ) -> None:
+        self.name = name
+        self._options = SessionOptions(
+            server_name=name,
+            client_name=client_name,
+            startup_timeout=startup_timeout,
+            call_timeout=call_timeout,
+            extend_on_progress=extend_on_progress,
+            call_timeout_max=call_timeout_max,
+            separator=separator,
+            policy=policy,
+            auto_refresh=auto_refresh,
+            max_pages=max_pages,
+            max_tools=max_tools,
+        )
+        self._limits = limits or HttpLimits()
+        self._max_connections = max_connections
+        self._ssl_context = ssl_context
+        self._listen = listen
+        self._config_error: ConfigError | None = None
+        self._server: RemoteServer | LocalServer | None = None
+        try:
+            self._server = resolve_server(
+                name,
+                server,
+                allow_local=allow_local,
+                allow_insecure_http=allow_insecure_http,
+                plugin_root=plugin_root,
+                plugin_data=plugin_data,
+            )
+        except ConfigError as exc:
+            self._config_error = exc
+        self._engine: HttpClientEngine | StdioClientEngine | None = None
+        self._pool: httpcore.AsyncConnectionPool | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._own_task_group: anyio.abc.TaskGroup | None = None
+        self._scopes: dict[int, anyio.CancelScope] = {}
+        self._calls: dict[int, _CallWaiter] = {}
+        self._refreshes: dict[int, _RefreshWaiter] = {}
+        self._wakeup = anyio.Event()
+        self._state_changed = anyio.Event()
+        self._main_scope: anyio.CancelScope | None = None
+        self._started = False
+        self._closed = False
+        self._baselines: dict[int, dict[str, object]] = {}
+        self._process: _ChildProcess | None = None
+
+    def __repr__(self) -> str:
+        return f"McpClient({self.name!r}, {self._server!r})"
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Start the background connect in ``task_group`` (L2)."""
+        if self._started:
+            raise LocalProtocolError("the client was already started")
+        self._started = True
+        self._task_group = task_group
+        if self._server is None:
+            return
+        if isinstance(self._server, RemoteServer):
+            self._engine = HttpClientEngine(
+                self._server, options=self._options, limits=self._limits, listen=self._listen
+            )
+            self._pool = httpcore.AsyncConnectionPool(
+                ssl_context=self._ssl_context,
+                max_connections=self._max_connections,
+                retries=0,
+            )
+        else:
+            self._engine = StdioClientEngine(
+                options=self._options, max_line_size=self._limits.max_message_size
+            )
+            self._process = _ChildProcess(self, self._server)
+        task_group.start_soon(self._run, name=f"mcpcore:{self.name}")
+
+    async def __aenter__(self) -> McpClient:
+        self._own_task_group = anyio.create_task_group()
+        await self._own_task_group.__aenter__()
+        self.start(self._own_task_group)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            await self.aclose()
+        finally:
+            group, self._own_task_group = self._own_task_group, None
+            if group is not None:
+                await group.__aexit__(None, None, None)
+
+    async def aclose(self) -> None:
+        """L6: cancel calls (``notifications/cancelled``), ``DELETE``, release everything."""
+        if self._closed:
+            return
+        self._closed = True
+        engine = self._engine
+        with anyio.CancelScope(shield=True):
+            if engine is not None:
+                for scope in self._scopes.values():
+                    scope.cancel()
+                engine.close(self._now())
+                await self._perform_closing(engine)
+                self._route_events(engine.take_events())
+            if self._main_scope is not None:
+                self._main_scope.cancel()
+            for waiter in self._calls.values():
+                waiter.error = waiter.error or Unavailable("the client was closed", server=self.name)
+                waiter.done.set()
+            for refresh in self._refreshes.values():
+                refresh.error = Unavailable("the client was closed", server=self.name)
+                refresh.done.set()
+            self._state_changed.set()
+            if self._process is not None:
+                await self._process.close()
+            if self._pool is not None:
+                await self._pool.aclose()
+
+    async def _perform_closing(self, engine: HttpClientEngine | StdioClientEngine) -> None:
+        """Send what closing produced, in order, each briefly bounded (L6, H9)."""
+        if isinstance(engine, StdioClientEngine):
+            if self._process is not None:
+                await self._process.write(engine.data_to_send())
+            return
+        for action in engine.take_actions():
+            if isinstance(action, HttpRequest):
+                with anyio.move_on_after(action.timeout or self._limits.delete_timeout):
+                    await self._exchange(action, anyio.CancelScope())
+
+    # --- the background task ----------------------------------------------------------
+
+    def _now(self) -> float:
+        return anyio.current_time()
+
+    async def _run(self) -> None:
+        engine = self._engine
+        assert engine is not None
+        with anyio.CancelScope() as scope:
+            self._main_scope = scope
+            if self._process is not None:
+                await self._process.spawn()
+            engine.start(self._now())
+            await self._dispatch()
+            while not self._closed:
+                self._wakeup = anyio.Event()
+                deadline = engine.next_deadline()
+                if deadline is None:
+                    await self._wakeup.wait()
+                else:
+                    delay = deadline - self._now()
+                    if delay > 0:
+                        with anyio.move_on_after(delay):
+                            await self._wakeup.wait()
+                    if self._now() >= deadline:
+                        engine.handle_timer(self._now())
+                await self._dispatch()
+
+    async def _dispatch(self) -> None:
+        """Perform the engine's actions and route its events. Never blocks long."""
+        engine = self._engine
+        if engine is None:
+            return
+        if isinstance(engine, HttpClientEngine):
+            for action in engine.take_actions():
+                if isinstance(action, AbortExchange):
+                    scope = self._scopes.pop(action.exchange_id, None)
+                    if scope is not None:
+                        scope.cancel()
+                elif not self._closed and self._task_group is not None:
+                    scope = anyio.CancelScope()
+                    self._scopes[action.exchange_id] = scope
+                    self._task_group.start_soon(self._exchange, action, scope)
+        elif self._process is not None:
+            await self._process.flush(engine)
+        self._route_events(engine.take_events())
+        self._wakeup.set()
+
+    def _dispatch_soon(self) -> None:
+        """Dispatch from synchronous code: the main task picks it up at once."""
+        self._wakeup.set()
+
+    def _route_events(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, (SessionReady, StartFailed)):
+                if isinstance(event, StartFailed):
+                    _log.info("server %r is unavailable: %s", self.name, event.error)
+                    if self._process is not None:
+                        self._process.kill_soon()
+                self._state_changed.set()
+                self._state_changed = anyio.Event()
+            elif isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+                waiter = self._calls.get(event.call_id)
+                if waiter is None:
+                    continue
+                if isinstance(event, CallSucceeded):
+                    waiter.output = event.output
+                elif isinstance(event, CallFailed):
+                    waiter.error = event.error
+                waiter.done.set()
+            elif isinstance(event, ProgressReceived):
+                waiter = self._calls.get(event.call_id)
+                if waiter is not None and waiter.on_progress is not None:
+                    self._report_progress(waiter.on_progress, event)
+            elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
+                if event.refresh_id is None:
+                    continue
+                refresh = self._refreshes.get(event.refresh_id)
+                if refresh is None:
+                    continue
+                if isinstance(event, ToolsRefreshed):
+                    refresh.report = event.report
+                else:
+                    refresh.error = event.error
+                refresh.done.set()
+
+    def _report_progress(self, callback: ProgressCallback, event: ProgressReceived) -> None:
+        try:
+            result = callback(event.progress, event.total, event.message)
+        except Exception:
+            _log.exception("on_progress callback failed")
+            return
+        if result is not None and self._task_group is not None:
+
+            async def finish() -> None:
+                try:
+                    await result
+                except Exception:
+                    _log.exception("on_progress callback failed")
+
+            self._task_group.start_soon(finish)
+
+    async def _exchange(self, request: HttpRequest, scope: anyio.CancelScope) -> None:
+        """Perform one HTTP exchange and report every piece of it to the engine."""
+        engine = self._engine
+        pool = self._pool
+        assert isinstance(engine, HttpClientEngine) and pool is not None
+        xid = request.exchange_id
+        with scope:
+            try:
+                async with pool.stream(
+                    request.method,
+                    request.url,
+                    headers=request.headers,
+                    content=request.body,
+                ) as response:
+                    engine.response_started(xid, response.status, response.headers, self._now())
+                    await self._dispatch()
+                    async for chunk in response.aiter_stream():
+                        engine.response_data(xid, chunk, self._now())
+                        await self._dispatch()
+                engine.response_ended(xid, self._now())
+            except Exception as exc:
+                engine.response_failed(xid, _safe_reason(exc), self._now())
+            finally:
+                self._scopes.pop(xid, None)
+        if not scope.cancel_called:
+            await self._dispatch()
+
+    # --- what callers use --------------------------------------------------------------
+
+    async def ready(self, timeout: float | None = None) -> Availability:
+        """Wait for the current start-up attempt (L3); unavailable at once while down."""
+        if self._config_error is not None:
+            return Availability(False, str(self._config_error))
+        if not self._started:
+            raise LocalProtocolError("start the client first (async with, or start(task_group))")
+        with anyio.move_on_after(timeout):
+            while True:
+                engine = self._engine
+                assert engine is not None
+                availability = engine.availability
+                if availability is not None:
+                    return availability
+                if self._closed:
+                    return Availability(False, "the client is closed")
+                await self._state_changed.wait()
+        return Availability(False, f"still starting after {timeout:g} s")
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        engine = self._engine
+        if engine is None or engine.catalogue is None:
+            return ()
+        return engine.catalogue.tools
+
+    @property
+    def call_timeout(self) -> float:
+        return self._options.call_timeout
+
+    @call_timeout.setter
+    def call_timeout(self, value: float) -> None:
+        self._set_options(call_timeout=float(value))
+
+    @property
+    def policy(self) -> str:
+        return self._options.policy
+
+    @policy.setter
+    def policy(self, value: Literal["error", "lenient"]) -> None:
+        self._set_options(policy=value)
+
+    def _set_options(self, **changes: Any) -> None:
+        self._options = replace(self._options, **changes)
+        if self._engine is not None:
+            self._engine.session.options = self._options
+
+    async def _ensure_ready(self) -> None:
+        availability = await self.ready()
+        if not availability.ok:
+            raise Unavailable(availability.reason or "unavailable", server=self.name)
+
+    async def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput:
+        """Call a tool (K1–K7); raises ``BackendError`` for ``isError``."""
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+        waiter = _CallWaiter(done=anyio.Event(), on_progress=on_progress)
+        self._calls[call_id] = waiter
+        try:
+            await self._dispatch()
+            await waiter.done.wait()
+        except BaseException:
+            # K6: the caller gave up (cancel scope, task cancel, KeyboardInterrupt).
+            if not waiter.done.is_set():
+                engine.cancel(call_id, self._now())
+                with anyio.CancelScope(shield=True):
+                    await self._dispatch()
+            raise
+        finally:
+            self._calls.pop(call_id, None)
+        if waiter.error is not None:
+            raise waiter.error
+        if waiter.output is None:  # cancelled by closing
+            raise Unavailable("the client was closed", server=self.name)
+        return waiter.output
+
+    async def refresh(self) -> SyncReport:
+        """Re-list the tools (T6) → what changed since the last listing."""
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        refresh_id = engine.refresh(self._now())
+        waiter = _RefreshWaiter(done=anyio.Event())
+        self._refreshes[refresh_id] = waiter
+        try:
+            await self._dispatch()
+            await waiter.done.wait()
+        finally:
+            self._refreshes.pop(refresh_id, None)
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.report is not None
+        return waiter.report
+
+    # --- host integration (seed 002) ------------------------------------------------------
+
+    def _make_registration(self, tool: Tool) -> ToolRegistration:
+        return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
+
+    def register_into(self, registry: MutableMapping[str, object]) -> None:
+        """Put one registration per tool into ``registry`` (call ``ready()`` first)."""
+        engine = self._engine
+        if engine is None or engine.catalogue is None:
+            return
+        baseline = self._baselines.setdefault(id(registry), {})
+        register_catalogue(registry, engine.catalogue, self._make_registration, baseline)
+
+    async def sync_into(self, registry: MutableMapping[str, object]) -> SyncReport:
+        """Re-list and mirror the change into a live registry (seed 002)."""
+        await self.refresh()
+        engine = self._engine
+        assert engine is not None and engine.catalogue is not None
+        baseline = self._baselines.setdefault(id(registry), {})
+        return sync_registry(
+            registry,
+            engine.catalogue,
+            baseline,
+            make=self._make_registration,
+            contract_of=lambda reg: reg.contract,  # type: ignore[attr-defined]
+            wanted=lambda tool: RegistrationContract(
+                tool=tool, timeout=self._options.call_timeout, policy=self._options.policy
+            ),
+        )
+
+
+class _ChildProcess:
+    """A local server's child process (S1–S3): stdin/stdout carry the protocol."""
+
+    def __init__(self, client: McpClient, server: LocalServer) -> None:
+        self.client = client
+        self.server = server
+        self.process: anyio.abc.Process | None = None
+        self._kill = False
+
+    def _environment(self) -> dict[str, str]:
+        # S2: a minimal inherited environment, the plugin dirs, then the entry's env.
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "USER", "TERM")
+        env = {k: os.environ[k] for k in keep if k in os.environ}
+        env["PLUGIN_ROOT"] = self.server.plugin_root
+        if self.server.plugin_data is not None:
+            env["PLUGIN_DATA"] = self.server.plugin_data
+        env.update(self.server.env)
+        return env
+
+    async def spawn(self) -> None:
+        assert self.client._task_group is not None
+        try:
+            self.process = await anyio.open_process(
+                [self.server.command, *self.server.args],
+                cwd=self.server.cwd or None,
+                env=self._environment(),
+            )
+        except OSError as exc:
+            self.process = None
+            engine = self.client._engine
+            assert isinstance(engine, StdioClientEngine)
+            engine.connection_lost(f"could not start the server: {_safe_reason(exc)}", self.client._now())
+            return
+        self.client._task_group.start_soon(self._read_stdout, self.process)
+        self.client._task_group.start_soon(self._read_stderr, self.process)
+
+    async def _read_stdout(self, process: anyio.abc.Process) -> None:
+        engine = self.client._engine
+        assert isinstance(engine, StdioClientEngine) and process.stdout is not None
+        try:
+            async for chunk in process.stdout:
+                engine.receive_data(chunk, self.client._now())
+                await self.client._dispatch()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        if process is self.process and not self.client._closed:
+            engine.connection_lost("the server process closed its output", self.client._now())
+            await self.client._dispatch()
+
+    async def _read_stderr(self, process: anyio.abc.Process) -> None:
+        assert process.stderr is not None
+        log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
+        try:
+            async for chunk in process.stderr:
+                for line in chunk.decode("utf-8", "replace").splitlines():
+                    log.info("%s", line[:2000].encode("unicode_escape").decode("ascii"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+
+    def kill_soon(self) -> None:
+        self._kill = True
+
+    async def flush(self, engine: StdioClientEngine) -> None:
+        if self._kill:
+            self._kill = False
+            await self.close(grace=0.0)
+        data = engine.data_to_send()
+        if data:
+            if self.process is None or self.process.returncode is not None:
+                await self.spawn()
+            await self.write(data)
+
+    async def write(self, data: bytes) -> None:
+        if not data or self.process is None or self.process.stdin is None:
+            return
+        try:
+            await self.process.stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+
+    async def close(self, grace: float = 3.0) -> None:
+        """S3: close stdin, wait up to 3 s, terminate, then kill."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            with anyio.move_on_after(grace):
+                await process.wait()
+            if process.returncode is None:
+                process.terminate()
+                with anyio.move_on_after(1.0):
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()

@@ -1,0 +1,123 @@
+"""``McpHub`` for anyio: one client per ``mcp.json`` entry, started together (L7)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from mcpcore import (
+    Availability,
+    ConfigError,
+    Tool,
+    ToolOutput,
+    UnknownTool,
+    load_mcp_json,
+)
+
+from ._client import McpClient, ProgressCallback
+
+__all__ = ["McpHub", "read_mcp_json"]
+
+
+def read_mcp_json(path_or_text: str | os.PathLike[str]) -> str:
+    """A path to an ``mcp.json`` file, or the document itself."""
+    if isinstance(path_or_text, os.PathLike):
+        return Path(path_or_text).read_text(encoding="utf-8")
+    if path_or_text.lstrip().startswith("{"):
+        return path_or_text
+    try:
+        return Path(path_or_text).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path_or_text!r}: {exc.strerror or exc}") from None
+
+
+class McpHub:
+    """Many servers (L7); each available or unavailable on its own (C2)."""
+
+    def __init__(self, clients: Mapping[str, McpClient], *, separator: str = "/") -> None:
+        self.clients = dict(clients)
+        self.separator = separator
+        self._own_task_group: anyio.abc.TaskGroup | None = None
+
+    @classmethod
+    def from_mcp_json(cls, path_or_text: str | os.PathLike[str], **options: Any) -> McpHub:
+        """Raises ``ConfigError`` when the document's top level is invalid (C1)."""
+        text = read_mcp_json(path_or_text)
+        env, home = os.environ, os.path.expanduser("~")
+        outcomes = load_mcp_json(
+            text,
+            env=env,
+            home=home,
+            plugin_root=options.get("plugin_root"),
+            plugin_data=options.get("plugin_data"),
+            allow_local=options.get("allow_local", False),
+            allow_insecure_http=options.get("allow_insecure_http", False),
+        )
+        clients: dict[str, McpClient] = {}
+        for key, outcome in outcomes.items():
+            name = key if isinstance(outcome, ConfigError) else outcome.name
+            clients[name] = McpClient(name, outcome, **options)
+        return cls(clients, separator=options.get("separator", "/"))
+
+    def start(self, task_group: anyio.abc.TaskGroup) -> None:
+        for client in self.clients.values():
+            client.start(task_group)
+
+    async def __aenter__(self) -> McpHub:
+        self._own_task_group = anyio.create_task_group()
+        await self._own_task_group.__aenter__()
+        self.start(self._own_task_group)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            await self.aclose()
+        finally:
+            group, self._own_task_group = self._own_task_group, None
+            if group is not None:
+                await group.__aexit__(None, None, None)
+
+    async def ready(self, timeout: float | None = None) -> dict[str, Availability]:
+        results: dict[str, Availability] = {}
+
+        async def one(name: str, client: McpClient) -> None:
+            results[name] = await client.ready(timeout)
+
+        async with anyio.create_task_group() as group:
+            for name, client in self.clients.items():
+                group.start_soon(one, name, client)
+        return {name: results[name] for name in self.clients}
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(tool for client in self.clients.values() for tool in client.tools)
+
+    def client_for(self, tool_id: str) -> McpClient:
+        server = tool_id.split(self.separator, 1)[0]
+        client = self.clients.get(server)
+        if client is None or self.separator not in tool_id:
+            raise UnknownTool(tool_id)
+        return client
+
+    async def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput:
+        return await self.client_for(tool_id).call(
+            tool_id, arguments, timeout=timeout, on_progress=on_progress
+        )
+
+    async def aclose(self) -> None:
+        async with anyio.create_task_group() as group:
+            for client in self.clients.values():
+                group.start_soon(client.aclose)
+

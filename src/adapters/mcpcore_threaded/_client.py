@@ -1,0 +1,785 @@
+"""``McpClient`` for threads: the same client as ``mcpcore_anyio``, blocking.
+
+The client holds no protocol state: one lock guards the engine; a named
+daemon thread sleeps until the engine's next deadline; one thread per HTTP
+exchange feeds the engine what arrives; callers block on their own event.
+Aborting an exchange shuts its socket down (see ``_AbortableBackend``), so a
+cancelled call never waits for the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import httpcore
+
+from mcpcore import (
+    Availability,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    ConfigError,
+    HttpClientEngine,
+    HttpLimits,
+    LocalProtocolError,
+    LocalServer,
+    McpError,
+    ProgressReceived,
+    RefreshFailed,
+    RemoteServer,
+    SessionOptions,
+    SessionReady,
+    StartFailed,
+    StdioClientEngine,
+    SyncReport,
+    Tool,
+    ToolOutput,
+    ToolsRefreshed,
+    Unavailable,
+    parse_server,
+)
+from mcpcore._events import AbortExchange, Event, HttpRequest
+from mcpcore._registry import RegistrationContract, register_catalogue, sync_registry
+
+__all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
+
+_log = logging.getLogger("mcpcore.threaded")
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+
+
+def resolve_server(
+    name: str,
+    server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
+    *,
+    allow_local: bool,
+    allow_insecure_http: bool,
+    plugin_root: str | None,
+    plugin_data: str | None,
+) -> RemoteServer | LocalServer:
+    """Validate an entry; the driver, not the core, reads the environment (C7)."""
+    if isinstance(server, ConfigError):
+        raise server
+    if isinstance(server, (RemoteServer, LocalServer)):
+        if isinstance(server, LocalServer) and not allow_local:
+            raise ConfigError("local MCP servers (command) are not supported yet")
+        return server
+    return parse_server(
+        name,
+        server,
+        env=os.environ,
+        home=os.path.expanduser("~"),
+        plugin_root=plugin_root,
+        plugin_data=plugin_data,
+        allow_local=allow_local,
+        allow_insecure_http=allow_insecure_http,
+    )
+
+
+def _safe_reason(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+# --- abortable sockets --------------------------------------------------------------------
+
+
+class _AbortableStream(httpcore.NetworkStream):
+    """A network stream that another thread can break out of a blocking read."""
+
+    def __init__(self, inner: httpcore.NetworkStream, backend: _AbortableBackend) -> None:
+        self._inner = inner
+        self._backend = backend
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        ident = threading.get_ident()
+        self._backend.reading[ident] = self
+        try:
+            return self._inner.read(max_bytes, timeout)
+        finally:
+            self._backend.reading.pop(ident, None)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        return _AbortableStream(
+            self._inner.start_tls(ssl_context, server_hostname, timeout), self._backend
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+    def abort(self) -> None:
+        sock = self._inner.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _AbortableBackend(httpcore.SyncBackend):
+    def __init__(self) -> None:
+        self.reading: dict[int, _AbortableStream] = {}
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        return _AbortableStream(super().connect_tcp(*args, **kwargs), self)
+
+    def abort_reader(self, thread_ident: int) -> None:
+        stream = self.reading.get(thread_ident)
+        if stream is not None:
+            stream.abort()
+
+
+# --- waiters ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Exchange:
+    thread: threading.Thread | None = None
+    aborted: bool = False
+
+
+class CallHandle:
+    """A call in flight: ``result()`` blocks for it, ``cancel()`` abandons it from any thread."""
+
+    def __init__(self, client: McpClient, call_id: int, on_progress: ProgressCallback | None) -> None:
+        self._client = client
+        self.call_id = call_id
+        self.on_progress = on_progress
+        self._done = threading.Event()
+        self._output: ToolOutput | None = None
+        self._error: BaseException | None = None
+
+    def _finish(self, output: ToolOutput | None, error: BaseException | None) -> None:
+        if not self._done.is_set():
+            self._output, self._error = output, error
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def cancel(self, reason: str = "cancelled by the caller") -> bool:
+        """K6: abandon the call; ``notifications/cancelled`` goes to the server."""
+        return self._client._cancel(self, reason)
+
+    def result(self, timeout: float | None = None) -> ToolOutput:
+        """Block until the call ends. Ctrl-C while waiting cancels the call (K6)."""
+        try:
+            if not self._done.wait(timeout):
+                raise TimeoutError("the call is still running")
+        except BaseException:
+            if not self._done.is_set():
+                self.cancel()
+            raise
+        if self._error is not None:
+            raise self._error
+        assert self._output is not None
+        return self._output
+
+
+class ToolRegistration:
+    """One tool put into a host registry by ``register_into``: ``reg(args)`` calls it."""
+
+    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
+        self.client = client
+        self.tool = tool
+        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
+
+    def __call__(self, arguments: Mapping[str, Any] | None = None, **kwargs: Any) -> ToolOutput:
+        return self.client.call(self.tool.id, arguments, timeout=self.contract.timeout, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistration({self.tool.id!r})"
+
+
+class McpClient:
+    """One MCP server, used from blocking code. The same names as ``mcpcore_anyio``.
+
+    Constructing does no I/O (L1) and never raises for an invalid or refused
+    entry: such a client is unavailable and ``ready()`` says why.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
+        *,
+        call_timeout: float = 300.0,
+        startup_timeout: float = 120.0,
+        separator: str = "/",
+        policy: Literal["error", "lenient"] = "error",
+        allow_local: bool = False,
+        allow_insecure_http: bool = False,
+        auto_refresh: bool = False,
+        listen: bool = True,
+        extend_on_progress: bool = False,
+        call_timeout_max: float = 3600.0,
+        max_pages: int = 1000,
+        max_tools: int = 10_000,
+        limits: HttpLimits | None = None,
+        max_connections: int = 10,
+        ssl_context: ssl.SSLContext | None = None,
+        plugin_root: str | None = None,
+        plugin_data: str | None = None,
+        client_name: str = "mcpcore",
+    ) -> None:
+        self.name = name
+        self._options = SessionOptions(
+            server_name=name,
+            client_name=client_name,
+            startup_timeout=startup_timeout,
+            call_timeout=call_timeout,
+            extend_on_progress=extend_on_progress,
+            call_timeout_max=call_timeout_max,
+            separator=separator,
+            policy=policy,
+            auto_refresh=auto_refresh,
+            max_pages=max_pages,
+            max_tools=max_tools,
+        )
+        self._limits = limits or HttpLimits()
+        self._max_connections = max_connections
+        self._ssl_context = ssl_context
+        self._listen = listen
+        self._config_error: ConfigError | None = None
+        self._server: RemoteServer | LocalServer | None = None
+        try:
+            self._server = resolve_server(
+                name,
+                server,
+                allow_local=allow_local,
+                allow_insecure_http=allow_insecure_http,
+                plugin_root=plugin_root,
+                plugin_data=plugin_data,
+            )
+        except ConfigError as exc:
+            self._config_error = exc
+        self._engine: HttpClientEngine | StdioClientEngine | None = None
+        self._pool: httpcore.ConnectionPool | None = None
+        self._backend = _AbortableBackend()
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._exchanges: dict[int, _Exchange] = {}
+        self._threads: set[threading.Thread] = set()
+        self._calls: dict[int, CallHandle] = {}
+        self._refreshes: dict[int, list[Any]] = {}
+        self._thread: threading.Thread | None = None
+        self._started = False
+        self._closed = False
+        self._baselines: dict[int, dict[str, object]] = {}
+        self._process: _ChildProcess | None = None
+
+    def __repr__(self) -> str:
+        return f"McpClient({self.name!r}, {self._server!r})"
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background connect on one named daemon thread (L2)."""
+        with self._lock:
+            if self._started:
+                raise LocalProtocolError("the client was already started")
+            self._started = True
+            if self._server is None:
+                return
+            if isinstance(self._server, RemoteServer):
+                self._engine = HttpClientEngine(
+                    self._server, options=self._options, limits=self._limits, listen=self._listen
+                )
+                self._pool = httpcore.ConnectionPool(
+                    ssl_context=self._ssl_context,
+                    max_connections=self._max_connections,
+                    retries=0,
+                    network_backend=self._backend,
+                )
+            else:
+                self._engine = StdioClientEngine(
+                    options=self._options, max_line_size=self._limits.max_message_size
+                )
+                self._process = _ChildProcess(self, self._server)
+            self._thread = threading.Thread(
+                target=self._run, name=f"mcpcore:{self.name}", daemon=True
+            )
+            self._thread.start()
+
+    def __enter__(self) -> McpClient:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """L6: cancel calls (``notifications/cancelled``), ``DELETE``, join every thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            engine = self._engine
+            closing: list[HttpRequest] = []
+            if engine is not None:
+                for xid in list(self._exchanges):
+                    self._abort(xid)
+                engine.close(self._now())
+                if isinstance(engine, HttpClientEngine):
+                    closing = [a for a in engine.take_actions() if isinstance(a, HttpRequest)]
+                self._route_events(engine.take_events())
+            for handle in self._calls.values():
+                handle._finish(None, Unavailable("the client was closed", server=self.name))
+            for waiter in self._refreshes.values():
+                waiter[1] = Unavailable("the client was closed", server=self.name)
+                waiter[0].set()
+            self._changed.notify_all()
+        # Outside the lock: the last messages go out in order, each briefly bounded.
+        for request in closing:
+            self._perform_closing(request)
+        if self._process is not None and isinstance(engine, StdioClientEngine):
+            self._process.write(engine.data_to_send())
+            self._process.close()
+        if self._thread is not None:
+            self._thread.join()
+        for thread in list(self._threads):
+            thread.join()
+        if self._pool is not None:
+            self._pool.close()
+
+    def _perform_closing(self, request: HttpRequest) -> None:
+        assert self._pool is not None
+        limit = request.timeout or self._limits.delete_timeout
+        timeouts = {"connect": limit, "read": limit, "write": limit, "pool": limit}
+        try:
+            with self._pool.stream(
+                request.method,
+                request.url,
+                headers=request.headers,
+                content=request.body,
+                extensions={"timeout": timeouts},
+            ) as response:
+                for _ in response.iter_stream():
+                    break
+        except Exception as exc:
+            _log.debug("closing request failed: %s", _safe_reason(exc))
+
+    # --- the background thread ----------------------------------------------------------
+
+    def _now(self) -> float:
+        return time.monotonic()
+
+    def _run(self) -> None:
+        engine = self._engine
+        assert engine is not None
+        if self._process is not None:
+            self._process.spawn()
+        with self._lock:
+            if self._closed:
+                return
+            engine.start(self._now())
+            self._dispatch()
+            while not self._closed:
+                deadline = engine.next_deadline()
+                timeout = None if deadline is None else max(0.0, deadline - self._now())
+                self._changed.wait(timeout)
+                if self._closed:
+                    return
+                if deadline is not None and self._now() >= deadline:
+                    engine.handle_timer(self._now())
+                self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Under the lock: perform the engine's actions and route its events."""
+        engine = self._engine
+        if engine is None:
+            return
+        if isinstance(engine, HttpClientEngine):
+            for action in engine.take_actions():
+                if isinstance(action, AbortExchange):
+                    self._abort(action.exchange_id)
+                elif not self._closed:
+                    self._spawn_exchange(action)
+        elif self._process is not None and not self._closed:
+            self._process.flush(engine)
+        self._route_events(engine.take_events())
+        self._changed.notify_all()
+
+    def _abort(self, xid: int) -> None:
+        exchange = self._exchanges.pop(xid, None)
+        if exchange is None:
+            return
+        exchange.aborted = True
+        if exchange.thread is not None and exchange.thread.ident is not None:
+            self._backend.abort_reader(exchange.thread.ident)
+
+    def _spawn_exchange(self, request: HttpRequest) -> None:
+        exchange = _Exchange()
+        thread = threading.Thread(
+            target=self._exchange,
+            args=(request, exchange),
+            name=f"mcpcore:{self.name}:{request.method.lower()}-{request.exchange_id}",
+            daemon=True,
+        )
+        exchange.thread = thread
+        self._exchanges[request.exchange_id] = exchange
+        self._threads.add(thread)
+        thread.start()
+
+    def _exchange(self, request: HttpRequest, exchange: _Exchange) -> None:
+        """Perform one HTTP exchange, reporting each piece to the engine."""
+        engine = self._engine
+        pool = self._pool
+        assert isinstance(engine, HttpClientEngine) and pool is not None
+        xid = request.exchange_id
+        try:
+            with pool.stream(
+                request.method, request.url, headers=request.headers, content=request.body
+            ) as response:
+                with self._lock:
+                    if exchange.aborted:
+                        return
+                    engine.response_started(xid, response.status, response.headers, self._now())
+                    self._dispatch()
+                for chunk in response.iter_stream():
+                    with self._lock:
+                        if exchange.aborted:
+                            return
+                        engine.response_data(xid, chunk, self._now())
+                        self._dispatch()
+            with self._lock:
+                if not exchange.aborted:
+                    engine.response_ended(xid, self._now())
+                    self._dispatch()
+        except Exception as exc:
+            with self._lock:
+                if not exchange.aborted:
+                    engine.response_failed(xid, _safe_reason(exc), self._now())
+                    self._dispatch()
+        finally:
+            with self._lock:
+                self._exchanges.pop(xid, None)
+                self._threads.discard(threading.current_thread())
+
+    def _route_events(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, StartFailed):
+                _log.info("server %r is unavailable: %s", self.name, event.error)
+                if self._process is not None:
+                    self._process.kill_soon()
+            elif isinstance(event, SessionReady):
+                pass
+            elif isinstance(event, CallSucceeded):
+                handle = self._calls.pop(event.call_id, None)
+                if handle is not None:
+                    handle._finish(event.output, None)
+            elif isinstance(event, CallFailed):
+                handle = self._calls.pop(event.call_id, None)
+                if handle is not None:
+                    handle._finish(None, event.error)
+            elif isinstance(event, CallCancelled):
+                handle = self._calls.pop(event.call_id, None)
+                if handle is not None:
+                    handle._finish(None, Unavailable("the call was cancelled: " + event.reason))
+            elif isinstance(event, ProgressReceived):
+                handle = self._calls.get(event.call_id)
+                if handle is not None and handle.on_progress is not None:
+                    try:
+                        handle.on_progress(event.progress, event.total, event.message)
+                    except Exception:
+                        _log.exception("on_progress callback failed")
+            elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
+                waiter = self._refreshes.get(event.refresh_id or 0)
+                if waiter is None:
+                    continue
+                waiter[1] = event.report if isinstance(event, ToolsRefreshed) else event.error
+                waiter[0].set()
+
+    # --- what callers use --------------------------------------------------------------
+
+    def ready(self, timeout: float | None = None) -> Availability:
+        """Block for the current start-up attempt (L3); unavailable at once while down."""
+        if self._config_error is not None:
+            return Availability(False, str(self._config_error))
+        if not self._started:
+            raise LocalProtocolError("start the client first (with, or start())")
+        end = None if timeout is None else self._now() + timeout
+        with self._lock:
+            while True:
+                engine = self._engine
+                assert engine is not None
+                availability = engine.availability
+                if availability is not None:
+                    return availability
+                if self._closed:
+                    return Availability(False, "the client is closed")
+                remaining = None if end is None else end - self._now()
+                if remaining is not None and remaining <= 0:
+                    return Availability(False, f"still starting after {timeout:g} s")
+                self._changed.wait(remaining)
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        engine = self._engine
+        if engine is None or engine.catalogue is None:
+            return ()
+        return engine.catalogue.tools
+
+    @property
+    def call_timeout(self) -> float:
+        return self._options.call_timeout
+
+    @call_timeout.setter
+    def call_timeout(self, value: float) -> None:
+        self._set_options(call_timeout=float(value))
+
+    @property
+    def policy(self) -> str:
+        return self._options.policy
+
+    @policy.setter
+    def policy(self, value: Literal["error", "lenient"]) -> None:
+        self._set_options(policy=value)
+
+    def _set_options(self, **changes: Any) -> None:
+        with self._lock:
+            self._options = replace(self._options, **changes)
+            if self._engine is not None:
+                self._engine.session.options = self._options
+
+    def _ensure_ready(self) -> None:
+        availability = self.ready()
+        if not availability.ok:
+            raise Unavailable(availability.reason or "unavailable", server=self.name)
+
+    def start_call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> CallHandle:
+        """Start a call and return its handle at once (after readiness)."""
+        self._ensure_ready()
+        with self._lock:
+            engine = self._engine
+            assert engine is not None
+            if self._closed:
+                raise Unavailable("the client was closed", server=self.name)
+            call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+            handle = CallHandle(self, call_id, on_progress)
+            self._calls[call_id] = handle
+            self._dispatch()
+        return handle
+
+    def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput:
+        """Call a tool and block (K1–K7); raises ``BackendError`` for ``isError``."""
+        handle = self.start_call(tool_id, arguments, timeout=timeout, on_progress=on_progress)
+        return handle.result()
+
+    def _cancel(self, handle: CallHandle, reason: str) -> bool:
+        with self._lock:
+            engine = self._engine
+            if engine is None or handle.done:
+                return False
+            cancelled = engine.cancel(handle.call_id, self._now(), reason)
+            self._dispatch()
+        return cancelled
+
+    def refresh(self) -> SyncReport:
+        """Re-list the tools (T6) → what changed since the last listing."""
+        self._ensure_ready()
+        done = threading.Event()
+        waiter: list[Any] = [done, None]
+        with self._lock:
+            engine = self._engine
+            assert engine is not None
+            refresh_id = engine.refresh(self._now())
+            self._refreshes[refresh_id] = waiter
+            self._dispatch()
+        try:
+            done.wait()
+        finally:
+            with self._lock:
+                self._refreshes.pop(refresh_id, None)
+        outcome = waiter[1]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert isinstance(outcome, SyncReport)
+        return outcome
+
+    # --- host integration (seed 002) ------------------------------------------------------
+
+    def _make_registration(self, tool: Tool) -> ToolRegistration:
+        return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
+
+    def register_into(self, registry: MutableMapping[str, object]) -> None:
+        """Put one registration per tool into ``registry`` (call ``ready()`` first)."""
+        engine = self._engine
+        if engine is None or engine.catalogue is None:
+            return
+        baseline = self._baselines.setdefault(id(registry), {})
+        register_catalogue(registry, engine.catalogue, self._make_registration, baseline)
+
+    def sync_into(self, registry: MutableMapping[str, object]) -> SyncReport:
+        """Re-list and mirror the change into a live registry (seed 002)."""
+        self.refresh()
+        engine = self._engine
+        assert engine is not None and engine.catalogue is not None
+        baseline = self._baselines.setdefault(id(registry), {})
+        return sync_registry(
+            registry,
+            engine.catalogue,
+            baseline,
+            make=self._make_registration,
+            contract_of=lambda reg: reg.contract,  # type: ignore[attr-defined]
+            wanted=lambda tool: RegistrationContract(
+                tool=tool, timeout=self._options.call_timeout, policy=self._options.policy
+            ),
+        )
+
+
+class _ChildProcess:
+    """A local server's child process (S1–S3): stdin/stdout carry the protocol."""
+
+    def __init__(self, client: McpClient, server: LocalServer) -> None:
+        self.client = client
+        self.server = server
+        self.process: subprocess.Popen[bytes] | None = None
+        self._kill = False
+
+    def _environment(self) -> dict[str, str]:
+        # S2: a minimal inherited environment, the plugin dirs, then the entry's env.
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "USER", "TERM")
+        env = {k: os.environ[k] for k in keep if k in os.environ}
+        env["PLUGIN_ROOT"] = self.server.plugin_root
+        if self.server.plugin_data is not None:
+            env["PLUGIN_DATA"] = self.server.plugin_data
+        env.update(self.server.env)
+        return env
+
+    def spawn(self) -> None:
+        try:
+            process = subprocess.Popen(
+                [self.server.command, *self.server.args],
+                cwd=self.server.cwd or None,
+                env=self._environment(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            engine = self.client._engine
+            assert isinstance(engine, StdioClientEngine)
+            with self.client._lock:
+                engine.connection_lost(
+                    f"could not start the server: {_safe_reason(exc)}", self.client._now()
+                )
+            return
+        self.process = process
+        for target, label in ((self._read_stdout, "stdout"), (self._read_stderr, "stderr")):
+            thread = threading.Thread(
+                target=target, args=(process,), name=f"mcpcore:{self.server.name}:{label}", daemon=True
+            )
+            self.client._threads.add(thread)
+            thread.start()
+
+    def _read_stdout(self, process: subprocess.Popen[bytes]) -> None:
+        engine = self.client._engine
+        assert isinstance(engine, StdioClientEngine) and process.stdout is not None
+        try:
+            while True:
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                with self.client._lock:
+                    engine.receive_data(chunk, self.client._now())
+                    self.client._dispatch()
+        except (OSError, ValueError):
+            pass
+        process.stdout.close()
+        with self.client._lock:
+            if process is self.process and not self.client._closed:
+                engine.connection_lost("the server process closed its output", self.client._now())
+                self.client._dispatch()
+            self.client._threads.discard(threading.current_thread())
+
+    def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stderr is not None
+        log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
+        try:
+            for raw in process.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                log.info("%s", line[:2000].encode("unicode_escape").decode("ascii"))
+        except (OSError, ValueError):
+            pass
+        process.stderr.close()
+        with self.client._lock:
+            self.client._threads.discard(threading.current_thread())
+
+    def kill_soon(self) -> None:
+        self._kill = True
+
+    def flush(self, engine: StdioClientEngine) -> None:
+        if self._kill:
+            self._kill = False
+            self.close(grace=0.0)
+        data = engine.data_to_send()
+        if data:
+            if self.process is None or self.process.poll() is not None:
+                self.spawn()
+            self.write(data)
+
+    def write(self, data: bytes) -> None:
+        process = self.process
+        if not data or process is None or process.stdin is None:
+            return
+        try:
+            process.stdin.write(data)
+            process.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    def close(self, grace: float = 3.0) -> None:
+        """S3: close stdin, wait up to 3 s, terminate, then kill."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+        except OSError:
+            pass
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            try:
+                process.wait(1.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -1,0 +1,95 @@
+"""``McpHub`` for threads: one client per ``mcp.json`` entry, started together (L7)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mcpcore import Availability, ConfigError, Tool, ToolOutput, UnknownTool, load_mcp_json
+
+from ._client import McpClient, ProgressCallback
+
+__all__ = ["McpHub", "read_mcp_json"]
+
+
+def read_mcp_json(path_or_text: str | os.PathLike[str]) -> str:
+    """A path to an ``mcp.json`` file, or the document itself."""
+    if isinstance(path_or_text, os.PathLike):
+        return Path(path_or_text).read_text(encoding="utf-8")
+    if path_or_text.lstrip().startswith("{"):
+        return path_or_text
+    try:
+        return Path(path_or_text).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path_or_text!r}: {exc.strerror or exc}") from None
+
+
+class McpHub:
+    """Many servers (L7); each available or unavailable on its own (C2)."""
+
+    def __init__(self, clients: Mapping[str, McpClient], *, separator: str = "/") -> None:
+        self.clients = dict(clients)
+        self.separator = separator
+
+    @classmethod
+    def from_mcp_json(cls, path_or_text: str | os.PathLike[str], **options: Any) -> McpHub:
+        """Raises ``ConfigError`` when the document's top level is invalid (C1)."""
+        outcomes = load_mcp_json(
+            read_mcp_json(path_or_text),
+            env=os.environ,
+            home=os.path.expanduser("~"),
+            plugin_root=options.get("plugin_root"),
+            plugin_data=options.get("plugin_data"),
+            allow_local=options.get("allow_local", False),
+            allow_insecure_http=options.get("allow_insecure_http", False),
+        )
+        clients: dict[str, McpClient] = {}
+        for key, outcome in outcomes.items():
+            name = key if isinstance(outcome, ConfigError) else outcome.name
+            clients[name] = McpClient(name, outcome, **options)
+        return cls(clients, separator=options.get("separator", "/"))
+
+    def start(self) -> None:
+        for client in self.clients.values():
+            client.start()
+
+    def __enter__(self) -> McpHub:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def ready(self, timeout: float | None = None) -> dict[str, Availability]:
+        # Every client connects on its own thread already; waiting in turn costs
+        # no more than the slowest one.
+        return {name: client.ready(timeout) for name, client in self.clients.items()}
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(tool for client in self.clients.values() for tool in client.tools)
+
+    def client_for(self, tool_id: str) -> McpClient:
+        server = tool_id.split(self.separator, 1)[0]
+        client = self.clients.get(server)
+        if client is None or self.separator not in tool_id:
+            raise UnknownTool(tool_id)
+        return client
+
+    def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput:
+        return self.client_for(tool_id).call(
+            tool_id, arguments, timeout=timeout, on_progress=on_progress
+        )
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
