@@ -1,1 +1,56 @@
-"""A demo MCP server (Streamable HTTP) for examples and tests."""
+"""A demo MCP server (Streamable HTTP) for examples and tests.
+
+A small, dependency-light MCP server (revision 2025-11-25, Streamable HTTP) on
+h11 and anyio. It serves a default set of demo tools (one per content shape,
+plus ``slow`` for progress/cancellation and ``log`` for log notifications),
+records what it receives, and can be configured to misbehave for tests.
+
+Async::
+
+    async with DemoServer().serve() as running:
+        ...  # connect a client to running.url
+
+Blocking (background thread)::
+
+    with DemoServer(json_response=True).serve_in_thread() as running:
+        ...
+
+Command line: ``python -m mcpcore_demo --port 8000 [--json] [--stateless]``.
+"""
+
+from ._main import main
+from ._server import DemoServer, RunningServer, ToolContext
+from ._tools import AUDIO_WAV, IMAGE_PNG, LOG_LEVELS, default_tools
+from ._types import (
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    DemoTool,
+    FaultHook,
+    FaultResponse,
+    JsonRpcError,
+    ReceivedRequest,
+    RequestId,
+    ToolHandler,
+    ToolResult,
+)
+
+__all__ = [
+    "AUDIO_WAV",
+    "IMAGE_PNG",
+    "LATEST_PROTOCOL_VERSION",
+    "LOG_LEVELS",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "DemoServer",
+    "DemoTool",
+    "FaultHook",
+    "FaultResponse",
+    "JsonRpcError",
+    "ReceivedRequest",
+    "RequestId",
+    "RunningServer",
+    "ToolContext",
+    "ToolHandler",
+    "ToolResult",
+    "default_tools",
+    "main",
+]
