@@ -27,7 +27,8 @@ class Reply:
     status: int = 200
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     chunks: list[bytes] = field(default_factory=list)
-    # "end": the body ends; "fail": the connection breaks; "stall": nothing more arrives
+    # "end": the body ends; "fail": the connection breaks; "stall": nothing more arrives;
+    # "before-headers": not even the status arrives (the test drives the exchange)
     finish: str = "end"
 
 
@@ -166,7 +167,9 @@ class FakeServer:
                 return Reply(200)
             return Reply(404)
         if req.method == "GET":
-            if "last-event-id" in headers:
+            if not self.stateless and sid not in self.sessions:
+                return Reply(404 if sid else 400)
+            if "last-event-id" in headers and (self.empty_resume or headers["last-event-id"] in self._resumable):
                 return self._resume(headers["last-event-id"])
             self.get_count += 1
             if self.get_status != 200:
@@ -263,6 +266,9 @@ class Link:
         reply = self.server.handle(req)
         xid = req.exchange_id
         e = self.engine
+        if reply.finish == "before-headers":  # nothing at all has arrived yet
+            self.stalled.add(xid)
+            return
         e.response_started(xid, reply.status, reply.headers, self.now)
         for chunk in reply.chunks:
             if self.byte_by_byte:

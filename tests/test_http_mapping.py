@@ -1,0 +1,919 @@
+"""The Streamable HTTP mapping (``_http.py``) under the session, against the in-memory
+FakeServer: headers (H1), session id and protocol version (H2), replies (H3),
+resumption (H4), redirects (H5), expiry (H6), errors (H7), the GET stream (H8),
+close (H9), size bounds (P6) and malformed replies (P0, P5). No sockets, a fake clock.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from fake_peer import (
+    URL,
+    FakeServer,
+    Link,
+    Reply,
+    Seen,
+    connect,
+    notification,
+    result,
+    sse,
+    text_result,
+)
+from mcpcore import (
+    HandshakeError,
+    LimitExceeded,
+    RemoteProtocolError,
+    TransportError,
+)
+from mcpcore._events import (
+    AbortExchange,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    HttpRequest,
+    ProgressReceived,
+    SessionReady,
+    StartFailed,
+    ToolsListChanged,
+)
+from mcpcore._http import HttpLimits
+from mcpcore._session import SessionOptions, SessionState
+
+SSE_CT = [(b"content-type", b"text/event-stream")]
+JSON_CT = [(b"content-type", b"application/json")]
+
+
+def posts(server: FakeServer) -> list[Seen]:
+    return [s for s in server.seen if s.method == "POST"]
+
+
+def methods(server: FakeServer) -> list[str]:
+    out = []
+    for s in server.seen:
+        if s.method != "POST":
+            out.append(s.method)
+        elif s.message and "method" in s.message:
+            out.append(s.message["method"])
+        else:
+            out.append("response")
+    return out
+
+
+def on(method: str, reply: Reply | None = None, **kw: Any) -> Any:
+    """A hook that answers ``method`` with ``reply`` (default: a stalled SSE stream)."""
+
+    def hook(seen: Seen) -> Reply | None:
+        if seen.message and seen.message.get("method") == method:
+            if reply is not None:
+                return reply
+            return Reply(200, list(SSE_CT), [], finish="stall")
+        return None
+
+    return hook
+
+
+def call(link: Link, tool: str = "srv/echo", arguments: dict[str, Any] | None = None, **kw: Any) -> int:
+    cid = link.engine.call(tool, arguments, link.now, **kw)
+    link.pump()
+    return cid
+
+
+def outcome(link: Link, cid: int) -> Any:
+    link.pump()
+    [event] = [
+        e
+        for e in link.events
+        if isinstance(e, (CallSucceeded, CallFailed, CallCancelled)) and e.call_id == cid
+    ]
+    return event
+
+
+def failed_with(link: Link, cid: int, kind: type) -> Exception:
+    event = outcome(link, cid)
+    assert isinstance(event, CallFailed), event
+    assert isinstance(event.error, kind), event.error
+    return event.error
+
+
+def last_xid(link: Link) -> int:
+    return link.requests[-1].exchange_id
+
+
+# --- H1 -----------------------------------------------------------------------------------
+
+
+def test_h1_every_post_has_both_accepts_json_content_type_and_configured_headers() -> None:
+    """H1: Accept both types, Content-Type application/json, plus the configured headers."""
+    server = FakeServer()
+    link = connect(server, headers={"X-Api-Key": "k-123", "Authorization": "Bearer t"})
+    call(link)
+    assert len(posts(server)) == 4
+    for seen in posts(server):
+        assert seen.headers["accept"] == "application/json, text/event-stream"
+        assert seen.headers["content-type"] == "application/json"
+        assert seen.headers["x-api-key"] == "k-123"
+        assert seen.headers["authorization"] == "Bearer t"
+    assert all(r.url == URL for r in link.requests)
+    # the request's repr never shows header values (C8)
+    assert "k-123" not in repr(link.requests[0]) and "x-api-key" in repr(link.requests[0]).lower()
+
+
+# --- H2 -----------------------------------------------------------------------------------
+
+
+def test_h2_session_id_and_protocol_version_after_the_handshake_only() -> None:
+    """H2: the initialize POST carries neither header; every later request carries both."""
+    server = FakeServer(get_status=405)
+    link = connect(server)
+    call(link)
+    first, *rest = server.seen
+    assert "mcp-session-id" not in first.headers and "mcp-protocol-version" not in first.headers
+    assert rest
+    for seen in rest:
+        assert seen.headers["mcp-session-id"] == "session-1"
+        assert seen.headers["mcp-protocol-version"] == "2025-11-25"
+    assert link.engine.http.session_id == "session-1"
+
+
+def test_h2_negotiated_version_goes_in_the_header() -> None:
+    server = FakeServer(version="2025-03-26")
+    link = connect(server)
+    call(link)
+    assert posts(server)[-1].headers["mcp-protocol-version"] == "2025-03-26"
+
+
+@pytest.mark.parametrize("as_sse", [False, True])
+def test_h2_session_id_on_an_initialize_error_is_never_adopted(as_sse: bool) -> None:
+    """H2: an initialize answered with an error carrying Mcp-Session-Id is not adopted."""
+    server = FakeServer()
+    answered = []
+
+    def hook(seen: Seen) -> Reply | None:
+        if seen.message and seen.message.get("method") == "initialize" and not answered:
+            answered.append(seen)
+            error = {"jsonrpc": "2.0", "id": seen.message["id"], "error": {"code": -32600, "message": "no"}}
+            if as_sse:
+                return Reply(200, [*SSE_CT, (b"mcp-session-id", b"evil")], [sse(error)])
+            return Reply(200, [*JSON_CT, (b"mcp-session-id", b"evil")], [json.dumps(error).encode()])
+        return None
+
+    server.hook = hook
+    link = connect(server)
+    [failed] = link.of_type(StartFailed)
+    assert isinstance(failed.error, HandshakeError)
+    assert link.engine.http.session_id is None
+    link.advance(1)
+    assert link.of_type(SessionReady)
+    assert all(s.headers.get("mcp-session-id") != "evil" for s in server.seen)
+    assert link.engine.http.session_id == "session-1"
+
+
+def test_h2_stateless_server_gets_no_session_id_and_no_delete() -> None:
+    """H2, H9: a server that never sends a session id: no header, no DELETE on close."""
+    server = FakeServer(stateless=True)
+    link = connect(server)
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+    assert all("mcp-session-id" not in s.headers for s in server.seen)
+    assert server.get_count == 0  # no GET stream without a session (H8)
+    link.engine.close(link.now)
+    link.pump()
+    assert "DELETE" not in methods(server)
+
+
+# --- H3 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [202, 200, 204])
+def test_h3_any_2xx_accepts_a_notification(status: int) -> None:
+    """H3: 202 (or any 2xx, body ignored) accepts notifications and responses."""
+    server = FakeServer()
+
+    def hook(seen: Seen) -> Reply | None:
+        if seen.message and "id" not in seen.message:
+            return Reply(status, list(JSON_CT), [b"{not json at all"])
+        return None
+
+    server.hook = hook
+    link = connect(server)
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+    assert not link.of_type(StartFailed)
+
+
+CASES = [
+    pytest.param(dict(json_response=True), False, id="json"),
+    pytest.param(dict(), False, id="sse-lf"),
+    pytest.param(dict(crlf=True), False, id="sse-crlf"),
+    pytest.param(dict(keepalive=True), False, id="sse-keepalive"),
+    pytest.param(dict(priming=False), False, id="sse-no-priming"),
+    pytest.param(dict(json_response=True), True, id="json-bytewise"),
+    pytest.param(dict(crlf=True, keepalive=True), True, id="sse-crlf-keepalive-bytewise"),
+    pytest.param(dict(), True, id="sse-lf-bytewise"),
+]
+
+
+@pytest.mark.parametrize(("server_kw", "bytewise"), CASES)
+def test_h3_json_and_sse_replies_any_framing_same_outcome(server_kw: dict[str, Any], bytewise: bool) -> None:
+    """H3: JSON or SSE, LF or CRLF, priming events, keepalive comments, byte by byte: same result."""
+    server = FakeServer(**server_kw)
+    link = connect(server, byte_by_byte=bytewise)
+    [ready] = link.of_type(SessionReady)
+    assert ready.catalogue.ids() == ("srv/echo", "srv/slow")
+    cid = call(link, arguments={"q": "é"})
+    done = outcome(link, cid)
+    assert isinstance(done, CallSucceeded)
+    assert json.loads(done.output.text) == {"q": "é"}
+
+
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize("bytewise", [False, True])
+def test_h3_requests_and_notifications_before_the_response(crlf: bool, bytewise: bool) -> None:
+    """H3: a server request and notifications precede the response on the same stream."""
+    server = FakeServer(crlf=crlf, keepalive=True)
+
+    def handler(message: dict[str, Any]) -> list[dict[str, Any] | str]:
+        rid = message["id"]
+        return [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},  # same id as our initialize: kept apart (P0)
+            {"jsonrpc": "2.0", "id": "r", "method": "sampling/createMessage", "params": {}},
+            notification("notifications/progress", {"progressToken": rid, "progress": 1, "total": 2}),
+            notification("notifications/message", {"level": "info", "data": "working"}),
+            text_result(rid, "done"),
+            text_result(rid, "again"),  # a duplicate response is ignored
+        ]
+
+    server.call_handler = handler
+    link = connect(server, byte_by_byte=bytewise)
+    cid = call(link)
+    assert link.of_type(ProgressReceived) == [ProgressReceived(call_id=cid, progress=1.0, total=2.0, message=None)]
+    done = outcome(link, cid)
+    assert isinstance(done, CallSucceeded) and done.output.text == "done"
+    replies = [s.message for s in posts(server) if s.message and "method" not in s.message]
+    assert replies == [
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+        {"jsonrpc": "2.0", "id": "r", "error": {"code": -32601, "message": "Method not found: sampling/createMessage"}},
+    ]
+
+
+def test_h3_202_for_a_request_is_a_protocol_error() -> None:
+    server = FakeServer()
+    server.hook = on("tools/call", Reply(202))
+    link = connect(server)
+    cid = call(link)
+    error = failed_with(link, cid, RemoteProtocolError)
+    assert "HTTP 202" in str(error)
+
+
+# --- H4 -----------------------------------------------------------------------------------
+
+
+def _resume_gets(server: FakeServer) -> list[Seen]:
+    return [s for s in server.seen if s.method == "GET" and "last-event-id" in s.headers]
+
+
+@pytest.mark.parametrize(("retry_ms", "delay"), [(500, 0.5), (None, 1.0), (2500, 2.5)])
+def test_h4_resume_after_priming_event_waits_exactly_the_retry(retry_ms: int | None, delay: float) -> None:
+    """H4: a stream that ends after its priming event is resumed with GET and Last-Event-ID
+    exactly `retry` later (1 s by default), to the millisecond."""
+    server = FakeServer(polls=1, retry_ms=retry_ms)
+    link = connect(server)
+    priming_ids = server._event_counter
+    cid = call(link)
+    assert _resume_gets(server) == []
+    link.advance(delay - 0.001)
+    assert _resume_gets(server) == []
+    link.advance(0.001)
+    [resume] = _resume_gets(server)
+    assert resume.headers["last-event-id"] == f"e{priming_ids + 1}"
+    assert resume.headers["accept"] == "text/event-stream"
+    assert resume.headers["mcp-session-id"] == "session-1"
+    assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+def test_h4_retry_in_its_own_block_is_honoured() -> None:
+    """H4: `retry:` sent in a block of its own (no data, so no event) still sets the delay."""
+    server = FakeServer()
+    server.hook = on("tools/call", Reply(200, list(SSE_CT), [b"id: p1\ndata: \n\n", b"retry: 500\n\n"]))
+    link = connect(server)
+    call(link)
+    server.hook = None
+    link.advance(0.499)
+    assert _resume_gets(server) == []
+    link.advance(0.001)
+    assert len(_resume_gets(server)) == 1
+
+
+def test_h4_polling_server_that_closes_every_stream() -> None:
+    """H4: the 2025-11-25 polling pattern: every stream closes after its priming event."""
+    server = FakeServer(polls=4, retry_ms=200)
+    link = connect(server)
+    cid = call(link, arguments={"n": 1})
+    link.advance(10)
+    gets = _resume_gets(server)
+    assert len(gets) == 4
+    assert len({g.headers["last-event-id"] for g in gets}) == 4
+    done = outcome(link, cid)
+    assert isinstance(done, CallSucceeded) and json.loads(done.output.text) == {"n": 1}
+
+
+def test_h4_empty_resumes_forever_are_bounded_by_max_reconnects() -> None:
+    """H4, P6: a resume answered with an empty stream forever → LimitExceeded(max_reconnects)."""
+    server = FakeServer(polls=1, empty_resume=True)
+    link = connect(server, limits=HttpLimits(max_reconnects=3))
+    cid = call(link)
+    link.advance(60)
+    error = failed_with(link, cid, LimitExceeded)
+    assert error.limit_name == "max_reconnects" and "max_reconnects" in str(error)  # type: ignore[attr-defined]
+    assert len(_resume_gets(server)) == 4  # max_reconnects + 1, then no more
+    assert link.engine.next_deadline() is None
+    assert link.engine.state is SessionState.READY
+
+
+@pytest.mark.parametrize("finish", ["fail", "end"])
+def test_h4_broken_stream_without_any_event_id_is_a_transport_error(finish: str) -> None:
+    """H4: without an event id there is nothing to resume: TransportError, no GET."""
+    server = FakeServer(priming=False)
+    server.hook = on("tools/call", Reply(200, list(SSE_CT), [b": hello\n\n"], finish=finish))
+    link = connect(server)
+    cid = call(link)
+    error = failed_with(link, cid, TransportError)
+    assert "before the response arrived" in str(error)
+    assert _resume_gets(server) == []
+
+
+def test_h4_broken_resume_is_resumed_again() -> None:
+    """H4: a connection that breaks after an id'd event resumes from that id."""
+    server = FakeServer(retry_ms=100)
+    server.hook = on("tools/call", Reply(200, list(SSE_CT), [b"id: a1\ndata: \n\n"], finish="fail"))
+    link = connect(server)
+    cid = call(link)
+    rid = cid
+
+    def resume(seen: Seen) -> Reply | None:
+        if seen.method == "GET" and seen.headers.get("last-event-id") == "a1":
+            return Reply(200, list(SSE_CT), [sse(text_result(rid, "late"))])
+        return None
+
+    server.hook = resume
+    link.advance(0.999)
+    assert _resume_gets(server) == []
+    link.advance(0.001)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+# --- H5 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_h5_redirect_is_refused_and_location_never_contacted(status: int) -> None:
+    """H5: any 3xx is a TransportError naming the status; no request goes to the Location."""
+    server = FakeServer()
+    server.hook = on("tools/call", Reply(status, [(b"location", b"https://evil.test/steal")]))
+    link = connect(server, headers={"Authorization": "Bearer secret"})
+    cid = call(link)
+    error = failed_with(link, cid, TransportError)
+    assert f"HTTP {status}" in str(error) and "redirect" in str(error)
+    assert "secret" not in str(error)
+    assert all(r.url == URL for r in link.requests)
+
+
+def test_h5_redirect_on_initialize_fails_the_start() -> None:
+    server = FakeServer()
+    server.hook = on("initialize", Reply(307, [(b"location", b"https://evil.test/")]))
+    link = connect(server)
+    [failed] = link.of_type(StartFailed)
+    assert isinstance(failed.error, TransportError) and "HTTP 307" in str(failed.error)
+    assert link.engine.availability is not None and "HTTP 307" in link.engine.availability.reason  # type: ignore[operator]
+
+
+# --- H6 -----------------------------------------------------------------------------------
+
+
+def test_h6_expired_session_reinitializes_and_resends_once() -> None:
+    """H6: 404 with a session id → initialize without session id, then the request once more."""
+    server = FakeServer()
+    link = connect(server)
+    server.sessions.clear()
+    cid = call(link, arguments={"a": 1})
+    done = outcome(link, cid)
+    assert isinstance(done, CallSucceeded) and json.loads(done.output.text) == {"a": 1}
+    tail = server.seen[-4:]
+    assert [s.message["method"] for s in tail] == [  # type: ignore[index]
+        "tools/call",
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+    ]
+    assert tail[0].headers["mcp-session-id"] == "session-1"
+    assert "mcp-session-id" not in tail[1].headers and "mcp-protocol-version" not in tail[1].headers
+    assert tail[3].headers["mcp-session-id"] == "session-2"
+    assert tail[0].message == tail[3].message  # the same request, same id
+    assert link.engine.state is SessionState.READY and not link.engine.session.reinitializing
+    # the new session keeps working
+    cid2 = call(link)
+    assert isinstance(outcome(link, cid2), CallSucceeded)
+
+
+def test_h6_second_404_fails_the_request_and_a_later_call_still_works() -> None:
+    """H6: a resent request that meets 404 again fails; it is not resent a second time,
+    and the client does not stay stuck without a session."""
+    server = FakeServer()
+    link = connect(server)
+
+    def hook(seen: Seen) -> Reply | None:
+        if seen.message and seen.message.get("method") == "tools/call":
+            return Reply(404, [(b"content-type", b"text/plain")], [b"gone"])
+        return None
+
+    server.hook = hook
+    cid = call(link)
+    error = failed_with(link, cid, TransportError)
+    assert "404 again" in str(error)
+    assert sum(1 for s in posts(server) if s.message and s.message.get("method") == "tools/call") == 2
+    server.hook = None
+    cid2 = call(link)
+    assert isinstance(outcome(link, cid2), CallSucceeded)
+
+
+def test_h6_404_on_resume_fails_the_call_that_may_have_run() -> None:
+    """H6: the session expires while a call runs (resume GET → 404): TransportError saying
+    it may have run, never replayed; a new session is set up for what follows."""
+    server = FakeServer(polls=1, retry_ms=100)
+    link = connect(server)
+    cid = call(link)
+    server.sessions.clear()
+    link.advance(0.1)
+    error = failed_with(link, cid, TransportError)
+    assert "may have run" in str(error)
+    assert sum(1 for s in posts(server) if s.message and s.message.get("method") == "tools/call") == 1
+    assert len(server.requests("initialize")) == 2  # re-initialized for later requests
+    cid2 = call(link)
+    link.advance(0.1)
+    assert isinstance(outcome(link, cid2), CallSucceeded)
+
+
+def test_h6_400_for_an_unknown_session_is_a_transport_error() -> None:
+    """H6/H7: 400 (unknown or missing session) is not an expiry: a plain HTTP error."""
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call", Reply(400, [(b"content-type", b"text/plain")], [b"Bad Request: unknown session"]))
+    cid = call(link)
+    error = failed_with(link, cid, TransportError)
+    assert "HTTP 400: Bad Request: unknown session" in str(error)
+    assert len(server.requests("initialize")) == 1
+
+
+def test_h6_expiry_during_start_up_is_a_failed_attempt() -> None:
+    server = FakeServer()
+    server.hook = on("tools/list", Reply(404))
+    link = connect(server)
+    [failed] = link.of_type(StartFailed)
+    assert "ended the session during start-up" in str(failed.error)
+
+
+def test_h6_two_calls_expire_together_one_new_session() -> None:
+    """H6: two requests on the expired session: one re-initialization, each resent once,
+    whether the second 404 arrives before or after the new session is up."""
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call")
+    a = call(link)
+    xa = last_xid(link)
+    b = call(link)
+    xb = last_xid(link)
+    c = call(link)
+    xc = last_xid(link)
+    server.hook = None
+    server.sessions.clear()
+    engine = link.engine
+    engine.response_started(xa, 404, [], link.now)
+    engine.response_started(xb, 404, [], link.now)  # before the new session is up
+    link.pump()
+    engine.response_started(xc, 404, [], link.now)  # after: resent on the new session at once
+    link.pump()
+    for cid in (a, b, c):
+        assert isinstance(outcome(link, cid), CallSucceeded)
+    assert len(server.requests("initialize")) == 2
+    assert len(server.requests("tools/call")) == 6
+
+
+def test_h6_new_session_cannot_be_set_up() -> None:
+    """H6: the re-initialization fails → the parked requests fail with the reason."""
+    server = FakeServer()
+    link = connect(server)
+    server.sessions.clear()
+    server.hook = on("initialize", Reply(500, [(b"content-type", b"text/plain")], [b"down"]))
+    cid = call(link)
+    error = failed_with(link, cid, TransportError)
+    assert "could not be set up" in str(error) and "HTTP 500" in str(error)
+    assert link.engine.state is SessionState.READY
+
+
+def test_h6_calls_wait_while_the_session_is_re_initialized() -> None:
+    server = FakeServer()
+    link = connect(server)
+    server.sessions.clear()
+    server.hook = on("initialize")
+    a = call(link)
+    b = call(link)  # parked: nothing sent until the new session is up
+    assert len(server.requests("tools/call")) == 1
+    assert link.engine.cancel(b, link.now) is True
+    rid = refresh = link.engine.refresh(link.now)
+    link.pump()
+    assert len(server.requests("tools/list")) == 1  # only the start-up listing so far
+    xid = last_xid(link)
+    # the initialize answer arrives
+    link.engine.response_started(xid, 200, [*SSE_CT, (b"mcp-session-id", b"session-9")], link.now)
+    server.sessions.add("session-9")
+    init_id = server.requests("initialize")[-1]["id"]
+    server.hook = None
+    link.engine.response_data(
+        xid, sse(result(init_id, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}})), link.now
+    )
+    link.pump()
+    assert isinstance(outcome(link, a), CallSucceeded)
+    assert isinstance(outcome(link, b), CallCancelled)
+    assert len(server.requests("tools/call")) == 2  # a resent; b never sent
+    assert [c for c in server.cancelled] == []  # b was never on the wire: no notice
+    assert refresh == rid
+
+
+def test_h6_reinitialize_times_out() -> None:
+    server = FakeServer()
+    link = connect(server, options=SessionOptions(server_name="srv", startup_timeout=5, call_timeout=600))
+    server.sessions.clear()
+    server.hook = on("initialize")
+    cid = call(link)
+    link.advance(5)
+    error = failed_with(link, cid, TransportError)
+    assert "could not be set up" in str(error)
+
+
+def test_h6_expiry_on_the_get_stream_sets_up_a_new_session() -> None:
+    server = FakeServer(get_status=200)
+    link = connect(server)
+    xid = next(r for r in link.requests if r.method == "GET").exchange_id
+    server.sessions.clear()
+    link.engine.response_failed(xid, "reset", link.now)
+    link.advance(1)  # the GET stream reconnects and meets 404
+    link.pump()
+    assert len(server.requests("initialize")) == 2
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+# --- H7 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [401, 403, 429, 500, 502, 503])
+def test_h7_http_errors_name_the_status_with_an_escaped_excerpt(status: int) -> None:
+    """H7: TransportError with the status and a short, escaped excerpt; never raw controls."""
+    server = FakeServer()
+    body = b"oops \x1b[2J\x07 " + b"x" * 5000
+    server.hook = on("tools/call", Reply(status, [(b"content-type", b"text/plain")], [body[:100], body[100:]]))
+    link = connect(server)
+    cid = call(link)
+    error = failed_with(link, cid, TransportError)
+    text = str(error)
+    assert f"HTTP {status}" in text
+    assert "\\x1b[2J" in text and "\x1b" not in text and "\x07" not in text
+    assert len(text) < 400
+
+
+def test_h7_error_body_excerpt_stops_reading_early() -> None:
+    server = FakeServer()
+    server.hook = on("tools/call", Reply(500, [], [b"e" * 600, b"f" * 600], finish="stall"))
+    link = connect(server)
+    cid = call(link)
+    failed_with(link, cid, TransportError)
+    assert last_xid(link) in link.aborted
+
+
+@pytest.mark.parametrize(("content_type", "shown"), [(b"text/html", "text/html"), (None, "none")])
+def test_h7_unexpected_content_type(content_type: bytes | None, shown: str) -> None:
+    server = FakeServer()
+    headers = [(b"content-type", content_type)] if content_type else []
+    server.hook = on("tools/call", Reply(200, headers, [b"<html>"]))
+    link = connect(server)
+    cid = call(link)
+    error = failed_with(link, cid, TransportError)
+    assert f"unexpected content type ({shown})" in str(error)
+
+
+def test_h7_json_content_type_on_a_resume_is_unexpected() -> None:
+    server = FakeServer(polls=1)
+    link = connect(server)
+    cid = call(link)
+    server.hook = lambda seen: Reply(200, list(JSON_CT), [b"{}"]) if seen.method == "GET" else None
+    link.advance(1)
+    error = failed_with(link, cid, TransportError)
+    assert "unexpected content type (application/json)" in str(error)
+
+
+def test_h7_response_ending_before_headers() -> None:
+    server = FakeServer()
+    server.hook = on("tools/call", Reply(finish="before-headers"))
+    link = connect(server)
+    cid = call(link)
+    xid = last_xid(link)
+    link.engine.response_ended(xid, link.now)
+    error = failed_with(link, cid, TransportError)
+    assert "ended before its headers" in str(error)
+
+
+# --- H8 -----------------------------------------------------------------------------------
+
+
+def test_h8_get_stream_opened_after_ready_delivers_server_messages() -> None:
+    """H8: after ready the GET stream opens; its notifications and requests are handled."""
+    server = FakeServer(get_status=200)
+    server.get_messages = [
+        notification("notifications/tools/list_changed"),
+        {"jsonrpc": "2.0", "id": 77, "method": "ping"},
+    ]
+    link = connect(server)
+    assert methods(server)[:4] == ["initialize", "notifications/initialized", "tools/list", "GET"]
+    get = server.seen[3]
+    assert get.headers["accept"] == "text/event-stream"
+    assert get.headers["mcp-session-id"] == "session-1"
+    assert "last-event-id" not in get.headers
+    assert link.of_type(ToolsListChanged) == [ToolsListChanged()]
+    assert {"jsonrpc": "2.0", "id": 77, "result": {}} in [s.message for s in posts(server)]
+
+
+@pytest.mark.parametrize("status", [405, 409, 404])
+def test_h8_get_not_available_is_not_fatal(status: int) -> None:
+    """H8: 405 (no GET stream) and 409 (one is open already) are fine."""
+    server = FakeServer(get_status=status)
+    if status == 404:
+        server.hook = lambda seen: Reply(404) if seen.method == "GET" else None
+        server.stateless = True  # 404 without a session id is just "not here"
+    link = connect(server)
+    assert link.engine.state is SessionState.READY and not link.of_type(StartFailed)
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+def test_h8_get_stream_that_ends_reconnects_and_409_is_not_fatal() -> None:
+    server = FakeServer(get_status=200, retry_ms=300)
+    server.get_messages = ["id: g1\nretry: 300\ndata: \n\n"]  # type: ignore[list-item]
+    link = connect(server)
+    [first] = [r for r in link.requests if r.method == "GET"]
+    link.engine.response_ended(first.exchange_id, link.now)  # the server closed it
+    server.get_status = 409
+    link.advance(0.3)
+    gets = [s for s in server.seen if s.method == "GET"]
+    assert len(gets) == 2 and gets[1].headers["last-event-id"] == "g1"
+    link.advance(60)
+    assert len([s for s in server.seen if s.method == "GET"]) == 2
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+def test_h8_get_stream_gives_up_quietly_after_max_reconnects() -> None:
+    server = FakeServer(get_status=200)
+    server.get_messages = []
+    link = connect(server, limits=HttpLimits(max_reconnects=2))
+    for _ in range(5):
+        gets = [r for r in link.requests if r.method == "GET"]
+        link.engine.response_ended(gets[-1].exchange_id, link.now)
+        link.advance(1)
+    assert len([r for r in link.requests if r.method == "GET"]) == 3
+    assert link.engine.next_deadline() is None
+
+
+def test_h8_malformed_message_on_get_stream_does_not_hurt() -> None:
+    server = FakeServer(get_status=200)
+    server.get_messages = ["data: {nope\n\n"]  # type: ignore[list-item]
+    link = connect(server)
+    assert link.engine.state is SessionState.READY
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+def test_h8_listen_false_opens_no_get_stream() -> None:
+    server = FakeServer(get_status=200)
+    connect(server, listen=False)
+    assert server.get_count == 0
+
+
+# --- H9 -----------------------------------------------------------------------------------
+
+
+def test_h9_close_cancels_running_calls_then_deletes_the_session() -> None:
+    """H9, L6: notifications/cancelled for each running call, then DELETE with the session id."""
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call")
+    a = call(link)
+    b = call(link)
+    server.hook = None
+    link.engine.close(link.now)
+    actions = link.engine.take_actions()
+    aborts = [x for x in actions if isinstance(x, AbortExchange)]
+    requests = [x for x in actions if isinstance(x, HttpRequest)]
+    assert len(aborts) == 2
+    assert [r.method for r in requests] == ["POST", "POST", "DELETE"]
+    delete = requests[-1]
+    assert (b"mcp-session-id", b"session-1") in delete.headers and delete.timeout == 2.0
+    assert delete.body is None
+    for r in requests:
+        link._perform(r)
+    assert server.cancelled == [a, b]
+    assert server.sessions == set()
+    assert {type(outcome(link, c)) for c in (a, b)} == {CallCancelled}
+    link.events.extend(link.engine.take_events())
+    assert link.engine.availability is not None and not link.engine.availability.ok
+
+
+@pytest.mark.parametrize("status", [405, 404, 500])
+def test_h9_delete_failures_are_fine(status: int) -> None:
+    server = FakeServer()
+    server.hook = lambda seen: Reply(status, [], [b"x"]) if seen.method == "DELETE" else None
+    link = connect(server)
+    link.engine.close(link.now)
+    link.pump()
+    assert methods(server)[-1] == "DELETE"
+    link.engine.close(link.now)
+    link.pump()
+    assert methods(server).count("DELETE") == 1
+
+
+def test_h9_delete_connection_failure_is_fine() -> None:
+    server = FakeServer()
+    server.hook = lambda seen: Reply(200, [], [], finish="fail") if seen.method == "DELETE" else None
+    link = connect(server)
+    link.engine.close(link.now)
+    link.pump()
+    assert link.engine.http.active_exchanges == []
+
+
+# --- P6 -----------------------------------------------------------------------------------
+
+
+def _stalled_call(limits: HttpLimits, status_headers: list[tuple[bytes, bytes]]) -> tuple[Link, int, int]:
+    server = FakeServer()
+    link = connect(server, limits=limits)
+    server.hook = on("tools/call")
+    cid = call(link)
+    xid = last_xid(link)
+    link.engine.response_started(xid, 200, status_headers, link.now)
+    return link, cid, xid
+
+
+def test_p6_json_body_over_max_message_size_fails_while_streaming() -> None:
+    """P6: a JSON body over max_message_size → LimitExceeded naming it, before the body ends."""
+    link, _cid, xid = _stalled_call(HttpLimits(max_message_size=1000), list(JSON_CT))
+    for i in range(10):
+        link.engine.response_data(xid, b" " * 100, link.now)
+        assert link.engine.take_events() == [], i
+    link.engine.response_data(xid, b" ", link.now)
+    [event] = link.engine.take_events()
+    assert isinstance(event, CallFailed) and isinstance(event.error, LimitExceeded)
+    assert event.error.limit_name == "max_message_size" and "max_message_size" in str(event.error)
+    assert AbortExchange(exchange_id=xid) in link.engine.take_actions()
+    link.engine.response_data(xid, b" " * 100, link.now)  # after the failure: ignored
+    link.engine.response_ended(xid, link.now)
+    assert link.engine.take_events() == []
+
+
+def test_p6_sse_event_over_max_message_size_fails_while_streaming() -> None:
+    """P6: an SSE event over max_message_size (many small data lines) → LimitExceeded
+    naming max_message_size, before the event or the body ends."""
+    link, _cid, xid = _stalled_call(HttpLimits(max_message_size=1000), list(SSE_CT))
+    sent = 0
+    while True:
+        link.engine.response_data(xid, b"data: " + b"x" * 99 + b"\n", link.now)
+        sent += 1
+        events = link.engine.take_events()
+        if events:
+            break
+        assert sent < 20
+    [event] = events
+    assert isinstance(event, CallFailed) and isinstance(event.error, LimitExceeded)
+    assert event.error.limit_name == "max_message_size"
+    assert sent == 11
+
+
+def test_p6_single_long_sse_line_fails_before_it_is_buffered_whole() -> None:
+    """P6: one huge data line is refused while it streams, naming max_message_size."""
+    link, _cid, xid = _stalled_call(HttpLimits(max_message_size=1000), list(SSE_CT))
+    link.engine.response_data(xid, b"data: ", link.now)
+    for _ in range(30):
+        link.engine.response_data(xid, b"x" * 100, link.now)
+        events = link.engine.take_events()
+        if events:
+            break
+    [event] = events
+    assert isinstance(event.error, LimitExceeded)  # type: ignore[union-attr]
+    assert event.error.limit_name == "max_message_size"  # type: ignore[union-attr]
+
+
+def test_p6_sse_line_bound_names_max_sse_line() -> None:
+    link, _cid, xid = _stalled_call(HttpLimits(max_sse_line=1000), list(SSE_CT))
+    link.engine.response_data(xid, b": " + b"c" * 2000, link.now)
+    [event] = link.engine.take_events()
+    assert isinstance(event.error, LimitExceeded)  # type: ignore[union-attr]
+    assert event.error.limit_name == "max_sse_line"  # type: ignore[union-attr]
+
+
+# --- P0, P5: malformed replies fail only their exchange -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "words"),
+    [
+        (JSON_CT, b"\xff\xfe garbage", "UTF-8"),
+        (JSON_CT, b'{"foo": 1}', "JSON-RPC"),
+        (JSON_CT, b'{"jsonrpc": "2.0", "method": "notifications/x"}', "did not carry the response"),
+        (SSE_CT, b"data: not json\n\n", "JSON"),
+        (SSE_CT, b'data: {"jsonrpc": "1.0", "id": 1, "result": {}}\n\n', "JSON-RPC"),
+        (SSE_CT, b"data: [1, 2]\n\n", ""),
+    ],
+)
+def test_p5_malformed_reply_fails_only_its_exchange(headers: list[Any], body: bytes, words: str) -> None:
+    """P0, P5: garbage bytes, non-JSON data or JSON that is not JSON-RPC → RemoteProtocolError
+    for that call; another call in flight is unaffected."""
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call")
+    bad = call(link)
+    xbad = last_xid(link)
+    good = call(link)
+    xgood = last_xid(link)
+    engine = link.engine
+    engine.response_started(xbad, 200, list(headers), link.now)
+    engine.response_data(xbad, body, link.now)
+    engine.response_ended(xbad, link.now)
+    link.pump()
+    error = failed_with(link, bad, RemoteProtocolError)
+    assert words in str(error)
+    engine.response_started(xgood, 200, list(SSE_CT), link.now)
+    engine.response_data(xgood, sse(text_result(good, "fine")), link.now)
+    link.pump()
+    assert isinstance(outcome(link, good), CallSucceeded)
+    assert engine.state is SessionState.READY
+
+
+def test_p5_malformed_event_after_the_response_changes_nothing() -> None:
+    server = FakeServer()
+    server.call_handler = lambda m: [text_result(m["id"], "ok"), "data: {broken\n\n"]
+    link = connect(server)
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+def test_p5_response_for_another_request_on_a_json_reply() -> None:
+    """A JSON reply that answers some other id fails its own exchange; the stray id is ignored."""
+    server = FakeServer()
+    server.hook = on("tools/call", Reply(200, list(JSON_CT), [json.dumps(text_result(999, "x")).encode()]))
+    link = connect(server)
+    cid = call(link)
+    failed_with(link, cid, RemoteProtocolError)
+
+
+def test_inputs_for_unknown_exchanges_are_ignored() -> None:
+    link = connect()
+    engine = link.engine
+    engine.response_started(999, 200, [], link.now)
+    engine.response_data(999, b"x", link.now)
+    engine.response_ended(999, link.now)
+    engine.response_failed(999, "x", link.now)
+    assert engine.take_actions() == [] and engine.take_events() == []
+
+
+def test_k6_cancel_aborts_the_exchange_and_a_pending_resume() -> None:
+    """K6 over HTTP: cancel drops the call's exchange (or its pending resume) and POSTs one notice."""
+    server = FakeServer(polls=1)
+    link = connect(server)
+    cid = call(link)
+    assert link.engine.next_deadline() == link.now + 1  # the resume timer
+    link.engine.cancel(cid, link.now, "stop")
+    link.pump()
+    assert server.cancelled == [cid]
+    link.advance(400)
+    assert _resume_gets(server) == []
+    server.hook = on("tools/call")
+    cid2 = call(link)
+    xid = last_xid(link)
+    link.engine.cancel(cid2, link.now)
+    link.pump()
+    assert xid in link.aborted and server.cancelled == [cid, cid2]
+
+
+def test_k2_timeout_over_http_aborts_and_cancels() -> None:
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call")
+    cid = call(link, timeout=10)
+    xid = last_xid(link)
+    link.advance(9.999)
+    assert link.of_type(CallFailed) == []
+    link.advance(0.001)
+    failed_with(link, cid, TransportError)
+    assert xid in link.aborted and server.cancelled == [cid]
