@@ -39,6 +39,7 @@ _log = logging.getLogger("mcpcore.http")
 
 _ACCEPT_BOTH = b"application/json, text/event-stream"
 _ERROR_EXCERPT_BYTES = 512
+_SSE_LINE_SLACK = 1024  # room for "data: " and the like beyond max_message_size
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,7 +279,7 @@ class HttpMapping:
         if media == "text/event-stream":
             ex.mode = _Mode.SSE
             ex.decoder = SSEDecoder(
-                max_line_size=self.limits.max_sse_line,
+                max_line_size=self._sse_line_limit(),
                 max_event_size=self.limits.max_message_size,
             )
         elif media == "application/json" and ex.kind is _Kind.POST:
@@ -319,6 +320,9 @@ class HttpMapping:
             assert ex.decoder is not None
             try:
                 events = ex.decoder.feed(data)
+            except LimitExceeded as exc:
+                self._fail(ex, self._sse_limit(exc), now)
+                return
             except McpError as exc:
                 self._fail(ex, exc, now)
                 return
@@ -401,6 +405,22 @@ class HttpMapping:
             headers.append((b"mcp-protocol-version", self.protocol_version.encode("ascii")))
         return headers
 
+    def _sse_line_limit(self) -> int:
+        # P6: a data line longer than this carries a message over max_message_size,
+        # so it is refused while it streams rather than buffered up to max_sse_line.
+        return min(self.limits.max_sse_line, self.limits.max_message_size + _SSE_LINE_SLACK)
+
+    def _sse_limit(self, exc: LimitExceeded) -> LimitExceeded:
+        """P6: name the bound the user configures here, not the decoder's parameter."""
+        limits = self.limits
+        if exc.limit_name == "max_event_size" or (
+            exc.limit_name == "max_line_size" and exc.limit < limits.max_sse_line
+        ):
+            return LimitExceeded("max_message_size", limits.max_message_size, "an SSE event")
+        if exc.limit_name == "max_line_size":
+            return LimitExceeded("max_sse_line", limits.max_sse_line, "an SSE line")
+        return exc
+
     def _open(self, kind: _Kind, message: Message | None, stream: _Stream | None) -> int:
         xid = self._next_xid
         self._next_xid += 1
@@ -474,6 +494,9 @@ class HttpMapping:
                         TransportError("the server ended the new session too (HTTP 404 again)"),
                     )
                 )
+                if not stale:
+                    # The session id is gone: later requests need a new session.
+                    self._upward.append(SessionExpired([]))
                 return
             self._resent.add(request_id)
             if stale and self.session_id is not None:
@@ -559,6 +582,9 @@ class HttpMapping:
             if stream.request_id is not None:
                 self._upward.append(RequestFailed(stream.request_id, error))
             return
+        if ex.decoder is not None and ex.decoder.retry is not None:
+            # `retry` may come in a block of its own, which dispatches no event.
+            stream.retry = ex.decoder.retry / 1000.0
         delay = stream.retry if stream.retry is not None else self.limits.default_retry
         kind = _Kind.LISTEN if stream.request_id is None else _Kind.RESUME
         if kind is _Kind.LISTEN:
