@@ -47,6 +47,31 @@ __all__ = [
 
 # Each block below imports its public names and extends __all__ with `__all__ += [...]`.
 # --- codec, sse, stdio (begin) ---
+from ._jsonrpc import (
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    Result,
+    decode_message,
+    encode_message,
+)
+from ._sse import SSEDecoder, SSEEvent
+from ._stdio import LineFramer, frame_message
+
+__all__ += [
+    "ErrorResponse",
+    "LineFramer",
+    "Message",
+    "Notification",
+    "Request",
+    "Result",
+    "SSEDecoder",
+    "SSEEvent",
+    "decode_message",
+    "encode_message",
+    "frame_message",
+]
 # --- codec, sse, stdio (end) ---
 # --- config (begin) ---
 from ._config import LocalServer, RemoteServer, expand, load_mcp_json, parse_server

@@ -1,0 +1,92 @@
+"""Newline-delimited framing for the stdio transport (S1, P6).
+
+This module owns cutting a child's stdout into message lines and framing
+outgoing messages as lines. It knows nothing of JSON: a line is handed on as
+bytes, for the JSON-RPC codec to judge.
+
+Each :meth:`LineFramer.feed` searches only the bytes it just added for the last
+``\\n`` and splits everything before it in one C call, so the cost is linear in
+the input however it is chunked.
+"""
+
+from __future__ import annotations
+
+from ._errors import LimitExceeded, LocalProtocolError
+
+__all__ = ["LineFramer", "frame_message"]
+
+
+def frame_message(data: bytes) -> bytes:
+    """Return ``data`` as one stdio frame (``data`` plus ``\\n``).
+
+    Raises :class:`LocalProtocolError` if ``data`` itself contains a newline,
+    which would split it into two frames. Compact JSON from
+    :func:`mcpcore.encode_message` never does.
+    """
+    if b"\n" in data:
+        raise LocalProtocolError("a stdio message may not contain a newline byte")
+    return data + b"\n"
+
+
+class LineFramer:
+    """Split a byte stream into lines ending in ``\\n`` (a ``\\r`` before it is dropped).
+
+    Blank lines are skipped. A line longer than ``max_line_size`` bytes raises
+    :class:`~mcpcore._errors.LimitExceeded` (checked while it is still being
+    buffered), after which the framer must not be fed again.
+    """
+
+    __slots__ = ("_buf", "_max_line_size")
+
+    def __init__(self, *, max_line_size: int = 64 * 1024 * 1024) -> None:
+        if max_line_size < 1:
+            raise ValueError("max_line_size must be positive")
+        self._max_line_size = max_line_size
+        self._buf = bytearray()
+
+    def _too_long(self) -> LimitExceeded:
+        return LimitExceeded("max_line_size", self._max_line_size, "a stdio line")
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Add bytes from the stream; return the complete, non-blank lines."""
+        buf = self._buf
+        if buf:
+            new_from = len(buf)
+            buf += chunk
+            last = buf.rfind(b"\n", new_from)
+            if last < 0:
+                if len(buf) > self._max_line_size:
+                    raise self._too_long()
+                return []
+            pieces = bytes(buf[:last]).split(b"\n")
+            del buf[: last + 1]
+        else:
+            last = chunk.rfind(b"\n")
+            if last < 0:
+                buf += chunk
+                if len(buf) > self._max_line_size:
+                    raise self._too_long()
+                return []
+            pieces = chunk[:last].split(b"\n")
+            buf += chunk[last + 1 :]
+        if len(buf) > self._max_line_size:
+            raise self._too_long()
+        lines: list[bytes] = []
+        for line in pieces:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if len(line) > self._max_line_size:
+                raise self._too_long()
+            if line and not line.isspace():
+                lines.append(line)
+        return lines
+
+    def end(self) -> list[bytes]:
+        """Say the stream ended; return its last line if it had no ``\\n`` and is not blank."""
+        line = bytes(self._buf)
+        self._buf.clear()
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line and not line.isspace():
+            return [line]
+        return []

@@ -1,0 +1,8 @@
+"""Shared test setup: the tests folder is importable (fake peers, driver faces)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,506 @@
+"""The behaviour suite both drivers must pass, over loopback against the demo server.
+
+Every test runs three times: the anyio driver on asyncio and on trio, and the
+threaded driver. Tests name the DESIGN ids they prove.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from typing import Any
+
+import anyio
+import pytest
+
+import mcpcore_anyio
+import mcpcore_threaded
+from drivers import DRIVERS, backend_of, open_client, threads_named, wait_for
+from mcpcore import (
+    BackendError,
+    CallTimeout,
+    ConfigError,
+    LimitExceeded,
+    McpError,
+    RemoteProtocolError,
+    TransportError,
+    Unavailable,
+    UnknownTool,
+)
+from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(driver: str) -> str:
+    return backend_of(driver)
+
+
+def entry(url: str, **extra: Any) -> dict[str, Any]:
+    return {"url": url, **extra}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def methods(server: DemoServer) -> list[str | None]:
+    return [r.rpc_method for r in server.received]
+
+
+# --- L1 -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [mcpcore_anyio, mcpcore_threaded], ids=["anyio", "threaded"])
+def test_L1_constructing_does_no_io(module: Any) -> None:
+    """L1: no socket, DNS lookup, thread, task or process at construction."""
+    seen: list[str] = []
+    watching = True
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if watching and event.split(".")[0] in ("socket", "subprocess", "os") and event not in (
+            "os.listdir",
+            "os.scandir",
+        ):
+            seen.append(event)
+
+    sys.addaudithook(hook)
+    threads_before = threading.active_count()
+    try:
+        client = module.McpClient("remote", {"url": "https://example.invalid/mcp"})
+        local = module.McpClient("local", {"command": "definitely-not-run"}, allow_local=False)
+        hub = module.McpHub.from_mcp_json('{"mcpServers": {"a": {"url": "https://a.invalid/mcp"}}}')
+    finally:
+        watching = False
+    assert seen == []
+    assert threading.active_count() == threads_before
+    assert repr(client) and repr(local) and hub.clients
+
+
+# --- L2, L3, K3 ------------------------------------------------------------------------------
+
+ARGS = {
+    "echo": {"text": "hi"},
+    "add": {"a": 2, "b": 3},
+    "slow": {"steps": 2, "delay": 0.01},
+}
+EXPECTED_TEXT = {
+    "echo": "hi",
+    "add": "5",
+    "image": "[image omitted: image/png]",
+    "audio": "[audio omitted: audio/wav]",
+    "embedded_blob": "[resource omitted: application/octet-stream]",
+    "resource_link": "[resource: demo://text/hello.txt]",
+}
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [{}, {"json_response": True}, {"stateless": True}, {"sse_newline": "\r\n", "keepalive": 0.01}],
+    ids=["sse", "json", "stateless", "crlf-keepalive"],
+)
+async def test_L2_K3_every_content_shape(driver: str, mode: dict[str, Any]) -> None:
+    """L2 handshake + listing; K1 original names; K3 rendering of every block type; K4 isError."""
+    async with DemoServer(**mode).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                availability = await client.ready(10)
+                assert availability.ok, availability.reason
+                names = {tool.name for tool in client.tools}
+                assert {"echo", "add", "image", "audio", "fail", "slow"} <= names
+                for tool in client.tools:
+                    if tool.name == "fail":
+                        with pytest.raises(BackendError) as info:
+                            await client.call(tool.id, {})
+                        assert "failed on purpose" in info.value.text
+                        continue
+                    output = await client.call(tool.id, ARGS.get(tool.name, {}))
+                    assert not output.is_error
+                    if tool.name in EXPECTED_TEXT:
+                        assert output.text == EXPECTED_TEXT[tool.name]
+                    if tool.name == "add":
+                        assert output.structured == {"sum": 5}
+                    if tool.name == "embedded_text":
+                        assert output.text.startswith("Hello")
+        calls = [r.json["params"]["name"] for r in running.server.requests_for("tools/call")]
+        assert "echo" in calls
+
+
+# --- K2, K6 ---------------------------------------------------------------------------------
+
+
+async def test_K2_progress_reaches_on_progress(driver: str) -> None:
+    """K2: progress notifications reach the caller's on_progress."""
+    seen: list[tuple[float, float | None, str | None]] = []
+    async with DemoServer().serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                output = await client.call(
+                    "demo/slow",
+                    {"steps": 3, "delay": 0.01},
+                    on_progress=lambda p, t, m: seen.append((p, t, m)),
+                )
+    assert output.text
+    assert [p for p, _, _ in seen] == [1.0, 2.0, 3.0]
+    assert seen[0][1] == 3.0
+
+
+async def test_K2_K6_deadline_names_tool_and_sends_cancelled(driver: str) -> None:
+    """K2: the deadline fails the call naming tool and budget; K6: the server hears cancelled."""
+    async with DemoServer().serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                with pytest.raises(CallTimeout) as info:
+                    await client.call("demo/slow", {"steps": 100, "delay": 0.2}, timeout=0.3)
+                assert "demo/slow" in str(info.value) and "0.3" in str(info.value)
+                server = running.server
+                await wait_for(lambda: "notifications/cancelled" in methods(server), 5)
+        cancels = running.server.requests_for("notifications/cancelled")
+        assert len(cancels) == 1
+        call = running.server.requests_for("tools/call")[-1]
+        assert cancels[0].json["params"]["requestId"] == call.json["id"]
+        assert cancels[0].json["params"]["reason"]
+
+
+async def test_K6_caller_cancel_sends_cancelled_and_returns_promptly(driver: str) -> None:
+    """K6: cancelling the caller sends notifications/cancelled; the caller returns at once."""
+    async with DemoServer().serve() as running:
+        server = running.server
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                elapsed = await client.call_and_cancel(
+                    "demo/slow",
+                    {"steps": 100, "delay": 0.1},
+                    lambda: bool(server.requests_for("tools/call")),
+                )
+                assert elapsed < 0.5
+                await wait_for(lambda: bool(server.requests_for("notifications/cancelled")), 5)
+                # the session stays usable
+                assert (await client.call("demo/echo", {"text": "after"})).text == "after"
+        assert len(server.requests_for("notifications/cancelled")) == 1
+
+
+# --- K7, L3, L4 --------------------------------------------------------------------------------
+
+
+async def test_K7_unknown_tool_fails_without_io(driver: str) -> None:
+    """K7: an unknown id fails at once, with no request sent."""
+    async with DemoServer().serve() as running:
+        async with open_client(driver, "demo", entry(running.url), listen=False) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                before = len(running.server.received)
+                with pytest.raises(UnknownTool):
+                    await client.call("demo/nope", {})
+                assert len(running.server.received) == before
+
+
+async def test_L3_L4_down_then_up(driver: str) -> None:
+    """L3: a server that is down is unavailable at once, with the reason; L4: a retry succeeds."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with open_client(driver, "late", entry(url)) as client:
+        with anyio.fail_after(20):
+            availability = await client.ready(10)
+            assert not availability.ok
+            assert availability.reason and "connect" in availability.reason.lower()
+            with pytest.raises(Unavailable):
+                await client.call("late/echo", {})
+            t0 = anyio.current_time()
+            again = await client.ready(10)
+            assert not again.ok and anyio.current_time() - t0 < 0.5  # at once while down
+            async with DemoServer().serve(port=port):
+                await wait_for(lambda: bool(client.tools), 10)
+                assert (await client.ready(1)).ok
+                assert (await client.call("late/echo", {"text": "up"})).text == "up"
+
+
+async def test_L5_ready_stays_ready_and_failure_is_call_error(driver: str) -> None:
+    """L5: after ready, a failure is a transport error on the call, not unavailability."""
+    broken = {"on": False}
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        if broken["on"] and request.rpc_method == "tools/call":
+            return FaultResponse.respond(503, {"content-type": "text/html"}, b"<h1>\x1b[2Jdown</h1>")
+        return None
+
+    async with DemoServer(fault=fault).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                broken["on"] = True
+                with pytest.raises(TransportError) as info:
+                    await client.call("demo/echo", {"text": "x"})
+                text = str(info.value)
+                assert "503" in text and "\x1b" not in text and "\\x1b" in text  # H7, X1
+                assert (await client.ready(1)).ok
+
+
+# --- connections, close ------------------------------------------------------------------------
+
+
+async def test_calls_in_flight_share_pooled_connections(driver: str) -> None:
+    """Many calls on one session over one pool: N calls never open N connections."""
+    async with DemoServer().serve() as running:
+        async with open_client(driver, "demo", entry(running.url), max_connections=4, listen=False) as client:
+            with anyio.fail_after(30):
+                assert (await client.ready(10)).ok
+                results: list[str] = []
+
+                async def one(i: int) -> None:
+                    results.append((await client.call("demo/echo", {"text": str(i)})).text)
+
+                async with anyio.create_task_group() as group:
+                    for i in range(40):
+                        group.start_soon(one, i)
+                assert sorted(results, key=int) == [str(i) for i in range(40)]
+        assert running.server.connections_opened <= 4
+
+
+async def test_L6_close_sends_delete_and_leaves_nothing(driver: str) -> None:
+    """L6, H9: closing cancels running calls, sends DELETE, ends every thread and task."""
+    async with DemoServer().serve() as running:
+        server = running.server
+        async with anyio.create_task_group() as outer:
+            async with open_client(driver, "demo", entry(running.url)) as client:
+                with anyio.fail_after(20):
+                    assert (await client.ready(10)).ok
+
+                    async def long_call() -> None:
+                        with pytest.raises(McpError):
+                            await client.call("demo/slow", {"steps": 100, "delay": 0.1})
+
+                    outer.start_soon(long_call)
+                    await wait_for(lambda: bool(server.requests_for("tools/call")), 5)
+        await wait_for(lambda: any(r.method == "DELETE" for r in server.received), 5)
+        assert server.requests_for("notifications/cancelled")
+        delete = [r for r in server.received if r.method == "DELETE"][0]
+        assert delete.headers.get("mcp-session-id")
+    assert threads_named("mcpcore") == []
+
+
+# --- H5, H6, T5, P6 ---------------------------------------------------------------------------
+
+
+async def test_H5_redirect_refused_and_never_followed(driver: str) -> None:
+    """H5: a 3xx is a transport error naming the status; the Location sees no request."""
+    async with DemoServer().serve() as other:
+        location = other.url
+
+        def fault(request: ReceivedRequest) -> FaultResponse | None:
+            return FaultResponse.respond(307, {"location": location}, b"")
+
+        async with DemoServer(fault=fault).serve() as running:
+            async with open_client(driver, "demo", entry(running.url, headers={"X-Key": "s3cret"})) as client:
+                with anyio.fail_after(20):
+                    availability = await client.ready(10)
+        assert not availability.ok
+        assert "307" in (availability.reason or "") and "redirect" in (availability.reason or "")
+        assert other.server.received == []
+
+
+async def test_H6_expired_session_is_reinitialized_and_request_resent(driver: str) -> None:
+    """H6: a 404 on a request with a session id → a new session, the request sent once more."""
+    async with DemoServer().serve() as running:
+        server = running.server
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                server.expire_sessions()
+                assert (await client.call("demo/echo", {"text": "again"})).text == "again"
+        inits = server.requests_for("initialize")
+        assert len(inits) == 2
+        assert "mcp-session-id" not in inits[1].headers
+        echo_calls = [r for r in server.requests_for("tools/call")]
+        assert len(echo_calls) == 2  # the 404'd one and its single resend
+
+
+async def test_T5_cursor_loop_is_an_error_not_a_hang(driver: str) -> None:
+    """T5: a cursor seen before is a protocol error, reported as unavailability."""
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        if request.rpc_method == "tools/list":
+            body = {"jsonrpc": "2.0", "id": request.json["id"], "result": {"tools": [], "nextCursor": "same"}}
+            return FaultResponse.respond(200, {"content-type": "application/json"}, json.dumps(body).encode())
+        return None
+
+    async with DemoServer(fault=fault).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                availability = await client.ready(10)
+    assert not availability.ok and "cursor" in (availability.reason or "")
+
+
+async def test_P6_stall_after_headers_hits_the_deadline(driver: str) -> None:
+    """P6/K2: a stall after the response headers ends at the call's deadline, then cancelled."""
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        if request.rpc_method == "tools/call":
+            return FaultResponse.stall(200, {"content-type": "text/event-stream"})
+        return None
+
+    async with DemoServer(fault=fault).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                t0 = anyio.current_time()
+                with pytest.raises(CallTimeout):
+                    await client.call("demo/echo", {"text": "x"}, timeout=0.5)
+                assert anyio.current_time() - t0 < 2.0
+                await wait_for(lambda: bool(running.server.requests_for("notifications/cancelled")), 5)
+
+
+async def test_P6_oversized_response_names_the_limit(driver: str) -> None:
+    """P6: a reply over max_message_size is a typed error naming the bound."""
+    from mcpcore import HttpLimits
+
+    async def echo(arguments: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": arguments["text"]}]}
+
+    tools = [({"name": "echo", "inputSchema": {"type": "object"}}, echo)]
+    async with DemoServer(tools=tools).serve() as running:
+        limits = HttpLimits(max_message_size=1000)
+        async with open_client(driver, "demo", entry(running.url), limits=limits) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                with pytest.raises(LimitExceeded) as info:
+                    await client.call("demo/echo", {"text": "x" * 5000})
+                assert info.value.limit_name == "max_message_size"
+
+
+async def test_P5_garbage_fails_only_that_call(driver: str) -> None:
+    """P5: non-JSON data fails the exchange it arrived on; the session goes on."""
+    bad = {"on": True}
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        if bad["on"] and request.rpc_method == "tools/call":
+            bad["on"] = False
+            return FaultResponse.respond(200, {"content-type": "text/event-stream"}, b"data: {not json\n\n")
+        return None
+
+    async with DemoServer(fault=fault).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                with pytest.raises(RemoteProtocolError):
+                    await client.call("demo/echo", {"text": "x"})
+                assert (await client.call("demo/echo", {"text": "ok"})).text == "ok"
+
+
+# --- T6 and host integration ------------------------------------------------------------------
+
+
+def _tool(name: str, description: str = "d", schema: dict[str, Any] | None = None) -> Any:
+    async def handler(arguments: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": name}]}
+
+    definition = {"name": name, "description": description, "inputSchema": schema or {"type": "object"}}
+    return (definition, handler)
+
+
+async def test_T6_auto_refresh_and_sync_into(driver: str) -> None:
+    """T6 + seed 002: list_changed re-lists; sync_into mirrors the diff, foreign entries kept."""
+    async with DemoServer(tools=[_tool("a"), _tool("b"), _tool("c")]).serve() as running:
+        server = running.server
+        async with open_client(driver, "demo", entry(running.url), auto_refresh=True) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                registry: dict[str, object] = {}
+                client.register_into(registry)
+                assert sorted(registry) == ["demo/a", "demo/b", "demo/c"]
+                assert (await client.call_registration(registry["demo/a"], {})).text == "a"
+                registry["demo/b"] = "foreign"  # another owner took this id
+                await wait_for(lambda: server.get_stream_open(), 5)
+                server.set_tools([_tool("a", "changed"), _tool("b"), _tool("d")])
+                await wait_for(lambda: {t.name for t in client.tools} == {"a", "b", "d"}, 5)
+                report = await client.sync_into(registry)
+        assert report.added == ("demo/d",)
+        assert report.removed == ("demo/c",)
+        assert report.changed == ("demo/a",)
+        assert registry["demo/b"] == "foreign"
+        assert "demo/c" not in registry and "demo/d" in registry
+        assert registry["demo/a"].tool.description == "changed"  # type: ignore[attr-defined]
+
+
+async def test_T6_changed_timeout_or_policy_reregisters(driver: str) -> None:
+    """seed 002: a changed call timeout or policy is a changed contract."""
+    async with DemoServer(tools=[_tool("a")]).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                registry: dict[str, object] = {}
+                client.register_into(registry)
+                first = registry["demo/a"]
+                assert (await client.sync_into(registry)).untouched == ("demo/a",)
+                client.client.call_timeout = 12.0
+                assert (await client.sync_into(registry)).changed == ("demo/a",)
+                assert registry["demo/a"] is not first
+                client.client.policy = "lenient"
+                assert (await client.sync_into(registry)).changed == ("demo/a",)
+
+
+# --- C6 and the hub ---------------------------------------------------------------------------
+
+
+async def test_C6_local_server_refused_without_opt_in(driver: str) -> None:
+    """C6: exact refusal and no process started."""
+    async with open_client(driver, "local", {"command": "python3"}) as client:
+        availability = await client.ready(1)
+    assert not availability.ok
+    assert availability.reason == "local MCP servers (command) are not supported yet"
+
+
+async def test_L7_hub_from_mcp_json(driver: str, tmp_path: Any) -> None:
+    """L7, C2: one client per entry; an invalid entry is unavailable alone; calls route by id."""
+    async with DemoServer().serve() as one, DemoServer(tools=[_tool("x")]).serve() as two:
+        document = {
+            "mcpServers": {
+                "One": {"url": one.url},
+                "two": {"url": two.url},
+                "bad": {"url": "ftp://nope"},
+            }
+        }
+        path = tmp_path / "mcp.json"
+        path.write_text(json.dumps(document))
+        module = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
+        hub = module.McpHub.from_mcp_json(str(path))
+        with anyio.fail_after(20):
+            if driver == "threaded":
+                await anyio.to_thread.run_sync(hub.start)
+                try:
+                    states = await anyio.to_thread.run_sync(lambda: hub.ready(10))
+                    out = await anyio.to_thread.run_sync(lambda: hub.call("two/x", {}))
+                    with pytest.raises(UnknownTool):
+                        hub.call("three/x", {})
+                finally:
+                    await anyio.to_thread.run_sync(hub.close)
+            else:
+                async with hub:
+                    states = await hub.ready(10)
+                    out = await hub.call("two/x", {})
+                    with pytest.raises(UnknownTool):
+                        await hub.call("three/x", {})
+    assert states["one"].ok and states["two"].ok
+    assert not states["bad"].ok and "url" in (states["bad"].reason or "")
+    assert out.text == "x"
+
+
+def test_C1_hub_refuses_an_invalid_document() -> None:
+    """C1: an invalid top level raises ConfigError naming the problem; nothing starts."""
+    with pytest.raises(ConfigError, match="extra"):
+        mcpcore_threaded.McpHub.from_mcp_json('{"mcpServers": {}, "extra": 1}')
+    with pytest.raises(ConfigError, match="extra"):
+        mcpcore_anyio.McpHub.from_mcp_json('{"mcpServers": {}, "extra": 1}')
