@@ -205,7 +205,7 @@ async def test_K7_unknown_tool_fails_without_io(driver: str) -> None:
                 before = len(running.server.received)
                 with pytest.raises(UnknownTool):
                     await client.call("demo/nope", {})
-                assert len(running.server.received) == before
+                assert len(running.server.received) == before, [(r.method, r.rpc_method) for r in running.server.received]
 
 
 async def test_L3_L4_down_then_up(driver: str) -> None:
@@ -287,7 +287,7 @@ async def test_L6_close_sends_delete_and_leaves_nothing(driver: str) -> None:
                     await wait_for(lambda: bool(server.requests_for("tools/call")), 5)
         await wait_for(lambda: any(r.method == "DELETE" for r in server.received), 5)
         assert server.requests_for("notifications/cancelled")
-        delete = [r for r in server.received if r.method == "DELETE"][0]
+        delete = next(r for r in server.received if r.method == "DELETE")
         assert delete.headers.get("mcp-session-id")
     assert threads_named("mcpcore") == []
 

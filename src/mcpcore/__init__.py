@@ -93,4 +93,41 @@ __all__ += [
 ]
 # --- tools, render (end) ---
 # --- engine (begin) ---
+from ._engine import Availability, HttpClientEngine, StdioClientEngine
+from ._events import (
+    AbortExchange,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    HttpRequest,
+    ProgressReceived,
+    RefreshFailed,
+    SessionReady,
+    StartFailed,
+    ToolsListChanged,
+    ToolsRefreshed,
+)
+from ._http import HttpLimits
+from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
+
+__all__ += [
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "AbortExchange",
+    "Availability",
+    "CallCancelled",
+    "CallFailed",
+    "CallSucceeded",
+    "HttpClientEngine",
+    "HttpLimits",
+    "HttpRequest",
+    "ProgressReceived",
+    "RefreshFailed",
+    "SessionOptions",
+    "SessionReady",
+    "SessionState",
+    "StartFailed",
+    "StdioClientEngine",
+    "ToolsListChanged",
+    "ToolsRefreshed",
+]
 # --- engine (end) ---

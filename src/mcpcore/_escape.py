@@ -32,10 +32,7 @@ def escape_text(text: str, *, keep_newlines: bool = True) -> str:
 
 def excerpt(data: bytes | str, limit: int = 200) -> str:
     """A short, single-line, escaped excerpt of a (possibly binary) server body."""
-    if isinstance(data, bytes):
-        text = data[: limit * 4].decode("utf-8", "replace")
-    else:
-        text = data
+    text = data[: limit * 4].decode("utf-8", "replace") if isinstance(data, bytes) else data
     cut = len(text) > limit
     shown = escape_text(text[:limit], keep_newlines=False).replace("\t", "\\t")
     return shown + ("…" if cut else "")

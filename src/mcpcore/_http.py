@@ -30,7 +30,15 @@ from ._errors import (
 )
 from ._escape import excerpt
 from ._events import AbortExchange, Action, HttpRequest
-from ._jsonrpc import ErrorResponse, Message, Request, Result, decode_message, encode_message
+from ._jsonrpc import (
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    Result,
+    decode_message,
+    encode_message,
+)
 from ._sse import SSEDecoder
 
 __all__ = ["HttpLimits", "HttpMapping", "MessageArrived", "RequestFailed", "SessionExpired"]
@@ -152,6 +160,10 @@ class HttpMapping:
         self._actions: list[Action] = []
         self._upward: list[Upward] = []
         self._listening = False
+        # P3: requests wait until `notifications/initialized` was accepted, so a
+        # server never sees tools/list before it (each POST may use its own connection).
+        self._gate: int | None = None
+        self._held: list[Message] = []
 
     # --- outputs -------------------------------------------------------------------
 
@@ -174,6 +186,9 @@ class HttpMapping:
 
     def send(self, message: Message) -> None:
         """H1: one message per POST."""
+        if self._gate is not None:
+            self._held.append(message)
+            return
         stream = None
         if isinstance(message, Request) and isinstance(message.id, int):
             stream = _Stream(request_id=message.id)
@@ -184,6 +199,8 @@ class HttpMapping:
         self._actions.append(
             HttpRequest(exchange_id=xid, method="POST", url=self.url, headers=headers, body=body)
         )
+        if isinstance(message, Notification) and message.method == "notifications/initialized":
+            self._gate = xid
 
     def abandon(self, request_id: int) -> None:
         """Stop waiting for ``request_id``: close its stream (K6)."""
@@ -205,6 +222,8 @@ class HttpMapping:
         self._timers.clear()
         self._by_request.clear()
         self._listening = False
+        self._gate = None
+        self._held.clear()
 
     def reset(self) -> None:
         """Forget the HTTP session and drop every exchange (a new start-up attempt)."""
@@ -442,9 +461,14 @@ class HttpMapping:
 
     def _finish(self, ex: _Exchange) -> None:
         self._exchanges.pop(ex.id, None)
-        if ex.stream is not None and ex.stream.request_id is not None:
-            if self._by_request.get(ex.stream.request_id) == ex.id:
-                del self._by_request[ex.stream.request_id]
+        if ex.id == self._gate:
+            self._gate = None
+            held, self._held = self._held, []
+            for message in held:
+                self.send(message)
+        request_id = ex.stream.request_id if ex.stream is not None else None
+        if request_id is not None and self._by_request.get(request_id) == ex.id:
+            del self._by_request[request_id]
         if ex.kind is _Kind.LISTEN:
             self._listening = False
 
@@ -550,6 +574,10 @@ class HttpMapping:
             stream.got_response = True
             if ex.candidate_session_id is not None and isinstance(message, Result):
                 self.session_id = ex.candidate_session_id
+        elif isinstance(message, (Result, ErrorResponse)) and isinstance(message.id, int):
+            # A response that came on another stream ends its own request: stop
+            # waiting on that request's stream and forget its pending resume.
+            self.abandon(message.id)
         self._upward.append(MessageArrived(message))
 
     def _response_seen(self, ex: _Exchange) -> bool:

@@ -92,32 +92,32 @@ class SessionInput(Enum):
     CLOSE = "close"
 
 
-S, I = SessionState, SessionInput
+S, In = SessionState, SessionInput
 
 # The lifecycle, as a table: TRANSITIONS[state][input] -> next state.
 # docs/state-diagram.md is drawn from it by scripts/draw_state_diagram.py.
 TRANSITIONS: dict[SessionState, dict[SessionInput, SessionState]] = {
-    S.IDLE: {I.START: S.CONNECTING, I.CLOSE: S.CLOSED},
+    S.IDLE: {In.START: S.CONNECTING, In.CLOSE: S.CLOSED},
     S.CONNECTING: {
-        I.INIT_SUCCEEDED: S.LISTING,
-        I.START_FAILED: S.BACKOFF,
-        I.CLOSE: S.CLOSED,
+        In.INIT_SUCCEEDED: S.LISTING,
+        In.START_FAILED: S.BACKOFF,
+        In.CLOSE: S.CLOSED,
     },
     S.LISTING: {
-        I.LISTING_DONE: S.READY,
-        I.START_FAILED: S.BACKOFF,
-        I.CLOSE: S.CLOSED,
+        In.LISTING_DONE: S.READY,
+        In.START_FAILED: S.BACKOFF,
+        In.CLOSE: S.CLOSED,
     },
-    S.BACKOFF: {I.RETRY_DUE: S.CONNECTING, I.CLOSE: S.CLOSED},
+    S.BACKOFF: {In.RETRY_DUE: S.CONNECTING, In.CLOSE: S.CLOSED},
     S.READY: {
-        I.CALL: S.READY,
-        I.REFRESH: S.READY,
-        I.LISTING_DONE: S.READY,
-        I.CLOSE: S.CLOSED,
+        In.CALL: S.READY,
+        In.REFRESH: S.READY,
+        In.LISTING_DONE: S.READY,
+        In.CLOSE: S.CLOSED,
     },
-    S.CLOSED: {I.CLOSE: S.CLOSED},
+    S.CLOSED: {In.CLOSE: S.CLOSED},
 }
-del S, I
+del S, In
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,7 +32,6 @@ from mcpcore import (
     HttpLimits,
     LocalProtocolError,
     LocalServer,
-    McpError,
     ProgressReceived,
     RefreshFailed,
     RemoteServer,
