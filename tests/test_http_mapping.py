@@ -917,3 +917,33 @@ def test_k2_timeout_over_http_aborts_and_cancels() -> None:
     link.advance(0.001)
     failed_with(link, cid, TransportError)
     assert xid in link.aborted and server.cancelled == [cid]
+
+
+def test_p5_response_on_another_stream_ends_its_own_stream_and_resume() -> None:
+    """P5, H4: a call answered on another call's stream is done: its own stream is
+    dropped and its pending resume never fires (no leaked exchange, no stray GET)."""
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call")
+    a = call(link)
+    xa = last_xid(link)
+    b = call(link)
+    xb = last_xid(link)
+    c = call(link)
+    xc = last_xid(link)
+    server.hook = None
+    engine = link.engine
+    engine.response_started(xa, 200, list(SSE_CT), link.now)
+    engine.response_data(xa, b"id: a1\ndata: \n\n", link.now)
+    engine.response_ended(xa, link.now)  # a: resume pending
+    engine.response_started(xb, 200, list(SSE_CT), link.now)
+    engine.response_data(xb, sse(text_result(a, "for a"), text_result(c, "for c")), link.now)
+    link.pump()
+    assert outcome(link, a).output.text == "for a"
+    assert outcome(link, c).output.text == "for c"
+    assert xc in link.aborted and xc not in engine.http.active_exchanges
+    link.advance(5)
+    assert _resume_gets(server) == []
+    engine.response_data(xb, sse(text_result(b, "for b")), link.now)
+    link.pump()
+    assert outcome(link, b).output.text == "for b"
