@@ -566,6 +566,17 @@ class HttpMapping:
     def _deliver(self, ex: _Exchange, message: Message) -> None:
         stream = ex.stream
         if (
+            isinstance(message, (Result, ErrorResponse))
+            and isinstance(message.id, int)
+            and (stream is None or stream.request_id != message.id)
+        ):
+            # The response came on another stream (the GET stream, after a
+            # resume): stop waiting for it on its own.
+            self._timers = [t for t in self._timers if t.stream.request_id != message.id]
+            own = self._by_request.get(message.id)
+            if own is not None:
+                self._abort(own)
+        if (
             stream is not None
             and stream.request_id is not None
             and isinstance(message, (Result, ErrorResponse))

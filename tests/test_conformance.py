@@ -1,0 +1,92 @@
+"""The official MCP conformance suite (``@modelcontextprotocol/conformance``) in client mode.
+
+Each scenario runs on its own (never in the suite's parallel mode: ``sse-retry``
+measures reconnect timing), with ``tests/conformance/client.py`` on the anyio
+driver. In-scope scenarios must pass with at least one real check; the rest of
+the core set is listed in ``tests/conformance/expected-failures.yaml`` and the
+suite's baseline check fails when one of them starts passing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from peers import ROOT, conformance_command, require_peers
+
+pytestmark = pytest.mark.realpeer
+
+CLIENT = ROOT / "tests" / "conformance" / "client.py"
+BASELINE = ROOT / "tests" / "conformance" / "expected-failures.yaml"
+IN_SCOPE = ["initialize", "tools_call", "sse-retry"]
+
+
+def _expected_failures() -> list[str]:
+    lines = BASELINE.read_text().splitlines()
+    return [line.strip()[2:] for line in lines if line.strip().startswith("- ")]
+
+
+def _run(scenario: str, out: Path) -> subprocess.CompletedProcess[str]:
+    require_peers()
+    command = f"{sys.executable} {CLIENT}"
+    return subprocess.run(
+        conformance_command(
+            "client",
+            "--command",
+            command,
+            "--scenario",
+            scenario,
+            "--expected-failures",
+            str(BASELINE),
+            "-o",
+            str(out),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def _checks(out: Path) -> list[dict[str, object]]:
+    files = list(out.rglob("checks.json"))
+    assert len(files) == 1, files
+    data = json.loads(files[0].read_text())
+    return data if isinstance(data, list) else data["checks"]
+
+
+@pytest.mark.parametrize("scenario", IN_SCOPE)
+def test_in_scope_scenario_passes(scenario: str, tmp_path: Path) -> None:
+    """P1, P3, K1, H4: the in-scope scenarios pass, with real checks behind the pass."""
+    result = _run(scenario, tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    checks = _checks(tmp_path)
+    statuses = [c["status"] for c in checks]
+    assert "SUCCESS" in statuses, checks  # a client that does nothing "passes" 0/0
+    assert "FAILURE" not in statuses and "WARNING" not in statuses, checks
+
+
+@pytest.mark.parametrize("scenario", _expected_failures())
+def test_out_of_scope_scenario_matches_the_baseline(scenario: str, tmp_path: Path) -> None:
+    """Out of scope (OAuth, elicitation): failing as the baseline says, and no more."""
+    result = _run(scenario, tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Expected failures (in baseline)" in result.stdout
+
+
+def test_every_core_scenario_is_accounted_for() -> None:
+    """A scenario added to the suite's core set shows up here instead of going unrun."""
+    require_peers()
+    listing = subprocess.run(
+        conformance_command("list", "--client"), capture_output=True, text=True, timeout=60
+    ).stdout
+    core = [
+        line.strip()[2:].split(" [")[0]
+        for line in listing.splitlines()
+        if line.strip().startswith("- ") and "[draft]" not in line and "[extension]" not in line
+    ]
+    assert sorted(core) == sorted(IN_SCOPE + _expected_failures())
