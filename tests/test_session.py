@@ -950,3 +950,37 @@ def test_s1_stdio_connection_lost_and_overlong_line() -> None:
     [event2] = engine.take_events()
     assert isinstance(event2, StartFailed) and str(event2.error) == "the child exited"
     assert init.method == "initialize"
+
+
+# --- H6 at the session level: a new session after expiry ----------------------------------
+
+
+def test_h6_reinitialize_refused_fails_parked_calls_and_refreshes() -> None:
+    """H6: the new session's handshake fails (P2) → the waiting call and re-list fail with the reason."""
+    session = ready()
+    cid = session.call("srv/echo", None, NOW)
+    [request] = session.take_outgoing()
+    session.session_expired([request], NOW)  # type: ignore[list-item]
+    init = only_request(session)
+    assert init.method == "initialize" and session.reinitializing
+    rid = session.refresh(NOW)
+    session.session_expired([], NOW)  # a second expiry notice: still one initialize
+    assert session.take_outgoing() == []  # the re-list waits too
+    session.receive_message(Result(id=init.id, result={**INIT_RESULT, "protocolVersion": "1999-01-01"}), NOW)
+    call_failed, refresh_failed = session.take_events()
+    assert isinstance(call_failed, CallFailed) and call_failed.call_id == cid
+    assert isinstance(call_failed.error, TransportError)
+    assert "could not be set up" in str(call_failed.error) and "1999-01-01" in str(call_failed.error)
+    assert isinstance(refresh_failed, RefreshFailed) and refresh_failed.refresh_id == rid
+    assert session.state is SessionState.READY and not session.reinitializing and session.is_idle
+
+
+def test_h6_expiry_outside_start_up_and_ready_is_ignored() -> None:
+    session, init = started()
+    session.receive_message(ErrorResponse(id=init.id, code=-1, message="x"), NOW)
+    session.take_events()
+    session.session_expired([], NOW)  # BACKOFF
+    assert session.take_outgoing() == [] and session.take_events() == []
+    session.close(NOW)
+    session.session_expired([], NOW)  # CLOSED
+    assert session.take_outgoing() == []
