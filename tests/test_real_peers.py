@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client, wait_for
-from mcpcore import BackendError
+from mcpcore import BackendError, McpError
 from peers import SDK_MODES, Peer, everything_server, sdk_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realpeer]
@@ -136,7 +136,7 @@ async def test_everything_server_cancel_midway(driver: str, everything: Peer) ->
                 await wait_for(lambda: len(progress) >= 1, 10)
                 t0 = anyio.current_time()
                 handle.cancel()
-                with pytest.raises(Exception):
+                with pytest.raises(McpError):
                     await anyio.to_thread.run_sync(handle.result)
             else:
                 async with anyio.create_task_group() as group:

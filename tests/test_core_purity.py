@@ -1,0 +1,142 @@
+"""X3 and DESIGN §1: the core imports only the standard library and does no I/O.
+
+Every module of ``src/mcpcore`` is parsed; an import outside the standard
+library, or any use of the clock, sockets, threads, the environment,
+subprocesses, randomness or the filesystem fails the test. The one allowed
+exception is the optional ``jsonschema`` extra, imported lazily inside
+``_schema.py`` (K5).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).resolve().parents[1] / "src" / "mcpcore"
+MODULES = sorted(CORE.glob("*.py"))
+
+FORBIDDEN_MODULES = {
+    "socket",
+    "ssl",
+    "select",
+    "selectors",
+    "asyncio",
+    "threading",
+    "_thread",
+    "multiprocessing",
+    "concurrent",
+    "subprocess",
+    "time",
+    "random",
+    "secrets",
+    "uuid",
+    "signal",
+    "http",
+    "urllib.request",
+    "shutil",
+    "tempfile",
+    "glob",
+}
+FORBIDDEN_ATTRIBUTES = {
+    ("os", "environ"),
+    ("os", "getenv"),
+    ("os", "urandom"),
+    ("os", "system"),
+    ("os", "popen"),
+    ("os", "listdir"),
+    ("os", "scandir"),
+    ("os", "getcwd"),
+    ("os", "chdir"),
+    ("os", "remove"),
+    ("os", "open"),
+    ("os", "read"),
+    ("os", "write"),
+    ("path", "expanduser"),
+    ("path", "exists"),
+    ("path", "isfile"),
+    ("path", "isdir"),
+    ("path", "realpath"),
+}
+FORBIDDEN_CALLS = {"open", "input", "print", "eval", "exec", "__import__", "breakpoint"}
+OPTIONAL = {("_schema.py", "jsonschema")}
+
+
+def _imports(tree: ast.AST) -> list[tuple[str, int]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.module, node.lineno))
+    return found
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_X3_core_module_is_pure(path: Path) -> None:
+    """X3: standard library only; no clock, socket, thread, environment, process, randomness."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    problems = []
+    for name, line in _imports(tree):
+        top = name.split(".")[0]
+        if (path.name, top) in OPTIONAL:
+            continue
+        if top not in sys.stdlib_module_names:
+            problems.append(f"line {line}: imports {name}, which is not in the standard library")
+        if name in FORBIDDEN_MODULES or top in FORBIDDEN_MODULES:
+            problems.append(
+                f"line {line}: imports {name}, which does I/O, reads a clock or is random"
+            )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            if dotted and tuple(dotted.split(".")[-2:]) in FORBIDDEN_ATTRIBUTES:
+                problems.append(f"line {node.lineno}: uses {dotted}")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FORBIDDEN_CALLS
+        ):
+            problems.append(f"line {node.lineno}: calls {node.func.id}()")
+    assert problems == []
+
+
+def test_X3_the_purity_check_can_fail(tmp_path: Path) -> None:
+    """The check above is not vacuous: a module that reads the clock is caught."""
+    bad = "import time\nimport os\nx = os.environ['HOME']\nprint(time.time())\n"
+    tree = ast.parse(bad)
+    names = [n for n, _ in _imports(tree)]
+    assert "time" in names
+    attrs = [
+        (n.value.id, n.attr)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+    ]
+    assert ("os", "environ") in attrs
+
+
+def test_X3_import_mcpcore_loads_only_the_standard_library() -> None:
+    """`python -c "import mcpcore"` loads nothing outside the standard library."""
+    code = (
+        "import sys; before = set(sys.modules); import mcpcore; "
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
+        "print(sorted(m for m in new if m not in sys.stdlib_module_names and m != 'mcpcore'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"
