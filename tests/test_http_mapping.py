@@ -402,7 +402,8 @@ def test_h6_expired_session_reinitializes_and_resends_once() -> None:
     cid = call(link, arguments={"a": 1})
     done = outcome(link, cid)
     assert isinstance(done, CallSucceeded) and json.loads(done.output.text) == {"a": 1}
-    tail = server.seen[-4:]
+    posts = [s for s in server.seen if s.method == "POST"]
+    tail = posts[-4:]
     assert [s.message["method"] for s in tail] == [  # type: ignore[index]
         "tools/call",
         "initialize",
@@ -414,9 +415,11 @@ def test_h6_expired_session_reinitializes_and_resends_once() -> None:
     assert tail[3].headers["mcp-session-id"] == "session-2"
     assert tail[0].message == tail[3].message  # the same request, same id
     assert link.engine.state is SessionState.READY and not link.engine.session.reinitializing
-    # the new session keeps working
+    # the new session keeps working, and its GET stream is opened again (H8)
     cid2 = call(link)
     assert isinstance(outcome(link, cid2), CallSucceeded)
+    gets = [s for s in server.seen if s.method == "GET"]
+    assert gets[-1].headers["mcp-session-id"] == "session-2"
 
 
 def test_h6_second_404_fails_the_request_and_a_later_call_still_works() -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ._config import RemoteServer
 from ._errors import McpError, TransportError
-from ._events import Action, Event, SessionReady, StartFailed
+from ._events import Action, Event, StartFailed
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import decode_message, encode_message
 from ._session import ClientSession, SessionOptions, SessionState
@@ -206,9 +206,10 @@ class HttpClientEngine(_EngineBase):
                 if isinstance(event, StartFailed):
                     http.reset()
                 self._events.append(event)
-                if isinstance(event, SessionReady):
-                    http.start_listening()
             if not moved:
+                # H8: (re)open the GET stream once a session is up, also after H6.
+                if session.state is SessionState.READY and not session.reinitializing:
+                    http.start_listening()
                 return
 
 

@@ -163,6 +163,8 @@ class HttpMapping:
         # P3: requests wait until `notifications/initialized` was accepted, so a
         # server never sees tools/list before it (each POST may use its own connection).
         self._gate: int | None = None
+        # H8: the session whose GET stream was refused or gave up; not retried.
+        self._listen_refused_for: str | None = None
         self._held: list[Message] = []
 
     # --- outputs -------------------------------------------------------------------
@@ -211,7 +213,12 @@ class HttpMapping:
 
     def start_listening(self) -> None:
         """H8: open the GET stream for server-initiated messages."""
-        if self.listen and not self._listening and self.session_id is not None:
+        if (
+            self.listen
+            and not self._listening
+            and self.session_id is not None
+            and self._listen_refused_for != self.session_id
+        ):
             self._listening = True
             self._open_get(_Stream(request_id=None), _Kind.LISTEN)
 
@@ -285,6 +292,7 @@ class HttpMapping:
         if ex.kind is _Kind.LISTEN and status >= 300:
             # H8: 405 means no GET stream; 409 means one is open already. Neither is fatal.
             _log.debug("GET stream not available (HTTP %d)", status)
+            self._listen_refused_for = ex.sent_session_id
             self._finish(ex)
             return
         if status >= 400 or status < 200:
@@ -489,6 +497,7 @@ class HttpMapping:
         if request_id is not None and not ex.stream.got_response:  # type: ignore[union-attr]
             self._upward.append(RequestFailed(request_id, error))
         elif ex.kind is _Kind.LISTEN:
+            self._listen_refused_for = ex.sent_session_id
             _log.debug("GET stream failed: %s", error)
 
     def _http_error(self, ex: _Exchange, now: float) -> None:
@@ -548,8 +557,11 @@ class HttpMapping:
         stream = ex.stream
         assert stream is not None and ex.decoder is not None
         if event_id is not None:
+            # H4: only an id not seen before counts as progress, so a server that
+            # re-sends the same priming event on every resume still hits the bound.
+            if ex.decoder.last_event_id != stream.last_event_id:
+                ex.new_event = True
             stream.last_event_id = ex.decoder.last_event_id
-            ex.new_event = True
         if ex.decoder.retry is not None:
             stream.retry = ex.decoder.retry / 1000.0
         if not data:
@@ -620,6 +632,9 @@ class HttpMapping:
             )
             if stream.request_id is not None:
                 self._upward.append(RequestFailed(stream.request_id, error))
+            else:
+                self._listen_refused_for = ex.sent_session_id
+                _log.debug("GET stream given up: %s", error)
             return
         if ex.decoder is not None and ex.decoder.retry is not None:
             # `retry` may come in a block of its own, which dispatches no event.
