@@ -1,0 +1,45 @@
+"""A local (stdio) MCP server on the official SDK, for the S1–S3 tests.
+
+Tools: ``echo``; ``env`` (the variables the child sees, by name); ``slow``.
+It writes a line to stderr at start, so tests can see stderr reach logging.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("stdio-test")
+
+
+@app.tool(structured_output=False)
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@app.tool(structured_output=False)
+def env(name: str) -> str:
+    """The value of one environment variable in the child, or <unset>."""
+    return os.environ.get(name, "<unset>")
+
+
+@app.tool(structured_output=False)
+def pid() -> str:
+    """The child's process id."""
+    return str(os.getpid())
+
+
+@app.tool(structured_output=False)
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    await anyio.sleep(seconds)
+    return "done"
+
+
+if __name__ == "__main__":
+    print("stdio-test server starting \x1b[31m", file=sys.stderr, flush=True)
+    app.run("stdio")
