@@ -85,8 +85,20 @@ def resolve_server(
 
 
 def _safe_reason(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+    """A connection failure in words: the exception and its causes, never a header.
+
+    Some backends raise with an empty message and keep the reason (say, a
+    certificate error) in the exception chain, so the chain is walked.
+    """
+    texts: list[str] = []
+    current: BaseException | None = exc
+    while current is not None and len(texts) < 3:
+        text = str(current)
+        if text and text not in texts:
+            texts.append(text)
+        current = current.__cause__ or current.__context__
+    name = type(exc).__name__
+    return f"{name}: {'; '.join(texts)}" if texts else name
 
 
 # --- abortable sockets --------------------------------------------------------------------
