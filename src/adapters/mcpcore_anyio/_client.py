@@ -48,6 +48,8 @@ from mcpcore import (
 from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract, register_catalogue, sync_registry
 
+from ._asgi import AsgiApp, AsgiPool
+
 __all__ = ["McpClient", "ProgressCallback", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.anyio")
@@ -143,7 +145,9 @@ class McpClient:
     """One MCP server, used from async code (asyncio or trio).
 
     Constructing does no I/O (L1) and never raises for an invalid or refused
-    entry: such a client is unavailable and ``ready()`` says why.
+    entry: such a client is unavailable and ``ready()`` says why. With
+    ``asgi_app=app`` every exchange goes to that ASGI app in this process
+    instead of the network (the in-process transport, ``_asgi.py``).
     """
 
     def __init__(
@@ -169,8 +173,10 @@ class McpClient:
         plugin_root: str | None = None,
         plugin_data: str | None = None,
         client_name: str = "mcpcore",
+        asgi_app: AsgiApp | None = None,
     ) -> None:
         self.name = name
+        self._asgi_app = asgi_app
         self._options = SessionOptions(
             server_name=name,
             client_name=client_name,
@@ -202,7 +208,7 @@ class McpClient:
         except ConfigError as exc:
             self._config_error = exc
         self._engine: HttpClientEngine | StdioClientEngine | None = None
-        self._pool: httpcore.AsyncConnectionPool | None = None
+        self._pool: httpcore.AsyncConnectionPool | AsgiPool | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._own_task_group: anyio.abc.TaskGroup | None = None
         self._scopes: dict[int, anyio.CancelScope] = {}
@@ -233,11 +239,14 @@ class McpClient:
             self._engine = HttpClientEngine(
                 self._server, options=self._options, limits=self._limits, listen=self._listen
             )
-            self._pool = httpcore.AsyncConnectionPool(
-                ssl_context=self._ssl_context,
-                max_connections=self._max_connections,
-                retries=0,
-            )
+            if self._asgi_app is not None:
+                self._pool = AsgiPool(self._asgi_app)
+            else:
+                self._pool = httpcore.AsyncConnectionPool(
+                    ssl_context=self._ssl_context,
+                    max_connections=self._max_connections,
+                    retries=0,
+                )
         else:
             self._engine = StdioClientEngine(
                 options=self._options, max_line_size=self._limits.max_message_size
@@ -309,6 +318,8 @@ class McpClient:
             self._main_scope = scope
             if self._process is not None:
                 await self._process.spawn()
+            if isinstance(self._pool, AsgiPool) and self._task_group is not None:
+                await self._pool.start(self._task_group)
             engine.start(self._now())
             await self._dispatch()
             while not self._closed:
