@@ -19,7 +19,7 @@ import mcpcore_anyio
 from mcpcore import BackendError, CallTimeout
 
 sys.path.insert(0, str(Path(__file__).parent / "servers"))
-import sdk_server  # noqa: E402
+import sdk_server
 
 pytestmark = pytest.mark.anyio
 
