@@ -1,0 +1,256 @@
+"""Fuzz the session's receive path (``mcpcore._session``) with whole conversations.
+
+The input scripts a server: first the handshake (an ``initialize`` result that
+may be valid, refused, malformed or preceded by other messages), then any mix
+of responses to the client's pending requests (valid, malformed, duplicated,
+for unknown ids), server requests (ping, sampling, elicitation, roots, junk),
+notifications, raw JSON text, transport failures, expiry, clock ticks, and
+client commands (call, cancel, refresh).
+
+Invariants:
+
+* ``receive_message`` / ``request_failed`` / ``session_expired`` / ``handle_timer``
+  never raise: server input only becomes events;
+* commands raise only the documented misuse errors (``LocalProtocolError`` for
+  a call in the wrong state, ``UnknownTool``);
+* every failure in an event is an ``McpError``, with no raw control character;
+* each call ends at most once (succeeded, failed or cancelled);
+* every server request gets exactly one answer: ``{}`` for ping, -32601 otherwise;
+* everything the session sends encodes as JSON-RPC; request ids are never reused;
+* the catalogue never holds more than ``max_tools`` tools.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import _fuzzlib
+from _fuzzlib import Reader
+
+from mcpcore._errors import LocalProtocolError, McpError, RemoteProtocolError, UnknownTool
+from mcpcore._events import CallCancelled, CallFailed, CallSucceeded, RefreshFailed, StartFailed
+from mcpcore._jsonrpc import (
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    Result,
+    decode_message,
+    decode_value,
+    encode_message,
+)
+from mcpcore._session import ClientSession, SessionOptions, SessionState
+
+_CONTROLS = {chr(c) for c in range(32)} - {"\t", "\n"} | {"\x7f"}
+_SERVER_METHODS = (
+    "ping",
+    "sampling/createMessage",
+    "elicitation/create",
+    "roots/list",
+    "tools/call",
+    "",
+    "\x1b[2J" * 40,
+)
+_NOTES = (
+    "notifications/progress",
+    "notifications/tools/list_changed",
+    "notifications/message",
+    "notifications/cancelled",
+    "notifications/whatever",
+)
+
+
+def _tool_object(r: Reader) -> Any:
+    if r.u8() % 4 == 0:
+        return r.json_value(2)
+    tool: dict[str, Any] = {"name": r.choice(("echo", "Echo", "ECHO", "add", "a b", "x" * 129, "ok.1"))}
+    if r.flag():
+        tool["inputSchema"] = {"type": "object"} if r.flag() else r.json_value(2)
+    else:
+        tool["inputSchema"] = {"type": "object"}
+    if r.flag():
+        tool["description"] = r.json_value(1)
+    if r.u8() % 4 == 0:
+        tool["outputSchema"] = r.choice(
+            ({"type": "object"}, {"type": "nonsense"}, {"type": "object", "required": ["x"]})
+        )
+    if r.u8() % 6 == 0:
+        tool["execution"] = {"taskSupport": r.choice(("required", "optional", 3))}
+    if r.u8() % 6 == 0:
+        tool["annotations"] = r.json_value(1)
+    return tool
+
+
+def _result_for(kind: str, r: Reader) -> Any:
+    shape = r.u8() % 8
+    if shape == 0:
+        return r.json_value(2)
+    if kind == "initialize":
+        return {
+            "protocolVersion": r.choice(("2025-11-25", "2025-06-18", "2025-03-26", "2099-01-01", 5)),
+            "capabilities": {"tools": {}} if shape != 1 else r.json_value(1),
+            "serverInfo": r.json_value(1),
+        }
+    if kind == "tools/list":
+        result: dict[str, Any] = {"tools": [_tool_object(r) for _ in range(r.u8() % 4)]}
+        if shape == 2:
+            result["nextCursor"] = r.choice(("c1", "c2", "", 7))
+        return result
+    content = [
+        r.choice(
+            (
+                {"type": "text", "text": "hi"},
+                {"type": "image", "mimeType": "image/png", "data": ""},
+                {"type": "zzz"},
+                {"type": "resource", "resource": {"text": "r"}},
+                r.json_value(1),
+            )
+        )
+        for _ in range(r.u8() % 3)
+    ]
+    out: dict[str, Any] = {"content": content}
+    if shape == 3:
+        out["isError"] = True
+    if shape == 4:
+        out["structuredContent"] = r.json_value(2)
+    return out
+
+
+def _server_message(session: ClientSession, sent: list[Request], r: Reader) -> Message | None:
+    kind = r.u8() % 10
+    open_requests = [m for m in sent if isinstance(m.id, int)]
+    if kind <= 3 and open_requests:
+        target = open_requests[-1] if r.flag() else r.choice(open_requests)
+        if r.u8() % 5 == 0:
+            return ErrorResponse(id=target.id, code=r.u16() - 40000, message=r.text())
+        return Result(id=target.id, result=_result_for(target.method, r))
+    if kind == 4:
+        return Result(id=r.choice((999, "1", 0, -1)), result=r.json_value(1))
+    if kind == 5:
+        return Request(id=r.choice((1, "s1", 2**70)), method=r.choice(_SERVER_METHODS), params=None)
+    if kind == 6:
+        params = {"progressToken": r.choice((1, 2, 3, 4, "1", True)), "progress": r.json_value(0)}
+        if r.flag():
+            params["total"] = r.json_value(0)
+            params["message"] = r.json_value(0)
+        return Notification(method=r.choice(_NOTES), params=params)
+    if kind == 7:
+        value = r.json_value(3)
+        try:
+            return decode_value(value)
+        except RemoteProtocolError:
+            return None
+    if kind == 8:
+        raw = r.blob(8192)
+        try:
+            return decode_message(raw)
+        except RemoteProtocolError:
+            return None
+    return Notification(method=r.choice(_NOTES), params={"level": r.json_value(0), "data": r.json_value(1)})
+
+
+def fuzz_one_input(data: bytes) -> None:
+    r = Reader(data)
+    options = SessionOptions(
+        server_name="fz",
+        max_tools=r.choice((2, 5, 100)),
+        max_pages=r.choice((1, 3, 50)),
+        auto_refresh=r.flag(),
+        extend_on_progress=r.flag(),
+        call_timeout=5.0,
+        startup_timeout=30.0,
+    )
+    session = ClientSession(options)
+    now = 0.0
+    sent: list[Request] = []
+    ids_used: set[int] = set()
+    ended: set[int] = set()
+    calls: set[int] = set()
+    answers_owed: list[Any] = []
+
+    def drain() -> None:
+        for message in session.take_outgoing():
+            encode_message(message)
+            if isinstance(message, Request):
+                assert isinstance(message.id, int)
+                if message.id in ids_used:
+                    assert any(m is message or m == message for m in sent), "request id reused"
+                ids_used.add(message.id)
+                sent.append(message)
+            elif isinstance(message, (Result, ErrorResponse)):
+                assert answers_owed, f"an answer nobody asked for: {message!r}"
+                method, request_id = answers_owed.pop(0)
+                assert message.id == request_id
+                if method == "ping":
+                    assert isinstance(message, Result) and message.result == {}
+                else:
+                    assert isinstance(message, ErrorResponse) and message.code == -32601
+        session.take_abandoned()
+        for event in session.take_events():
+            error = getattr(event, "error", None)
+            if error is not None:
+                assert isinstance(error, McpError), repr(error)
+                assert not _CONTROLS & set(str(error)), f"raw control character in {error}"
+            if isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+                assert event.call_id in calls, "an event for a call never made"
+                assert event.call_id not in ended, "a call ended twice"
+                ended.add(event.call_id)
+            elif isinstance(event, (StartFailed, RefreshFailed)):
+                pass
+        if session.catalogue is not None:
+            assert len(session.catalogue.tools) <= options.max_tools
+        # Requests that were answered or failed are no longer pending.
+        sent[:] = [m for m in sent if m.id in session._pending]
+
+    try:
+        session.start(now)
+        drain()
+        while r.left:
+            op = r.u8() % 16
+            if op < 9:
+                message = _server_message(session, sent, r)
+                if message is not None:
+                    if isinstance(message, Request):
+                        answers_owed.append((message.method, message.id))
+                    session.receive_message(message, now)
+            elif op == 9 and sent:
+                target = r.choice(sent)
+                session.request_failed(target.id, RemoteProtocolError("broken"), now)
+            elif op == 10:
+                session.session_expired([m for m in sent if m.method == "tools/call"][:1], now)
+            elif op == 11:
+                now += r.u8() / 8.0
+                session.handle_timer(now)
+            elif op == 12:
+                try:
+                    ids = [t.id for t in session.catalogue.tools] if session.catalogue else []
+                    tool_id = r.choice(ids) if ids and r.u8() % 4 else "fz/nope"
+                    call_id = session.call(tool_id, {"x": 1}, now, timeout=r.choice((None, 0.5, 2.0)))
+                    calls.add(call_id)
+                except (LocalProtocolError, UnknownTool):
+                    pass
+            elif op == 13 and calls:
+                session.cancel(r.choice(sorted(calls)), now)
+            elif op == 14:
+                try:
+                    session.refresh(now)
+                except LocalProtocolError:
+                    assert session.state is not SessionState.READY
+            else:
+                now += 0.01
+            drain()
+        session.close(now)
+        drain()
+    except AssertionError:
+        raise
+    except Exception as exc:
+        _fuzzlib.raise_unexpected("ClientSession", exc)
+
+
+if __name__ == "__main__":
+    import atheris
+
+    _fuzzlib.instrument(atheris)
+    atheris.Setup(sys.argv, fuzz_one_input)
+    atheris.Fuzz()
