@@ -94,9 +94,14 @@ async def common_probes(
     await probe.check("handshake", handshake)
     for behaviour, (tool, arguments, expect) in calls.items():
 
-        async def call(tool: str = tool, arguments: dict[str, Any] = arguments, expect: Callable[[str], bool] = expect) -> None:
+        async def call(
+            tool: str = tool,
+            arguments: dict[str, Any] = arguments,
+            expect: Callable[[str], bool] = expect,
+            structured: bool = behaviour == "structured",
+        ) -> None:
             output = await client.call(f"{server}/{tool}", arguments)
-            assert expect(output.text) or (behaviour == "structured" and output.structured), output.text
+            assert expect(output.text) or (structured and output.structured), output.text
 
         await probe.check(behaviour, call)
     if progress_call is not None:
