@@ -56,6 +56,8 @@ _log = logging.getLogger("mcpcore.anyio")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], "Awaitable[None] | None"]
 
+_AWAKE = float("-inf")  # the timer task is not sleeping: no need to wake it
+
 
 @dataclass(slots=True)
 class _CallWaiter:
@@ -215,6 +217,7 @@ class McpClient:
         self._calls: dict[int, _CallWaiter] = {}
         self._refreshes: dict[int, _RefreshWaiter] = {}
         self._wakeup = anyio.Event()
+        self._sleep_until: float | None = _AWAKE  # the deadline the timer task sleeps until
         self._state_changed = anyio.Event()
         self._main_scope: anyio.CancelScope | None = None
         self._started = False
@@ -325,6 +328,7 @@ class McpClient:
             while not self._closed:
                 self._wakeup = anyio.Event()
                 deadline = engine.next_deadline()
+                self._sleep_until = deadline
                 if deadline is None:
                     await self._wakeup.wait()
                 else:
@@ -334,6 +338,7 @@ class McpClient:
                             await self._wakeup.wait()
                     if self._now() >= deadline:
                         engine.handle_timer(self._now())
+                self._sleep_until = _AWAKE
                 await self._dispatch()
 
     async def _dispatch(self) -> None:
@@ -354,7 +359,12 @@ class McpClient:
         elif self._process is not None:
             await self._process.flush(engine)
         self._route_events(engine.take_events())
-        self._wakeup.set()
+        # Wake the timer task only when the engine now needs an earlier wake-up
+        # than the one it sleeps until: waking it on every event cost a task
+        # switch and a cancel scope per HTTP chunk.
+        deadline = engine.next_deadline()
+        if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
+            self._wakeup.set()
 
     def _dispatch_soon(self) -> None:
         """Dispatch from synchronous code: the main task picks it up at once."""
