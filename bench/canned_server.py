@@ -1,0 +1,251 @@
+"""A minimal canned-response MCP server (Streamable HTTP) for the benchmark.
+
+It answers ``initialize``, ``tools/list`` (paged), ``tools/call`` at once, from
+precomputed bytes where it can, so the server is never the bottleneck of a
+client benchmark. Plain asyncio streams, HTTP/1.1 keep-alive, ``Content-Length``
+bodies (an SSE reply is the whole event stream, sent in one write).
+
+    python -m bench.canned_server --port N --mode {sse,json} [--tools 5000 --page-size 50]
+
+Tools: ``echo {text}`` (text block), ``big {size}`` (one text block of
+``size`` bytes, cached), ``slow {}`` (never answers; the request is held until
+the client goes away or sends ``notifications/cancelled``), ``tool_<i>``
+(the listed tools, answered like echo).
+
+``GET /stats`` (no MCP headers needed) → JSON ``{"accepts": N, "requests": N,
+"cancelled": [ids...], "slow_started": N}``; ``POST /reset`` zeroes them.
+GET on the MCP path → 405 (no server-initiated stream); DELETE → 200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+SESSION_ID = b"canned-session-1"
+PROTOCOL = "2025-06-18"
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.accepts = 0
+        self.requests = 0
+        self.cancelled: list[object] = []
+        self.slow_started = 0
+
+    def as_json(self) -> bytes:
+        return json.dumps(
+            {
+                "accepts": self.accepts,
+                "requests": self.requests,
+                "cancelled": self.cancelled,
+                "slow_started": self.slow_started,
+            }
+        ).encode()
+
+
+class Canned:
+    def __init__(self, mode: str, tools: int, page_size: int) -> None:
+        self.mode = mode
+        self.stats = Stats()
+        self.page_size = page_size
+        schema = {
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "what to echo"}},
+            "required": ["text"],
+        }
+        listed = [
+            {"name": "echo", "description": "Echo the text back.", "inputSchema": schema},
+            {
+                "name": "big",
+                "description": "Return one text block of `size` bytes.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"size": {"type": "integer"}},
+                    "required": ["size"],
+                },
+            },
+            {
+                "name": "slow",
+                "description": "Never answers until cancelled.",
+                "inputSchema": {"type": "object", "properties": {}},
+            },
+        ]
+        for i in range(max(0, tools - len(listed))):
+            listed.append(
+                {
+                    "name": f"tool_{i:05d}",
+                    "title": f"Tool number {i}",
+                    "description": f"Benchmark tool {i}: does nothing useful, quickly.",
+                    "inputSchema": schema,
+                }
+            )
+        self.tools = listed
+        self.big_cache: dict[int, bytes] = {}
+        self.slow_waiters: dict[object, asyncio.Future[None]] = {}
+
+    # --- bodies --------------------------------------------------------------------
+
+    def result_body(self, msg_id: object, result_json: bytes) -> bytes:
+        return b'{"jsonrpc":"2.0","id":' + json.dumps(msg_id).encode() + b',"result":' + result_json + b"}"
+
+    def big_result(self, size: int) -> bytes:
+        cached = self.big_cache.get(size)
+        if cached is None:
+            unit = b"The quick brown fox jumps over the lazy dog. 0123456789\n"
+            text = (unit * (size // len(unit) + 1))[:size]
+            # JSON-escape the newlines (text is ASCII otherwise).
+            escaped = text.replace(b"\n", b"\\n")
+            cached = b'{"content":[{"type":"text","text":"' + escaped + b'"}],"isError":false}'
+            self.big_cache = {size: cached}
+        return cached
+
+    def answer(self, msg: dict) -> bytes | None:
+        """The JSON reply for a request, or None for 'hold' (slow)."""
+        method = msg.get("method")
+        msg_id = msg.get("id")
+        params = msg.get("params") or {}
+        if method == "initialize":
+            result = {
+                "protocolVersion": params.get("protocolVersion", PROTOCOL),
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "canned", "version": "1.0"},
+            }
+            return self.result_body(msg_id, json.dumps(result).encode())
+        if method == "tools/list":
+            cursor = params.get("cursor")
+            start = int(cursor) if cursor else 0
+            end = start + self.page_size if self.page_size else len(self.tools)
+            result = {"tools": self.tools[start:end]}
+            if end < len(self.tools):
+                result["nextCursor"] = str(end)
+            return self.result_body(msg_id, json.dumps(result).encode())
+        if method == "tools/call":
+            name = params.get("name")
+            args = params.get("arguments") or {}
+            if name == "big":
+                return self.result_body(msg_id, self.big_result(int(args.get("size", 0))))
+            if name == "slow":
+                return None
+            text = args.get("text", "")
+            result = {"content": [{"type": "text", "text": text}], "isError": False}
+            return self.result_body(msg_id, json.dumps(result).encode())
+        if method == "ping":
+            return self.result_body(msg_id, b"{}")
+        err = {"code": -32601, "message": f"method not found: {method}"}
+        return b'{"jsonrpc":"2.0","id":' + json.dumps(msg_id).encode() + b',"error":' + json.dumps(err).encode() + b"}"
+
+    # --- HTTP ---------------------------------------------------------------------
+
+    def response(self, status: str, body: bytes, content_type: bytes | None, extra: bytes = b"") -> bytes:
+        head = b"HTTP/1.1 " + status.encode() + b"\r\ncontent-length: " + str(len(body)).encode() + b"\r\n"
+        if content_type is not None:
+            head += b"content-type: " + content_type + b"\r\n"
+        return head + extra + b"\r\n" + body
+
+    def reply(self, json_body: bytes, is_init: bool) -> list[bytes]:
+        extra = b"mcp-session-id: " + SESSION_ID + b"\r\n" if is_init else b""
+        if self.mode == "json":
+            return [self.response("200 OK", json_body, b"application/json", extra)]
+        # SSE: one event with an id, then the stream ends (Content-Length framed).
+        n = len(json_body)
+        prefix = b"id: 1\ndata: "
+        suffix = b"\n\n"
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-length: "
+            + str(len(prefix) + n + len(suffix)).encode()
+            + b"\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+            + extra
+            + b"\r\n"
+        )
+        if n > 65536:
+            return [head + prefix, json_body, suffix]  # no copy of a large body
+        return [head + prefix + json_body + suffix]
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stats.accepts += 1
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.split(b"\r\n")
+                method, path, _ = lines[0].split(b" ", 2)
+                length = 0
+                for line in lines[1:]:
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                body = await reader.readexactly(length) if length else b""
+                self.stats.requests += 1
+                if path == b"/stats":
+                    writer.write(self.response("200 OK", self.stats.as_json(), b"application/json"))
+                    await writer.drain()
+                    continue
+                if path == b"/reset":
+                    self.stats = Stats()
+                    writer.write(self.response("200 OK", b"{}", b"application/json"))
+                    await writer.drain()
+                    continue
+                if method == b"GET":
+                    writer.write(self.response("405 Method Not Allowed", b"", None, b"allow: POST, DELETE\r\n"))
+                    await writer.drain()
+                    continue
+                if method == b"DELETE":
+                    writer.write(self.response("200 OK", b"", None))
+                    await writer.drain()
+                    continue
+                msg = json.loads(body)
+                if "id" not in msg or "method" not in msg:
+                    # A notification (or a response): accepted.
+                    if msg.get("method") == "notifications/cancelled":
+                        rid = (msg.get("params") or {}).get("requestId")
+                        self.stats.cancelled.append(rid)
+                        waiter = self.slow_waiters.pop(rid, None)
+                        if waiter is not None and not waiter.done():
+                            waiter.set_result(None)
+                    writer.write(self.response("202 Accepted", b"", None))
+                    await writer.drain()
+                    continue
+                answer = self.answer(msg)
+                if answer is None:  # slow: hold until cancelled or the client goes away
+                    self.stats.slow_started += 1
+                    waiter = asyncio.get_running_loop().create_future()
+                    self.slow_waiters[msg["id"]] = waiter
+                    gone = asyncio.ensure_future(reader.read(1))
+                    await asyncio.wait([waiter, gone], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+                    gone.cancel()
+                    return  # close the connection either way
+                for part in self.reply(answer, msg.get("method") == "initialize"):
+                    writer.write(part)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+
+async def serve(port: int, mode: str, tools: int, page_size: int) -> None:
+    canned = Canned(mode, tools, page_size)
+    server = await asyncio.start_server(canned.handle, "127.0.0.1", port, backlog=512)
+    async with server:
+        await server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="canned MCP server for the benchmark")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--mode", choices=("sse", "json"), default="sse")
+    parser.add_argument("--tools", type=int, default=3)
+    parser.add_argument("--page-size", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(serve(args.port, args.mode, args.tools, args.page_size))
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+"""One benchmark client in its own process: ``python -m bench.worker CLIENT SCENARIO 'JSON'``.
+
+CLIENT is ``anyio`` | ``threaded`` (this project's drivers), ``official`` (the
+MCP Python SDK: ``streamable_http_client`` + ``ClientSession``) or ``fastmcp``.
+The last line printed on stdout is the JSON result. Only this process is
+measured: CPU with ``time.process_time()``, memory with ``ru_maxrss``.
+
+Scenarios (arguments in the JSON object):
+
+* ``calls`` {url, seq, conc_calls, conc, batches, text}: per batch, ``seq``
+  sequential ``echo`` calls, then ``conc_calls`` calls with ``conc`` in flight.
+* ``list`` {url, batches}: connect → ready with every tool listed, per batch.
+* ``big`` {url, size}: one ``big`` call returning ``size`` bytes of text.
+* ``cancel`` {url, repeats, wait}: start ``slow``, cancel it after ``wait`` s.
+* ``pool`` {url, calls, conc}: ``calls`` echo calls with ``conc`` in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+MAX_RSS_UNIT = 1024  # ru_maxrss is in KiB on Linux
+
+
+def maxrss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * MAX_RSS_UNIT
+
+
+def stats_of(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    n = len(ordered)
+    if not n:
+        return {"median": float("nan"), "p99": float("nan")}
+    p99 = ordered[min(n - 1, int(round(0.99 * (n - 1))))]
+    mid = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return {"median": mid, "p99": p99}
+
+
+# --- async clients: one adapter shape ------------------------------------------------------
+
+
+class AsyncAdapter:
+    """``async with adapter.session() as call`` → ``await call(name, args)`` returns text."""
+
+    name = ""
+
+    def session(self, url: str) -> Any:
+        raise NotImplementedError
+
+
+class AnyioAdapter(AsyncAdapter):
+    name = "anyio"
+
+    def session(self, url: str) -> Any:
+        import contextlib
+
+        from mcpcore_anyio import McpClient
+
+        @contextlib.asynccontextmanager
+        async def cm():  # type: ignore[no-untyped-def]
+            async with McpClient("bench", {"url": url}, allow_insecure_http=True) as client:
+                availability = await client.ready(30)
+                if not availability.ok:
+                    raise RuntimeError(f"not ready: {availability.reason}")
+
+                async def call(name: str, args: dict[str, Any]) -> str:
+                    return (await client.call("bench/" + name, args)).text
+
+                call.client = client  # type: ignore[attr-defined]
+                yield call
+
+        return cm()
+
+
+class OfficialAdapter(AsyncAdapter):
+    name = "official"
+
+    def session(self, url: str) -> Any:
+        import contextlib
+
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        @contextlib.asynccontextmanager
+        async def cm():  # type: ignore[no-untyped-def]
+            async with streamable_http_client(url) as streams:
+                read, write = streams[0], streams[1]
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+
+                    async def call(name: str, args: dict[str, Any]) -> str:
+                        result = await session.call_tool(name, args)
+                        return "\n\n".join(getattr(b, "text", "") for b in result.content)
+
+                    call.session = session  # type: ignore[attr-defined]
+                    yield call
+
+        return cm()
+
+
+class FastmcpAdapter(AsyncAdapter):
+    name = "fastmcp"
+
+    def session(self, url: str) -> Any:
+        import contextlib
+
+        from fastmcp import Client
+
+        @contextlib.asynccontextmanager
+        async def cm():  # type: ignore[no-untyped-def]
+            async with Client(url) as client:
+
+                async def call(name: str, args: dict[str, Any]) -> str:
+                    result = await client.call_tool(name, args)
+                    return "\n\n".join(getattr(b, "text", "") for b in result.content)
+
+                call.client = client  # type: ignore[attr-defined]
+                yield call
+
+        return cm()
+
+
+ASYNC = {"anyio": AnyioAdapter, "official": OfficialAdapter, "fastmcp": FastmcpAdapter}
+
+
+def run_async(main: Callable[[], Awaitable[Any]]) -> Any:
+    import anyio
+
+    return anyio.run(main)
+
+
+# --- scenarios on async clients -------------------------------------------------------------
+
+
+async def _calls_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    import anyio
+
+    text = p.get("text", "hello")
+    batches = []
+    async with adapter.session(p["url"]) as call:
+        for _ in range(3):  # warm-up
+            await call("echo", {"text": text})
+        for _ in range(p["batches"]):
+            lat: list[float] = []
+            c0, w0 = time.process_time(), time.perf_counter()
+            for _ in range(p["seq"]):
+                t = time.perf_counter()
+                await call("echo", {"text": text})
+                lat.append(time.perf_counter() - t)
+            c1, w1 = time.process_time(), time.perf_counter()
+            seq = {"cpu_per_call": (c1 - c0) / p["seq"], "wall": w1 - w0, "lat": stats_of(lat)}
+
+            clat: list[float] = []
+            per_worker = p["conc_calls"] // p["conc"]
+
+            async def worker() -> None:
+                for _ in range(per_worker):
+                    t = time.perf_counter()
+                    await call("echo", {"text": text})
+                    clat.append(time.perf_counter() - t)
+
+            c0, w0 = time.process_time(), time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for _ in range(p["conc"]):
+                    tg.start_soon(worker)
+            c1, w1 = time.process_time(), time.perf_counter()
+            n = per_worker * p["conc"]
+            conc = {
+                "cpu_per_call": (c1 - c0) / n,
+                "throughput": n / (w1 - w0),
+                "lat": stats_of(clat),
+            }
+            batches.append({"seq": seq, "conc": conc})
+    return {"batches": batches}
+
+
+async def _list_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    out = []
+    for i in range(p["batches"] + 1):
+        c0, w0 = time.process_time(), time.perf_counter()
+        if adapter.name == "anyio":
+            from mcpcore_anyio import McpClient
+
+            async with McpClient("bench", {"url": p["url"]}, allow_insecure_http=True) as client:
+                availability = await client.ready(60)
+                assert availability.ok, availability.reason
+                count = len(client.tools)
+                c1, w1 = time.process_time(), time.perf_counter()
+        elif adapter.name == "official":
+            from mcp import ClientSession
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.types import PaginatedRequestParams
+
+            async with streamable_http_client(p["url"]) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    tools: list[Any] = []
+                    cursor = None
+                    while True:
+                        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+                        page = await session.list_tools(params=params)
+                        tools.extend(page.tools)
+                        cursor = page.next_cursor
+                        if not cursor:
+                            break
+                    count = len(tools)
+                    c1, w1 = time.process_time(), time.perf_counter()
+        else:
+            from fastmcp import Client
+
+            async with Client(p["url"]) as client:
+                tools = await client.list_tools(max_pages=1000)
+                count = len(tools)
+                c1, w1 = time.process_time(), time.perf_counter()
+        if i:  # the first one warms up imports and caches
+            out.append({"wall": w1 - w0, "cpu": c1 - c0, "tools": count})
+    return {"batches": out}
+
+
+async def _big_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    async with adapter.session(p["url"]) as call:
+        await call("echo", {"text": "warm"})
+        await call("big", {"size": 1000})
+        base = maxrss()
+        w0 = time.perf_counter()
+        try:
+            text = await call("big", {"size": p["size"]})
+        except BaseException as exc:  # noqa: BLE001 - any failure is a result
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300], "base": base,
+                    "peak": maxrss(), "time": time.perf_counter() - w0}
+        wall = time.perf_counter() - w0
+        ok = len(text) == p["size"]
+        return {"ok": ok, "error": None if ok else f"got {len(text)} chars", "base": base,
+                "peak": maxrss(), "time": wall}
+
+
+async def _cancel_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    import anyio
+
+    times: list[float] = []
+    async with adapter.session(p["url"]) as call:
+        await call("echo", {"text": "warm"})
+        for _ in range(p["repeats"]):
+            returned = anyio.Event()
+            ended: list[float] = []
+
+            async def runner(scope: anyio.CancelScope) -> None:
+                with scope:
+                    await call("slow", {})
+                ended.append(time.perf_counter())
+                returned.set()
+
+            scope = anyio.CancelScope()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(runner, scope)
+                await anyio.sleep(p["wait"])
+                t0 = time.perf_counter()
+                scope.cancel()
+                await returned.wait()
+            times.append(ended[0] - t0)
+        await anyio.sleep(0.3)  # let the notice reach the server before the session closes
+    return {"times": times}
+
+
+async def _pool_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    import anyio
+
+    async with adapter.session(p["url"]) as call:
+        per = p["calls"] // p["conc"]
+
+        async def worker() -> None:
+            for _ in range(per):
+                await call("echo", {"text": "x"})
+
+        w0 = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(p["conc"]):
+                tg.start_soon(worker)
+        return {"calls": per * p["conc"], "wall": time.perf_counter() - w0}
+
+
+# --- the threaded driver ------------------------------------------------------------------
+
+
+def _threaded_client(url: str, **kw: Any) -> Any:
+    from mcpcore_threaded import McpClient
+
+    return McpClient("bench", {"url": url}, allow_insecure_http=True, **kw)
+
+
+def _calls_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    text = p.get("text", "hello")
+    batches = []
+    with _threaded_client(p["url"]) as client:
+        assert client.ready(30).ok
+        for _ in range(3):
+            client.call("bench/echo", {"text": text})
+        for _ in range(p["batches"]):
+            lat: list[float] = []
+            c0, w0 = time.process_time(), time.perf_counter()
+            for _ in range(p["seq"]):
+                t = time.perf_counter()
+                client.call("bench/echo", {"text": text})
+                lat.append(time.perf_counter() - t)
+            c1, w1 = time.process_time(), time.perf_counter()
+            seq = {"cpu_per_call": (c1 - c0) / p["seq"], "wall": w1 - w0, "lat": stats_of(lat)}
+
+            clat: list[float] = []
+            per_worker = p["conc_calls"] // p["conc"]
+            lock = threading.Lock()
+
+            def worker() -> None:
+                mine = []
+                for _ in range(per_worker):
+                    t = time.perf_counter()
+                    client.call("bench/echo", {"text": text})
+                    mine.append(time.perf_counter() - t)
+                with lock:
+                    clat.extend(mine)
+
+            threads = [threading.Thread(target=worker) for _ in range(p["conc"])]
+            c0, w0 = time.process_time(), time.perf_counter()
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            c1, w1 = time.process_time(), time.perf_counter()
+            n = per_worker * p["conc"]
+            conc = {
+                "cpu_per_call": (c1 - c0) / n,
+                "throughput": n / (w1 - w0),
+                "lat": stats_of(clat),
+            }
+            batches.append({"seq": seq, "conc": conc})
+    return {"batches": batches}
+
+
+def _list_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    out = []
+    for i in range(p["batches"] + 1):
+        c0, w0 = time.process_time(), time.perf_counter()
+        with _threaded_client(p["url"]) as client:
+            availability = client.ready(60)
+            assert availability.ok, availability.reason
+            count = len(client.tools)
+            c1, w1 = time.process_time(), time.perf_counter()
+        if i:
+            out.append({"wall": w1 - w0, "cpu": c1 - c0, "tools": count})
+    return {"batches": out}
+
+
+def _big_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    with _threaded_client(p["url"]) as client:
+        assert client.ready(30).ok
+        client.call("bench/echo", {"text": "warm"})
+        client.call("bench/big", {"size": 1000})
+        base = maxrss()
+        w0 = time.perf_counter()
+        try:
+            text = client.call("bench/big", {"size": p["size"]}).text
+        except Exception as exc:  # noqa: BLE001
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300], "base": base,
+                    "peak": maxrss(), "time": time.perf_counter() - w0}
+        wall = time.perf_counter() - w0
+        ok = len(text) == p["size"]
+        return {"ok": ok, "error": None if ok else f"got {len(text)} chars", "base": base,
+                "peak": maxrss(), "time": wall}
+
+
+def _cancel_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    times: list[float] = []
+    with _threaded_client(p["url"]) as client:
+        assert client.ready(30).ok
+        client.call("bench/echo", {"text": "warm"})
+        for _ in range(p["repeats"]):
+            handle = client.start_call("bench/slow", {})
+            time.sleep(p["wait"])
+            t0 = time.perf_counter()
+            handle.cancel()
+            try:
+                handle.result()
+            except Exception:  # noqa: BLE001 - the cancelled call raises
+                pass
+            times.append(time.perf_counter() - t0)
+        time.sleep(0.3)
+    return {"times": times}
+
+
+def _pool_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    with _threaded_client(p["url"]) as client:
+        assert client.ready(30).ok
+        per = p["calls"] // p["conc"]
+
+        def worker() -> None:
+            for _ in range(per):
+                client.call("bench/echo", {"text": "x"})
+
+        threads = [threading.Thread(target=worker) for _ in range(p["conc"])]
+        w0 = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return {"calls": per * p["conc"], "wall": time.perf_counter() - w0}
+
+
+def main(argv: list[str]) -> None:
+    client, scenario, raw = argv[0], argv[1], argv[2]
+    params = json.loads(raw)
+    import logging
+
+    logging.disable(logging.CRITICAL)  # no log output inside measurements
+    if client == "threaded":
+        fn = {"calls": _calls_threaded, "list": _list_threaded, "big": _big_threaded,
+              "cancel": _cancel_threaded, "pool": _pool_threaded}[scenario]
+        result = fn(params)
+    else:
+        adapter = ASYNC[client]()
+        afn = {"calls": _calls_async, "list": _list_async, "big": _big_async,
+               "cancel": _cancel_async, "pool": _pool_async}[scenario]
+        result = run_async(lambda: afn(adapter, params))
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
