@@ -378,9 +378,11 @@ class HttpMapping:
         if ex is None:
             return
         if ex.mode is _Mode.JSON:
-            body = bytes(ex.body)
+            # Decoded from the buffer itself, which is released before parsing:
+            # copying it to bytes first held a large body three times over.
+            body, ex.body = ex.body, bytearray()
             try:
-                message = decode_message(body)
+                message = decode_message(body, release=True)
             except McpError as exc:
                 self._fail(ex, exc, now)
                 return

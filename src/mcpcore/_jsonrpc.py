@@ -115,8 +115,12 @@ def _shown(value: object) -> str:
     return _kind(value)
 
 
-def decode_message(data: bytes | str) -> Message:
+def decode_message(data: bytes | bytearray | str, *, release: bool = False) -> Message:
     """Parse one JSON-RPC message from ``data`` (UTF-8 bytes or text).
+
+    With ``release=True`` and a ``bytearray``, the buffer is emptied as soon as
+    it has been decoded to text, so a large body is not held twice while it is
+    parsed.
 
     Raises :class:`RemoteProtocolError` for anything that is not exactly one
     well-formed JSON-RPC 2.0 message.
@@ -130,6 +134,9 @@ def decode_message(data: bytes | str) -> Message:
             raise RemoteProtocolError(
                 f"message is not valid UTF-8 (byte {exc.start}: {exc.reason})"
             ) from None
+        finally:
+            if release and isinstance(data, bytearray):
+                data.clear()
     try:
         value = _decoder.decode(text)
     except json.JSONDecodeError as exc:
