@@ -40,10 +40,16 @@ _COPY_THRESHOLD = 4096
 _SPLITLINES_MAX = 2048
 
 
-def _split_lines(data: bytes | bytearray, end: int) -> list[bytes | bytearray]:
-    """``data[:end].splitlines()`` at memchr speed; ``data[end - 1]`` is CR or LF."""
-    lines: list[bytes | bytearray] = []
+def _split_lines(data: bytes | bytearray, end: int) -> list[bytes | bytearray | memoryview]:
+    """``data[:end].splitlines()`` at memchr speed; ``data[end - 1]`` is CR or LF.
+
+    A line longer than ``_COPY_THRESHOLD`` comes as a ``memoryview`` of ``data``
+    rather than a copy (a large message is one long ``data:`` line); the caller
+    releases those views before ``data`` is resized.
+    """
+    lines: list[bytes | bytearray | memoryview] = []
     find = data.find
+    view: memoryview | None = None
     pos = 0
     lf = -1  # the next LF at or after pos (end when there is none): found once, reused
     while pos < end:
@@ -53,12 +59,19 @@ def _split_lines(data: bytes | bytearray, end: int) -> list[bytes | bytearray]:
                 lf = end
         # A CR is searched for only up to the next LF, so no byte is scanned twice.
         eol = find(b"\r", pos, lf)
+        stop = lf if eol < 0 else eol
+        if stop - pos > _COPY_THRESHOLD:
+            if view is None:
+                view = memoryview(data)
+            lines.append(view[pos:stop])
+        else:
+            lines.append(data[pos:stop])
         if eol < 0:
-            lines.append(data[pos:lf])
             pos = lf + 1
         else:
-            lines.append(data[pos:eol])
             pos = eol + 2 if eol + 1 == lf else eol + 1
+    if view is not None:
+        view.release()  # the slices keep what they need
     return lines
 
 
@@ -181,12 +194,20 @@ class SSEDecoder:
 
     def _lines(self, data: bytes | bytearray, end: int) -> list[SSEEvent]:
         """Process the complete lines in ``data[:end]`` (which ends with a line terminator)."""
-        lines: Sequence[bytes | bytearray]
+        lines: Sequence[bytes | bytearray | memoryview]
         if end <= _SPLITLINES_MAX:
             # One C call; bytes.splitlines splits on exactly CR, LF and CRLF.
             lines = (data if end == len(data) else data[:end]).splitlines()
-        else:
-            lines = _split_lines(data, end)
+            return self._process(lines)
+        lines = _split_lines(data, end)
+        try:
+            return self._process(lines)
+        finally:
+            for line in lines:
+                if type(line) is memoryview:
+                    line.release()
+
+    def _process(self, lines: Sequence[bytes | bytearray | memoryview]) -> list[SSEEvent]:
         events: list[SSEEvent] = []
         max_line = self._max_line_size
         max_event = self._max_event_size
@@ -218,6 +239,17 @@ class SSEDecoder:
             length = len(line)
             if length > max_line:
                 raise LimitExceeded("max_line_size", max_line, "an SSE line")
+            if type(line) is memoryview:
+                # A long line, not copied: a data value is decoded in place.
+                if line[:5].tobytes() == b"data:":
+                    vstart = 6 if line[5] == 0x20 else 5
+                    size += length - vstart + 1
+                    if size - 1 > max_event:
+                        raise LimitExceeded("max_event_size", max_event, "an SSE event")
+                    with line[vstart:] as part:
+                        parts.append(str(part, "utf-8", "replace"))
+                    continue
+                line = line.tobytes()  # any other long line: rare, take the plain path
             field: bytes | bytearray
             if line.startswith(b"data:"):
                 field = b"data"
