@@ -1,16 +1,30 @@
-"""The ``mcpcore`` command line."""
+"""The ``mcpcore`` command line (DESIGN §11): ``demo``, ``tools``, ``call``, ``check``.
+
+Run ``mcpcore --help`` (or ``python -m mcpcore_cli --help``). ``main(argv)``
+returns the exit status: 0 success; 1 the tool reported an error (``isError``)
+or ``check`` found a server not ready; 2 bad usage, an unknown tool or an
+invalid configuration; 3 an unavailable server, a transport error, a timeout or
+a protocol violation by the server; 130 interrupted.
+"""
 
 from __future__ import annotations
 
-import sys
+from ._app import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TOOL_ERROR,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    exit_status,
+    main,
+)
 
-import mcpcore
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in ("--version", "-V"):
-        print(f"mcpcore {mcpcore.__version__}")
-        return 0
-    print("usage: mcpcore {demo,tools,call,check} ...", file=sys.stderr)
-    return 2
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TOOL_ERROR",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "exit_status",
+    "main",
+]

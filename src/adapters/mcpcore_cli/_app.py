@@ -1,0 +1,792 @@
+"""The ``mcpcore`` commands: demo, tools, call, check (DESIGN §11).
+
+Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
+found a server not ready; 2 bad usage, an unknown tool or an invalid
+configuration; 3 an unavailable server, a transport error, a timeout or a
+protocol violation by the server; 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+import mcpcore
+from mcpcore import (
+    BackendError,
+    ConfigError,
+    LocalProtocolError,
+    LocalServer,
+    McpError,
+    RemoteProtocolError,
+    RemoteServer,
+    Tool,
+    ToolOutput,
+    TransportError,
+    Unavailable,
+    UnknownTool,
+    load_mcp_json,
+    parse_server,
+)
+
+from ._term import (
+    LogFormatter,
+    Redactor,
+    Style,
+    cut,
+    dumps,
+    isatty,
+    one_line,
+    prepare_streams,
+    quote,
+    show,
+    table,
+    terminal_width,
+    write,
+)
+
+if TYPE_CHECKING:
+    from mcpcore_threaded import CallHandle, McpClient
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TOOL_ERROR",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "exit_status",
+    "main",
+]
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+EXIT_INTERRUPTED = 130
+
+DEFAULT_CONNECT_TIMEOUT = 30.0
+PROGRESS_AFTER = 1.0
+COMMANDS = ("demo", "tools", "call", "check")
+
+_log = logging.getLogger("mcpcore_cli")
+
+
+class UsageError(Exception):
+    """Bad command-line usage: exit 2. The message never holds a header value."""
+
+
+class Failure(Exception):
+    """A failure already explained on stderr, with its exit status."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but errors raise instead of exiting (so ``main`` returns a status)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+# --- the context of one run ------------------------------------------------------------
+
+
+class Cli:
+    """Streams, styles and the secret redactor for one invocation."""
+
+    def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.style = Style(stdout)
+        self.redact = Redactor()
+
+    def out(self, text: str = "") -> None:
+        write(self.stdout, text)
+
+    def err(self, text: str) -> None:
+        write(self.stderr, self.redact(f"mcpcore: {text}"))
+
+    def fail(self, status: int, text: str) -> Failure:
+        self.err(text)
+        return Failure(status)
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status for a library error (see the module docstring)."""
+    if isinstance(exc, BackendError):
+        return EXIT_TOOL_ERROR
+    if isinstance(exc, (ConfigError, UnknownTool, LocalProtocolError, UsageError)):
+        return EXIT_USAGE
+    if isinstance(exc, (Unavailable, TransportError, RemoteProtocolError, McpError)):
+        return EXIT_UNAVAILABLE
+    return EXIT_UNAVAILABLE
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line, escaped description of a library error."""
+    text = str(exc) or type(exc).__name__
+    return show(text, keep_newlines=False)
+
+
+_SERVER_PREFIX = re.compile(r"""^server (?:'[^']*'|"[^"]*"): """)
+
+
+def _entry_reason(exc: ConfigError) -> str:
+    """An invalid entry's reason without the leading "server 'name': " (shown apart)."""
+    return _SERVER_PREFIX.sub("", str(exc), count=1)
+
+
+def _invalid(name: str, exc: ConfigError) -> str:
+    return f"server {quote(name)} is invalid: {show(_entry_reason(exc), keep_newlines=False)}"
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def _top_parser() -> _Parser:
+    parser = _Parser(
+        prog="mcpcore",
+        description="A Model Context Protocol client: list and call the tools of MCP servers.",
+        epilog=(
+            "commands:\n"
+            "  demo    start the bundled demo server, list its tools, call each one\n"
+            "  tools   list the tools of a server (URL) or of an mcp.json file\n"
+            "  call    call one tool and print its result\n"
+            "  check   validate an mcp.json and probe every server\n\n"
+            "Run 'mcpcore COMMAND --help' for a command's options.\n"
+            "Exit status: 0 ok; 1 the tool reported an error, or check found a server not\n"
+            "ready; 2 bad usage or invalid configuration; 3 server unavailable, transport\n"
+            "error or timeout; 130 interrupted."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-V", "--version", action="store_true", help="print the version")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    parser.add_argument("command", nargs="?", choices=COMMANDS, metavar="COMMAND")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="debug logging on stderr (never shows headers)"
+    )
+
+
+def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
+    parser.add_argument("--config", metavar="FILE", help="an mcp.json file instead of a URL")
+    if server_flag:
+        parser.add_argument("--server", metavar="NAME", help="with --config: only this server")
+    parser.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'Name: value'",
+        help="an HTTP header for a URL (repeatable); the value may use ${env:VAR}",
+    )
+    parser.add_argument(
+        "--name", default="server", help="the server's name for a URL (default: server)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        metavar="S",
+        help=f"seconds to wait for the server (default {DEFAULT_CONNECT_TIMEOUT:g})"
+        + (" and, separately, for the call (default 300)" if not server_flag else ""),
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _command_parser(command: str) -> _Parser:
+    if command == "demo":
+        parser = _Parser(
+            prog="mcpcore demo",
+            description=(
+                "Start the bundled demo MCP server on a free loopback port, connect, "
+                "list its tools, call each one and print what happened."
+            ),
+        )
+    elif command == "tools":
+        parser = _Parser(
+            prog="mcpcore tools",
+            usage=(
+                "mcpcore tools (URL | --config FILE [--server NAME]) [-H 'Name: value']... "
+                "[--json] [--name NAME] [--timeout S] [-v]"
+            ),
+            description="List the tools of one server (URL) or of the servers of an mcp.json.",
+        )
+        parser.add_argument("url", nargs="?", metavar="URL", help="a Streamable HTTP endpoint")
+        _connection(parser, server_flag=True)
+    elif command == "call":
+        parser = _Parser(
+            prog="mcpcore call",
+            usage=(
+                "mcpcore call (URL | --config FILE) TOOL [ARGS_JSON] [-H 'Name: value']... "
+                "[--timeout S] [--json] [--name NAME] [-v]"
+            ),
+            description=(
+                "Call one tool and print its rendered result. With a URL, TOOL is the tool's "
+                "name; with --config, its qualified id (server/tool). ARGS_JSON is a JSON "
+                "object ('-' reads it from stdin)."
+            ),
+        )
+        parser.add_argument("operands", nargs="*", metavar="URL TOOL [ARGS_JSON]")
+        _connection(parser, server_flag=False)
+    else:
+        parser = _Parser(
+            prog="mcpcore check",
+            usage="mcpcore check FILE [--json] [--timeout S] [-v]",
+            description=(
+                "Validate an mcp.json and probe every server at once: one row per server "
+                "(name, ready / unavailable / invalid, tool count, reason). Exits 1 if any "
+                "server is not ready."
+            ),
+        )
+        parser.add_argument("file", metavar="FILE", help="the mcp.json file")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.add_argument(
+            "--timeout",
+            type=_positive_seconds,
+            metavar="S",
+            help=f"seconds to wait for all servers (default {DEFAULT_CONNECT_TIMEOUT:g})",
+        )
+    _common(parser)
+    return parser
+
+
+def _parse_headers(values: Sequence[str]) -> dict[str, str]:
+    """``-H 'Name: value'`` arguments → a headers mapping. Messages never show a value."""
+    headers: dict[str, str] = {}
+    seen: set[str] = set()
+    for number, value in enumerate(values, 1):
+        name, colon, rest = value.partition(":")
+        name = name.strip()
+        if not colon or not name:
+            raise UsageError(
+                f"-H #{number}: expected 'Name: value' (the header name, a colon, the value)"
+            )
+        if name.lower() in seen:
+            raise UsageError(f"-H #{number}: header {quote(name)} is given more than once")
+        seen.add(name.lower())
+        headers[name] = rest.strip()
+    return headers
+
+
+def _parse_arguments(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    if text == "-":
+        text = sys.stdin.read()
+
+    def no_constant(name: str) -> NoReturn:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        value = json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"ARGS_JSON is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"ARGS_JSON is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(value), "a number"
+        )
+        raise UsageError(f"ARGS_JSON must be a JSON object, not {kind}")
+    return value
+
+
+# --- servers ---------------------------------------------------------------------------
+
+
+Outcome = RemoteServer | LocalServer | ConfigError
+
+
+def _home() -> str:
+    return os.path.expanduser("~")
+
+
+def _url_server(cli: Cli, url: str, name: str, header_args: Sequence[str]) -> RemoteServer:
+    """A server given on the command line: plain http only to loopback (C5)."""
+    headers = _parse_headers(header_args)
+    entry: dict[str, Any] = {"url": url}
+    if headers:
+        entry["headers"] = headers
+    server = parse_server(name, entry, env=os.environ, home=_home(), allow_insecure_http=False)
+    assert isinstance(server, RemoteServer)
+    cli.redact.add(server.headers.values())
+    return server
+
+
+def _load_config(cli: Cli, path: str) -> dict[str, Outcome]:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {quote(path)}: {exc.strerror or exc}") from None
+    outcomes = load_mcp_json(data, env=os.environ, home=_home())
+    for outcome in outcomes.values():
+        if isinstance(outcome, RemoteServer):
+            cli.redact.add(outcome.headers.values())
+    return outcomes
+
+
+def _outcome_name(key: str, outcome: Outcome) -> str:
+    return key if isinstance(outcome, ConfigError) else outcome.name
+
+
+def _client(server: Outcome, name: str, timeout: float | None) -> McpClient:
+    from mcpcore_threaded import McpClient  # imported when needed: a quick --help
+
+    options: dict[str, Any] = {"startup_timeout": timeout or DEFAULT_CONNECT_TIMEOUT}
+    if timeout is not None:
+        options["call_timeout"] = timeout
+    return McpClient(name, server, **options)
+
+
+def _ensure_ready(cli: Cli, client: McpClient, timeout: float | None) -> None:
+    availability = client.ready(timeout or DEFAULT_CONNECT_TIMEOUT)
+    if not availability.ok:
+        reason = show(availability.reason or "unavailable", keep_newlines=False)
+        raise cli.fail(EXIT_UNAVAILABLE, f"server {quote(client.name)} is unavailable: {reason}")
+
+
+def _check_connection_flags(args: argparse.Namespace, url: str | None) -> None:
+    if args.config is not None and url is not None:
+        raise UsageError("give either a URL or --config FILE, not both")
+    if args.config is None and url is None:
+        raise UsageError("give a server URL or --config FILE")
+    if args.config is not None and args.header:
+        raise UsageError("-H applies to a URL; with --config, put the headers in the file")
+    if getattr(args, "server", None) is not None and args.config is None:
+        raise UsageError("--server applies to --config")
+
+
+# --- tools -----------------------------------------------------------------------------
+
+
+def _tool_json(tool: Tool) -> dict[str, Any]:
+    return {
+        "id": tool.id,
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+        "read_only": tool.read_only,
+    }
+
+
+def _tool_table(cli: Cli, tools: Sequence[Tool]) -> list[str]:
+    mark = cli.style.green("ro")
+    rows = [(one_line(t.id), mark if t.read_only else "", one_line(t.description)) for t in tools]
+    return table(("ID", "RO", "DESCRIPTION"), rows, style=cli.style, fit_last=True)
+
+
+def _print_tools(cli: Cli, tools: Sequence[Tool], as_json: bool) -> None:
+    if as_json:
+        cli.out(dumps([_tool_json(t) for t in tools]))
+    elif tools:
+        for line in _tool_table(cli, tools):
+            cli.out(line)
+    else:
+        cli.err("the server has no tools")
+
+
+def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
+    _check_connection_flags(args, args.url)
+    if args.url is not None:
+        server = _url_server(cli, args.url, args.name, args.header)
+        with _client(server, server.name, args.timeout) as client:
+            _ensure_ready(cli, client, args.timeout)
+            _print_tools(cli, client.tools, args.json)
+        return EXIT_OK
+
+    outcomes = _load_config(cli, args.config)
+    selected = {_outcome_name(k, o): o for k, o in outcomes.items()}
+    if args.server is not None:
+        wanted = args.server.lower()
+        if wanted not in selected:
+            raise UsageError(f"no server {quote(args.server)} in {quote(args.config)}")
+        selected = {wanted: selected[wanted]}
+    status = EXIT_OK
+    for name, outcome in selected.items():
+        if isinstance(outcome, ConfigError):
+            cli.err(_invalid(name, outcome))
+            status = EXIT_USAGE
+    from mcpcore_threaded import McpHub
+
+    valid = {n: o for n, o in selected.items() if not isinstance(o, ConfigError)}
+    hub = McpHub({n: _client(o, n, args.timeout) for n, o in valid.items()})
+    with hub:
+        deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
+        tools: list[Tool] = []
+        for name, client in hub.clients.items():
+            availability = client.ready(max(0.0, deadline - time.monotonic()))
+            if availability.ok:
+                tools.extend(client.tools)
+            else:
+                reason = show(availability.reason or "unavailable", keep_newlines=False)
+                cli.err(f"server {quote(name)} is unavailable: {reason}")
+                if status == EXIT_OK:
+                    status = EXIT_UNAVAILABLE
+        _print_tools(cli, tools, args.json)
+    return status
+
+
+# --- call ------------------------------------------------------------------------------
+
+
+class _Progress:
+    """The progress line on stderr (a terminal only) for calls longer than a second."""
+
+    SPINNER = "|/-\\"
+
+    def __init__(self, cli: Cli, label: str) -> None:
+        self.cli = cli
+        self.label = label
+        self.enabled = isatty(cli.stderr)
+        self.wake = threading.Event()
+        self._lock = threading.Lock()
+        self._latest: tuple[float, float | None, str | None] | None = None
+        self._drawn = False
+        self._frame = 0
+
+    def update(self, progress: float, total: float | None, message: str | None) -> None:
+        """Called on a client thread for each progress notification."""
+        with self._lock:
+            self._latest = (progress, total, message)
+        self.wake.set()
+
+    def draw(self, elapsed: float) -> None:
+        with self._lock:
+            latest = self._latest
+        parts = [self.SPINNER[self._frame % len(self.SPINNER)], self.label]
+        self._frame += 1
+        if latest is not None:
+            progress, total, message = latest
+            parts.append(f"{progress:g}/{total:g}" if total is not None else f"{progress:g}")
+            if message:
+                parts.append(one_line(message))
+        parts.append(f"({elapsed:.1f} s)")
+        line = cut(self.cli.redact(" ".join(parts)), terminal_width() - 1)
+        self.cli.stderr.write("\r\x1b[K" + line)
+        self.cli.stderr.flush()
+        self._drawn = True
+
+    def clear(self) -> None:
+        if self._drawn:
+            self.cli.stderr.write("\r\x1b[K")
+            self.cli.stderr.flush()
+            self._drawn = False
+
+    def wait(self, handle: CallHandle) -> ToolOutput:
+        """Block for the call; Ctrl-C cancels it (``notifications/cancelled``)."""
+        if not self.enabled:
+            return handle.result()
+        start = time.monotonic()
+        try:
+            while not handle.done:
+                self.wake.wait(0.1)
+                self.wake.clear()
+                elapsed = time.monotonic() - start
+                if elapsed >= PROGRESS_AFTER and not handle.done:
+                    self.draw(elapsed)
+        except BaseException:
+            if not handle.done:
+                handle.cancel()
+            raise
+        finally:
+            self.clear()
+        return handle.result()
+
+
+def _resolve_tool(client: McpClient, tool: str) -> str:
+    """A tool name given with a URL → its id (the name as listed, or already an id)."""
+    by_id = {t.id: t for t in client.tools}
+    qualified = f"{client.name}/{tool}"
+    if qualified in by_id:
+        return qualified
+    for candidate in client.tools:
+        if candidate.name == tool:
+            return candidate.id
+    if tool in by_id:
+        return tool
+    raise UnknownTool(qualified)
+
+
+def _print_output(cli: Cli, output: ToolOutput, as_json: bool) -> None:
+    if as_json:
+        payload = {
+            "text": output.text,
+            "structured": output.structured,
+            "is_error": output.is_error,
+        }
+        cli.out(dumps(payload))
+    else:
+        cli.out(show(output.text))
+
+
+def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
+    operands: list[str] = list(args.operands)
+    if args.config is None:
+        if not 2 <= len(operands) <= 3:
+            raise UsageError("expected URL TOOL [ARGS_JSON]")
+        url: str | None = operands[0]
+        tool = operands[1]
+        arguments_text = operands[2] if len(operands) == 3 else None
+    else:
+        if not 1 <= len(operands) <= 2:
+            raise UsageError("expected --config FILE TOOL [ARGS_JSON] (TOOL is 'server/tool')")
+        url, tool = None, operands[0]
+        arguments_text = operands[1] if len(operands) == 2 else None
+    _check_connection_flags(args, url)
+    arguments = _parse_arguments(arguments_text)
+
+    server: RemoteServer | LocalServer
+    if url is not None:
+        server = _url_server(cli, url, args.name, args.header)
+    else:
+        outcomes = _load_config(cli, args.config)
+        if "/" not in tool:
+            raise UsageError(
+                f"with --config, TOOL is a qualified id 'server/tool', not {quote(tool)}"
+            )
+        wanted = tool.split("/", 1)[0].lower()
+        found = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+        if wanted not in found:
+            raise UnknownTool(tool)
+        outcome = found[wanted]
+        if isinstance(outcome, ConfigError):
+            raise cli.fail(EXIT_USAGE, _invalid(wanted, outcome))
+        server = outcome
+
+    with _client(server, server.name, args.timeout) as client:
+        _ensure_ready(cli, client, args.timeout)
+        tool_id = _resolve_tool(client, tool) if url is not None else tool
+        progress = _Progress(cli, show(tool_id, keep_newlines=False))
+        try:
+            handle = client.start_call(tool_id, arguments, on_progress=progress.update)
+            output = progress.wait(handle)
+        except BackendError as exc:
+            _print_output(cli, ToolOutput(exc.text, None, True), args.json)
+            raise cli.fail(EXIT_TOOL_ERROR, f"tool {quote(tool_id)} reported an error") from None
+        _print_output(cli, output, args.json)
+    return EXIT_OK
+
+
+# --- check -----------------------------------------------------------------------------
+
+
+def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
+    from mcpcore_threaded import McpHub
+
+    outcomes = _load_config(cli, args.file)
+    rows: list[dict[str, Any]] = []
+    valid: dict[str, McpClient] = {}
+    for key, outcome in outcomes.items():
+        name = _outcome_name(key, outcome)
+        row: dict[str, Any] = {"name": name, "status": "invalid", "tools": 0, "reason": None}
+        if isinstance(outcome, ConfigError):
+            row["reason"] = _entry_reason(outcome)
+        else:
+            valid[name] = _client(outcome, name, args.timeout)
+        rows.append(row)
+    with McpHub(valid):  # every client connects on its own thread: probed concurrently
+        deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
+        for row in rows:
+            client = valid.get(row["name"])
+            if client is None:
+                continue
+            availability = client.ready(max(0.0, deadline - time.monotonic()))
+            row["status"] = "ready" if availability.ok else "unavailable"
+            row["tools"] = len(client.tools) if availability.ok else 0
+            row["reason"] = None if availability.ok else (availability.reason or "unavailable")
+
+    if args.json:
+        cli.out(dumps(rows))
+    elif rows:
+        colour = {
+            "ready": cli.style.green,
+            "unavailable": cli.style.red,
+            "invalid": cli.style.yellow,
+        }
+        body = [
+            (
+                one_line(row["name"]),
+                colour[row["status"]](row["status"]),
+                str(row["tools"]) if row["status"] == "ready" else "-",
+                one_line(row["reason"] or ""),
+            )
+            for row in rows
+        ]
+        for line in table(("NAME", "STATUS", "TOOLS", "REASON"), body, style=cli.style, right=(2,)):
+            cli.out(line)
+    else:
+        cli.err("the file has no servers")
+    bad = sum(1 for row in rows if row["status"] != "ready")
+    return EXIT_TOOL_ERROR if bad else EXIT_OK
+
+
+# --- demo ------------------------------------------------------------------------------
+
+_DEMO_ARGUMENTS: Mapping[str, dict[str, Any]] = {
+    "echo": {"text": "Hello from mcpcore!"},
+    "add": {"a": 2, "b": 3},
+    "structured": {"name": "Ada"},
+    "fail": {"message": "this tool always fails (on purpose)"},
+    "slow": {"steps": 3, "delay": 0.1},
+    "log": {"level": "info", "data": "hello from the demo"},
+}
+_EXPECTED_ERRORS = frozenset({"fail"})
+
+
+def cmd_demo(cli: Cli, args: argparse.Namespace) -> int:
+    from mcpcore_demo import DemoServer
+    from mcpcore_threaded import McpClient
+
+    style = cli.style
+    problems = 0
+    with DemoServer(record=False).serve_in_thread() as running:
+        cli.out(f"demo server listening at {running.url}")
+        with McpClient("demo", {"url": running.url}, startup_timeout=10.0) as client:
+            _ensure_ready(cli, client, 10.0)
+            tools = client.tools
+            cli.out(f"connected as server 'demo': {len(tools)} tools")
+            cli.out()
+            for line in _tool_table(cli, tools):
+                cli.out(line)
+            for tool in tools:
+                arguments = _DEMO_ARGUMENTS.get(tool.name, {})
+                cli.out()
+                cli.out(style.bold(f"> call {show(tool.id)} {json.dumps(arguments)}"))
+                on_progress = _demo_progress(cli)
+                try:
+                    output = client.call(tool.id, arguments, on_progress=on_progress)
+                except BackendError as exc:
+                    expected = tool.name in _EXPECTED_ERRORS
+                    label = "error (expected)" if expected else "unexpected error"
+                    paint = style.yellow if expected else style.red
+                    cli.out(f"  {paint(label)}: {show(exc.text, keep_newlines=False)}")
+                    problems += 0 if expected else 1
+                    continue
+                except McpError as exc:
+                    cli.out(f"  {style.red('failed')}: {_describe(exc)}")
+                    problems += 1
+                    continue
+                for line in show(output.text).splitlines() or [""]:
+                    cli.out(f"  {line}")
+                if output.structured is not None:
+                    structured = show(
+                        json.dumps(output.structured, ensure_ascii=False), keep_newlines=False
+                    )
+                    cli.out(f"  {style.dim('structured:')} {structured}")
+                if tool.name in _EXPECTED_ERRORS:
+                    cli.out(f"  {style.red('expected an error, got a result')}")
+                    problems += 1
+    cli.out()
+    if problems:
+        cli.out(f"{problems} of {len(tools)} calls went wrong; the server is stopped")
+        return EXIT_TOOL_ERROR
+    cli.out(f"called {len(tools)} tools; client closed and server stopped")
+    return EXIT_OK
+
+
+def _demo_progress(cli: Cli) -> Callable[[float, float | None, str | None], None]:
+    def report(progress: float, total: float | None, message: str | None) -> None:
+        shown = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        suffix = f" {one_line(message)}" if message else ""
+        cli.out(f"  {cli.style.dim('progress')} {shown}{suffix}")
+
+    return report
+
+
+# --- entry point -----------------------------------------------------------------------
+
+_COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
+    "demo": cmd_demo,
+    "tools": cmd_tools,
+    "call": cmd_call,
+    "check": cmd_check,
+}
+
+
+def _setup_logging(cli: Cli, verbose: bool) -> logging.Handler:
+    handler = logging.StreamHandler(cli.stderr)
+    handler.setFormatter(LogFormatter(cli.redact))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    # -v: debug for mcpcore's own loggers only (not httpcore's wire traces).
+    level = logging.DEBUG if verbose else logging.NOTSET
+    for name in ("mcpcore", "mcpcore_cli"):
+        logging.getLogger(name).setLevel(level)
+    return handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``mcpcore`` console script; returns the exit status."""
+    prepare_streams()
+    cli = Cli(sys.stdout, sys.stderr)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    handler: logging.Handler | None = None
+    command: str | None = None
+    try:
+        try:
+            top = _top_parser()
+            ns = top.parse_args(arguments)
+            if ns.version:
+                cli.out(f"mcpcore {mcpcore.__version__}")
+                return EXIT_OK
+            if ns.command is None:
+                top.print_usage(cli.stderr)
+                raise UsageError("a command is required (demo, tools, call, check)")
+            command = ns.command
+            args = _command_parser(ns.command).parse_intermixed_args(ns.rest)
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+        handler = _setup_logging(cli, ns.verbose or args.verbose)
+        return _COMMANDS[ns.command](cli, args)
+    except UsageError as exc:
+        where = f"mcpcore {command} --help" if command else "mcpcore --help"
+        cli.err(f"{exc} (see '{where}')")
+        return EXIT_USAGE
+    except Failure as exc:
+        return exc.status
+    except UnknownTool as exc:
+        cli.err(f"{_describe(exc)}; 'mcpcore tools' lists the tools")
+        return EXIT_USAGE
+    except McpError as exc:
+        cli.err(_describe(exc))
+        return exit_status(exc)
+    except KeyboardInterrupt:
+        cli.err("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout went away (e.g. piped into head): leave quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    finally:
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
