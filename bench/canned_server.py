@@ -217,6 +217,16 @@ class Canned:
                     gone = asyncio.ensure_future(reader.read(1))
                     await asyncio.wait([waiter, gone], timeout=60, return_when=asyncio.FIRST_COMPLETED)
                     gone.cancel()
+                    if waiter.done() and not gone.done():
+                        # Cancelled while the client still listens: end the request as
+                        # a real server would (an empty event stream, or a JSON error).
+                        if self.mode == "sse":
+                            writer.write(self.response("200 OK", b"", b"text/event-stream"))
+                        else:
+                            err = b'{"code":-32800,"message":"request cancelled"}'
+                            body = b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode() + b',"error":' + err + b"}"
+                            writer.write(self.response("200 OK", body, b"application/json"))
+                        await writer.drain()
                     return  # close the connection either way
                 for part in self.reply(answer, msg.get("method") == "initialize"):
                     writer.write(part)
