@@ -504,3 +504,58 @@ def test_C1_hub_refuses_an_invalid_document() -> None:
         mcpcore_threaded.McpHub.from_mcp_json('{"mcpServers": {}, "extra": 1}')
     with pytest.raises(ConfigError, match="extra"):
         mcpcore_anyio.McpHub.from_mcp_json('{"mcpServers": {}, "extra": 1}')
+
+
+async def test_K6_L6_cancel_then_close_sends_cancelled_before_delete(driver: str) -> None:
+    """K6, L6: a cancel right before closing still reaches the server, ahead of DELETE."""
+    async with DemoServer().serve() as running:
+        server = running.server
+        for _ in range(5):
+            async with open_client(driver, "demo", entry(running.url), listen=False) as client:
+                with anyio.fail_after(20):
+                    assert (await client.ready(10)).ok
+                    calls_before = len(server.requests_for("tools/call"))
+                    await client.call_and_cancel(
+                        "demo/slow",
+                        {"steps": 100, "delay": 0.1},
+                        lambda: len(server.requests_for("tools/call")) > calls_before,
+                    )
+            order = [r.rpc_method or r.method for r in server.received[-3:]]
+            assert order[-2:] == ["notifications/cancelled", "DELETE"], order
+
+
+def test_K6_threaded_result_timeout_does_not_cancel() -> None:
+    """A blocking caller may poll: result(timeout) that times out leaves the call running."""
+    with DemoServer().serve_in_thread() as running, mcpcore_threaded.McpClient("demo", entry(running.url)) as client:
+        assert client.ready(10).ok
+        handle = client.start_call("demo/slow", {"steps": 3, "delay": 0.1})
+        with pytest.raises(TimeoutError):
+            handle.result(timeout=0.01)
+        assert handle.result(timeout=10).text
+        assert running.server.requests_for("notifications/cancelled") == []
+
+
+async def test_L7_hub_ready_has_one_deadline(driver: str) -> None:
+    """L7: ready(timeout) on a hub waits one timeout overall, not one per server."""
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        return FaultResponse.stall(200, {"content-type": "text/event-stream"})
+
+    async with DemoServer(fault=fault).serve() as stalled:
+        document = json.dumps({"mcpServers": {f"s{i}": {"url": stalled.url} for i in range(3)}})
+        module = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
+        hub = module.McpHub.from_mcp_json(document)
+        with anyio.fail_after(20):
+            if driver == "threaded":
+                await anyio.to_thread.run_sync(hub.start)
+                t0 = anyio.current_time()
+                states = await anyio.to_thread.run_sync(lambda: hub.ready(0.5))
+                elapsed = anyio.current_time() - t0
+                await anyio.to_thread.run_sync(hub.close)
+            else:
+                async with hub:
+                    t0 = anyio.current_time()
+                    states = await hub.ready(0.5)
+                    elapsed = anyio.current_time() - t0
+    assert not any(s.ok for s in states.values())
+    assert elapsed < 1.2

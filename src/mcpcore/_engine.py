@@ -164,11 +164,13 @@ class HttpClientEngine(_EngineBase):
     def close(self, now: float) -> None:
         """L6, H9: cancel what runs (``notifications/cancelled``), then ``DELETE``.
 
-        Perform the actions this leaves in order, each briefly bounded.
+        Perform the abort actions this leaves, let the exchanges still running
+        (notices already sent) finish briefly, then perform the requests it
+        leaves in order, each briefly bounded.
         """
         if self.session.state is SessionState.CLOSED:
             return
-        self.http.drop_exchanges()
+        self.http.drop_exchanges(keep_notices=True)
         self.session.close(now)
         self._pump(now)
         self.http.end_session()

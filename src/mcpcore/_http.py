@@ -222,9 +222,15 @@ class HttpMapping:
             self._listening = True
             self._open_get(_Stream(request_id=None), _Kind.LISTEN)
 
-    def drop_exchanges(self) -> None:
-        """Abort every exchange and forget every pending resume."""
-        for xid in list(self._exchanges):
+    def drop_exchanges(self, *, keep_notices: bool = False) -> None:
+        """Abort every exchange and forget every pending resume.
+
+        With ``keep_notices``, notifications and responses already on their way
+        (a ``notifications/cancelled``, say) are left to finish (L6).
+        """
+        for xid, ex in list(self._exchanges.items()):
+            if keep_notices and ex.kind is _Kind.POST and not isinstance(ex.message, Request):
+                continue
             self._abort(xid)
         self._timers.clear()
         self._by_request.clear()

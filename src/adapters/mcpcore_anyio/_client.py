@@ -217,6 +217,7 @@ class McpClient:
         self._calls: dict[int, _CallWaiter] = {}
         self._refreshes: dict[int, _RefreshWaiter] = {}
         self._wakeup = anyio.Event()
+        self._exchange_ended = anyio.Event()
         self._sleep_until: float | None = _AWAKE  # the deadline the timer task sleeps until
         self._state_changed = anyio.Event()
         self._main_scope: anyio.CancelScope | None = None
@@ -279,11 +280,11 @@ class McpClient:
         engine = self._engine
         with anyio.CancelScope(shield=True):
             if engine is not None:
-                for scope in self._scopes.values():
-                    scope.cancel()
                 engine.close(self._now())
                 await self._perform_closing(engine)
                 self._route_events(engine.take_events())
+            for scope in self._scopes.values():
+                scope.cancel()
             if self._main_scope is not None:
                 self._main_scope.cancel()
             for waiter in self._calls.values():
@@ -304,10 +305,22 @@ class McpClient:
             if self._process is not None:
                 await self._process.write(engine.data_to_send())
             return
+        closing: list[HttpRequest] = []
         for action in engine.take_actions():
-            if isinstance(action, HttpRequest):
-                with anyio.move_on_after(action.timeout or self._limits.delete_timeout):
-                    await self._exchange(action, anyio.CancelScope())
+            if isinstance(action, AbortExchange):
+                scope = self._scopes.pop(action.exchange_id, None)
+                if scope is not None:
+                    scope.cancel()
+            else:
+                closing.append(action)
+        # Notices already on their way (a notifications/cancelled) go before DELETE.
+        with anyio.move_on_after(self._limits.delete_timeout):
+            while self._scopes:
+                self._exchange_ended = anyio.Event()
+                await self._exchange_ended.wait()
+        for request in closing:
+            with anyio.move_on_after(request.timeout or self._limits.delete_timeout):
+                await self._exchange(request, anyio.CancelScope())
 
     # --- the background task ----------------------------------------------------------
 
@@ -444,6 +457,7 @@ class McpClient:
                 engine.response_failed(xid, _safe_reason(exc), self._now())
             finally:
                 self._scopes.pop(xid, None)
+                self._exchange_ended.set()
         if not scope.cancel_called:
             await self._dispatch()
 

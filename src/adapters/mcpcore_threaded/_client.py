@@ -196,12 +196,13 @@ class CallHandle:
     def result(self, timeout: float | None = None) -> ToolOutput:
         """Block until the call ends. Ctrl-C while waiting cancels the call (K6)."""
         try:
-            if not self._done.wait(timeout):
-                raise TimeoutError("the call is still running")
-        except BaseException:
+            finished = self._done.wait(timeout)
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) while waiting
             if not self._done.is_set():
                 self.cancel()
             raise
+        if not finished:
+            raise TimeoutError("the call is still running; result() may be called again")
         if self._error is not None:
             raise self._error
         assert self._output is not None
@@ -349,19 +350,29 @@ class McpClient:
             engine = self._engine
             closing: list[HttpRequest] = []
             if engine is not None:
-                for xid in list(self._exchanges):
-                    self._abort(xid)
                 engine.close(self._now())
                 if isinstance(engine, HttpClientEngine):
-                    closing = [a for a in engine.take_actions() if isinstance(a, HttpRequest)]
+                    for action in engine.take_actions():
+                        if isinstance(action, AbortExchange):
+                            self._abort(action.exchange_id)
+                        else:
+                            closing.append(action)
                 self._route_events(engine.take_events())
+            running = [x.thread for x in self._exchanges.values() if x.thread is not None]
             for handle in self._calls.values():
                 handle._finish(None, Unavailable("the client was closed", server=self.name))
             for waiter in self._refreshes.values():
                 waiter[1] = Unavailable("the client was closed", server=self.name)
                 waiter[0].set()
             self._changed.notify_all()
-        # Outside the lock: the last messages go out in order, each briefly bounded.
+        # Outside the lock: notices already on their way (a notifications/cancelled)
+        # finish first, then the last messages go out in order, each briefly bounded.
+        end = self._now() + self._limits.delete_timeout
+        for thread in running:
+            thread.join(max(0.0, end - self._now()))
+        with self._lock:
+            for xid in list(self._exchanges):
+                self._abort(xid)
         for request in closing:
             self._perform_closing(request)
         if self._process is not None and isinstance(engine, StdioClientEngine):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,14 @@ class McpHub:
         self.close()
 
     def ready(self, timeout: float | None = None) -> dict[str, Availability]:
-        # Every client connects on its own thread already; waiting in turn costs
-        # no more than the slowest one.
-        return {name: client.ready(timeout) for name, client in self.clients.items()}
+        # Every client connects on its own thread already; waiting in turn with
+        # one shared deadline costs no more than the slowest one.
+        end = None if timeout is None else time.monotonic() + timeout
+        results: dict[str, Availability] = {}
+        for name, client in self.clients.items():
+            remaining = None if end is None else max(0.0, end - time.monotonic())
+            results[name] = client.ready(remaining)
+        return results
 
     @property
     def tools(self) -> tuple[Tool, ...]:
