@@ -518,7 +518,7 @@ async def test_K6_L6_cancel_then_close_sends_cancelled_before_delete(driver: str
                     await client.call_and_cancel(
                         "demo/slow",
                         {"steps": 100, "delay": 0.1},
-                        lambda: len(server.requests_for("tools/call")) > calls_before,
+                        lambda before=calls_before: len(server.requests_for("tools/call")) > before,
                     )
             order = [r.rpc_method or r.method for r in server.received[-3:]]
             assert order[-2:] == ["notifications/cancelled", "DELETE"], order
