@@ -559,3 +559,41 @@ async def test_L7_hub_ready_has_one_deadline(driver: str) -> None:
                     elapsed = anyio.current_time() - t0
     assert not any(s.ok for s in states.values())
     assert elapsed < 1.2
+
+
+async def test_C7_driver_reads_environment_and_home(driver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """C7: the driver (not the core) reads the environment and home directory for expansion."""
+    monkeypatch.setenv("MCPCORE_TEST_TOKEN", "tok-123")
+    monkeypatch.setenv("HOME", "/home/tester")
+    async with DemoServer().serve() as running:
+        headers = {"X-Token": "${env:MCPCORE_TEST_TOKEN}", "X-Home": "${userHome}"}
+        async with open_client(driver, "demo", entry(running.url, headers=headers), listen=False) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+        first = running.server.received[0]
+        assert first.headers["x-token"] == "tok-123"
+        assert first.headers["x-home"] == "/home/tester"
+        assert "tok-123" not in repr(client.client)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_K6_asyncio_task_cancel_sends_cancelled_and_leaves_no_task(anyio_backend: str) -> None:
+    """K6 with asyncio's own Task.cancel(); L6: no task is left behind after aclose()."""
+    import asyncio
+
+    before = set(asyncio.all_tasks())
+    async with DemoServer().serve() as running:
+        server = running.server
+        client = mcpcore_anyio.McpClient("demo", entry(running.url))
+        async with client:
+            assert (await client.ready(10)).ok
+            task = asyncio.ensure_future(client.call("demo/slow", {"steps": 100, "delay": 0.1}))
+            await wait_for(lambda: bool(server.requests_for("tools/call")), 5)
+            t0 = anyio.current_time()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert anyio.current_time() - t0 < 0.5
+            await wait_for(lambda: bool(server.requests_for("notifications/cancelled")), 5)
+    leftover = {t for t in asyncio.all_tasks() - before if not t.done()}
+    assert leftover == set()
