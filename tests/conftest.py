@@ -1,8 +1,80 @@
-"""Shared test setup: the tests folder is importable (fake peers, driver faces)."""
+"""Shared test setup: the tests folder is importable (fake peers, driver faces).
+
+And nothing is left behind (issue 8, L6, S3): after every test, no thread
+named ``mcpcore…`` that the test started is still alive, and no child process
+the test started still exists. (Sockets: ``ResourceWarning`` is an error, see
+``filterwarnings`` in pyproject.toml.)
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
+
+_LEFTOVER_WAIT = 5.0  # seconds a test's threads and children get to finish after it
+
+
+def _children() -> dict[int, str]:
+    """The live child processes of this process: pid -> command line.
+
+    Read from /proc (no psutil): every process whose parent is us. A zombie
+    (exited, not yet reaped) still counts: someone forgot to wait for it.
+    """
+    me = os.getpid()
+    found: dict[int, str] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # not Linux: nothing to check
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            ppid = int(stat.rpartition(b")")[2].split()[1])
+            if ppid != me:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        found[int(entry)] = cmdline or "<zombie>"
+    return found
+
+
+def _our_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("mcpcore") and t not in before]
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    """Fail a test that leaves an ``mcpcore…`` thread or a child process behind."""
+    threads_before = set(threading.enumerate())
+    children_before = set(_children())
+    yield
+    deadline = time.monotonic() + _LEFTOVER_WAIT
+    while True:
+        threads = _our_threads(threads_before)
+        children = {p: c for p, c in _children().items() if p not in children_before}
+        if not threads and not children:
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    problems = []
+    if threads:
+        problems.append("threads still running: " + ", ".join(sorted(t.name for t in threads)))
+    if children:
+        problems.append(
+            "child processes still alive: " + ", ".join(f"{p} ({c})" for p, c in sorted(children.items()))
+        )
+    pytest.fail("the test left things behind: " + "; ".join(problems), pytrace=False)
