@@ -129,10 +129,16 @@ def _check_bounds(mapping: HttpMapping) -> None:
             assert len(ex.decoder._buf) <= limits.max_message_size + 1024
 
 
-def run(steps: list[Step], limits: HttpLimits, split: bool) -> list[Any]:
+def run(steps: list[Step], limits: HttpLimits, split: bool) -> tuple[list[Any], list[Any]]:
+    """Run the script; returns (actions, upward items), each in order.
+
+    The two are kept apart: how actions interleave with upward items depends
+    on when they are taken, not on what the mapping decided.
+    """
     mapping = HttpMapping(URL, [("Authorization", f"Bearer {SECRET}")], limits=limits)
     now = 100.0
-    log: list[Any] = []
+    log: list[Any] = []  # actions
+    upward: list[Any] = []
     pending: list[int] = []
 
     def collect() -> None:
@@ -148,7 +154,7 @@ def run(steps: list[Step], limits: HttpLimits, split: bool) -> list[Any]:
         for item in mapping.take_upward():
             if isinstance(item, RequestFailed):
                 _check_error(item.error)
-            log.append(_shown(item))
+            upward.append(_shown(item))
         _check_bounds(mapping)
 
     try:
@@ -192,7 +198,7 @@ def run(steps: list[Step], limits: HttpLimits, split: bool) -> list[Any]:
     except Exception as exc:
         _fuzzlib.raise_unexpected("HttpMapping", exc)
     log.append(("session", mapping.session_id))
-    return log
+    return log, upward
 
 
 def fuzz_one_input(data: bytes) -> None:
