@@ -14,7 +14,7 @@ import os
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import anyio
 import anyio.abc
@@ -27,14 +27,12 @@ from mcpcore import (
     CallSucceeded,
     ConfigError,
     HttpClientEngine,
-    HttpLimits,
     LocalProtocolError,
     LocalServer,
     McpError,
     ProgressReceived,
     RefreshFailed,
     RemoteServer,
-    SessionOptions,
     SessionReady,
     StartFailed,
     StdioClientEngine,
@@ -43,10 +41,10 @@ from mcpcore import (
     ToolOutput,
     ToolsRefreshed,
     Unavailable,
-    parse_server,
 )
 from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract, register_catalogue, sync_registry
+from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
 
 from ._asgi import AsgiApp, AsgiPool
 
@@ -93,56 +91,6 @@ class ToolRegistration:
         return f"ToolRegistration({self.tool.id!r})"
 
 
-def _host_env() -> tuple[Mapping[str, str], str]:
-    """The drivers read the environment and home directory; the core never does (C7)."""
-    return os.environ, os.path.expanduser("~")
-
-
-def resolve_server(
-    name: str,
-    server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
-    *,
-    allow_local: bool,
-    allow_insecure_http: bool,
-    plugin_root: str | None,
-    plugin_data: str | None,
-) -> RemoteServer | LocalServer:
-    if isinstance(server, ConfigError):
-        raise server
-    if isinstance(server, (RemoteServer, LocalServer)):
-        if isinstance(server, LocalServer) and not allow_local:
-            raise ConfigError("local MCP servers (command) are not supported yet")
-        return server
-    env, home = _host_env()
-    return parse_server(
-        name,
-        server,
-        env=env,
-        home=home,
-        plugin_root=plugin_root,
-        plugin_data=plugin_data,
-        allow_local=allow_local,
-        allow_insecure_http=allow_insecure_http,
-    )
-
-
-def _safe_reason(exc: BaseException) -> str:
-    """A connection failure in words: the exception and its causes, never a header.
-
-    Some backends raise with an empty message and keep the reason (say, a
-    certificate error) in the exception chain, so the chain is walked.
-    """
-    texts: list[str] = []
-    current: BaseException | None = exc
-    while current is not None and len(texts) < 3:
-        text = str(current)
-        if text and text not in texts:
-            texts.append(text)
-        current = current.__cause__ or current.__context__
-    name = type(exc).__name__
-    return f"{name}: {'; '.join(texts)}" if texts else name
-
-
 class McpClient:
     """One MCP server, used from async code (asyncio or trio).
 
@@ -157,58 +105,22 @@ class McpClient:
         name: str,
         server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
         *,
-        call_timeout: float = 300.0,
-        startup_timeout: float = 120.0,
-        separator: str = "/",
-        policy: Literal["error", "lenient"] = "error",
-        allow_local: bool = False,
-        allow_insecure_http: bool = False,
-        auto_refresh: bool = False,
-        listen: bool = True,
-        extend_on_progress: bool = False,
-        call_timeout_max: float = 3600.0,
-        max_pages: int = 1000,
-        max_tools: int = 10_000,
-        limits: HttpLimits | None = None,
-        max_connections: int = 10,
         ssl_context: ssl.SSLContext | None = None,
-        plugin_root: str | None = None,
-        plugin_data: str | None = None,
-        client_name: str = "mcpcore",
         asgi_app: AsgiApp | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
         self.name = name
         self._asgi_app = asgi_app
-        self._options = SessionOptions(
-            server_name=name,
-            client_name=client_name,
-            startup_timeout=startup_timeout,
-            call_timeout=call_timeout,
-            extend_on_progress=extend_on_progress,
-            call_timeout_max=call_timeout_max,
-            separator=separator,
-            policy=policy,
-            auto_refresh=auto_refresh,
-            max_pages=max_pages,
-            max_tools=max_tools,
+        setup = prepare_client(
+            name, server, options, env=os.environ, home=os.path.expanduser("~")
         )
-        self._limits = limits or HttpLimits()
-        self._max_connections = max_connections
+        self._options = setup.session
+        self._limits = setup.limits
+        self._max_connections = setup.max_connections
+        self._listen = setup.listen
         self._ssl_context = ssl_context
-        self._listen = listen
-        self._config_error: ConfigError | None = None
-        self._server: RemoteServer | LocalServer | None = None
-        try:
-            self._server = resolve_server(
-                name,
-                server,
-                allow_local=allow_local,
-                allow_insecure_http=allow_insecure_http,
-                plugin_root=plugin_root,
-                plugin_data=plugin_data,
-            )
-        except ConfigError as exc:
-            self._config_error = exc
+        self._config_error = setup.config_error
+        self._server = setup.server
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: httpcore.AsyncConnectionPool | AsgiPool | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -454,7 +366,7 @@ class McpClient:
                         await self._dispatch()
                 engine.response_ended(xid, self._now())
             except Exception as exc:
-                engine.response_failed(xid, _safe_reason(exc), self._now())
+                engine.response_failed(xid, describe_failure(exc), self._now())
             finally:
                 self._scopes.pop(xid, None)
                 self._exchange_ended.set()
@@ -606,14 +518,7 @@ class _ChildProcess:
         self._kill = False
 
     def _environment(self) -> dict[str, str]:
-        # S2: a minimal inherited environment, the plugin dirs, then the entry's env.
-        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "USER", "TERM")
-        env = {k: os.environ[k] for k in keep if k in os.environ}
-        env["PLUGIN_ROOT"] = self.server.plugin_root
-        if self.server.plugin_data is not None:
-            env["PLUGIN_DATA"] = self.server.plugin_data
-        env.update(self.server.env)
-        return env
+        return child_environment(self.server, os.environ)  # S2
 
     async def spawn(self) -> None:
         assert self.client._task_group is not None
@@ -627,7 +532,7 @@ class _ChildProcess:
             self.process = None
             engine = self.client._engine
             assert isinstance(engine, StdioClientEngine)
-            engine.connection_lost(f"could not start the server: {_safe_reason(exc)}", self.client._now())
+            engine.connection_lost(f"could not start the server: {describe_failure(exc)}", self.client._now())
             return
         self.client._task_group.start_soon(self._read_stdout, self.process)
         self.client._task_group.start_soon(self._read_stderr, self.process)

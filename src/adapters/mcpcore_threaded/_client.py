@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import httpcore
 
@@ -29,13 +29,11 @@ from mcpcore import (
     CallSucceeded,
     ConfigError,
     HttpClientEngine,
-    HttpLimits,
     LocalProtocolError,
     LocalServer,
     ProgressReceived,
     RefreshFailed,
     RemoteServer,
-    SessionOptions,
     SessionReady,
     StartFailed,
     StdioClientEngine,
@@ -44,61 +42,16 @@ from mcpcore import (
     ToolOutput,
     ToolsRefreshed,
     Unavailable,
-    parse_server,
 )
 from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract, register_catalogue, sync_registry
+from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
 
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.threaded")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
-
-
-def resolve_server(
-    name: str,
-    server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
-    *,
-    allow_local: bool,
-    allow_insecure_http: bool,
-    plugin_root: str | None,
-    plugin_data: str | None,
-) -> RemoteServer | LocalServer:
-    """Validate an entry; the driver, not the core, reads the environment (C7)."""
-    if isinstance(server, ConfigError):
-        raise server
-    if isinstance(server, (RemoteServer, LocalServer)):
-        if isinstance(server, LocalServer) and not allow_local:
-            raise ConfigError("local MCP servers (command) are not supported yet")
-        return server
-    return parse_server(
-        name,
-        server,
-        env=os.environ,
-        home=os.path.expanduser("~"),
-        plugin_root=plugin_root,
-        plugin_data=plugin_data,
-        allow_local=allow_local,
-        allow_insecure_http=allow_insecure_http,
-    )
-
-
-def _safe_reason(exc: BaseException) -> str:
-    """A connection failure in words: the exception and its causes, never a header.
-
-    Some backends raise with an empty message and keep the reason (say, a
-    certificate error) in the exception chain, so the chain is walked.
-    """
-    texts: list[str] = []
-    current: BaseException | None = exc
-    while current is not None and len(texts) < 3:
-        text = str(current)
-        if text and text not in texts:
-            texts.append(text)
-        current = current.__cause__ or current.__context__
-    name = type(exc).__name__
-    return f"{name}: {'; '.join(texts)}" if texts else name
 
 
 # --- abortable sockets --------------------------------------------------------------------
@@ -236,56 +189,20 @@ class McpClient:
         name: str,
         server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
         *,
-        call_timeout: float = 300.0,
-        startup_timeout: float = 120.0,
-        separator: str = "/",
-        policy: Literal["error", "lenient"] = "error",
-        allow_local: bool = False,
-        allow_insecure_http: bool = False,
-        auto_refresh: bool = False,
-        listen: bool = True,
-        extend_on_progress: bool = False,
-        call_timeout_max: float = 3600.0,
-        max_pages: int = 1000,
-        max_tools: int = 10_000,
-        limits: HttpLimits | None = None,
-        max_connections: int = 10,
         ssl_context: ssl.SSLContext | None = None,
-        plugin_root: str | None = None,
-        plugin_data: str | None = None,
-        client_name: str = "mcpcore",
+        **options: Unpack[ClientOptions],
     ) -> None:
         self.name = name
-        self._options = SessionOptions(
-            server_name=name,
-            client_name=client_name,
-            startup_timeout=startup_timeout,
-            call_timeout=call_timeout,
-            extend_on_progress=extend_on_progress,
-            call_timeout_max=call_timeout_max,
-            separator=separator,
-            policy=policy,
-            auto_refresh=auto_refresh,
-            max_pages=max_pages,
-            max_tools=max_tools,
+        setup = prepare_client(
+            name, server, options, env=os.environ, home=os.path.expanduser("~")
         )
-        self._limits = limits or HttpLimits()
-        self._max_connections = max_connections
+        self._options = setup.session
+        self._limits = setup.limits
+        self._max_connections = setup.max_connections
+        self._listen = setup.listen
         self._ssl_context = ssl_context
-        self._listen = listen
-        self._config_error: ConfigError | None = None
-        self._server: RemoteServer | LocalServer | None = None
-        try:
-            self._server = resolve_server(
-                name,
-                server,
-                allow_local=allow_local,
-                allow_insecure_http=allow_insecure_http,
-                plugin_root=plugin_root,
-                plugin_data=plugin_data,
-            )
-        except ConfigError as exc:
-            self._config_error = exc
+        self._config_error = setup.config_error
+        self._server = setup.server
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: httpcore.ConnectionPool | None = None
         self._backend = _AbortableBackend()
@@ -400,7 +317,7 @@ class McpClient:
                 for _ in response.iter_stream():
                     break
         except Exception as exc:
-            _log.debug("closing request failed: %s", _safe_reason(exc))
+            _log.debug("closing request failed: %s", describe_failure(exc))
 
     # --- the background thread ----------------------------------------------------------
 
@@ -492,7 +409,7 @@ class McpClient:
         except Exception as exc:
             with self._lock:
                 if not exchange.aborted:
-                    engine.response_failed(xid, _safe_reason(exc), self._now())
+                    engine.response_failed(xid, describe_failure(exc), self._now())
                     self._dispatch()
         finally:
             with self._lock:
@@ -695,14 +612,7 @@ class _ChildProcess:
         self._kill = False
 
     def _environment(self) -> dict[str, str]:
-        # S2: a minimal inherited environment, the plugin dirs, then the entry's env.
-        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "USER", "TERM")
-        env = {k: os.environ[k] for k in keep if k in os.environ}
-        env["PLUGIN_ROOT"] = self.server.plugin_root
-        if self.server.plugin_data is not None:
-            env["PLUGIN_DATA"] = self.server.plugin_data
-        env.update(self.server.env)
-        return env
+        return child_environment(self.server, os.environ)  # S2
 
     def spawn(self) -> None:
         try:
@@ -719,7 +629,7 @@ class _ChildProcess:
             assert isinstance(engine, StdioClientEngine)
             with self.client._lock:
                 engine.connection_lost(
-                    f"could not start the server: {_safe_reason(exc)}", self.client._now()
+                    f"could not start the server: {describe_failure(exc)}", self.client._now()
                 )
             return
         self.process = process
