@@ -567,9 +567,11 @@ class HttpMapping:
         if event_id is not None:
             # H4: only an id not seen before counts as progress, so a server that
             # re-sends the same priming event on every resume still hits the bound.
-            if ex.decoder.last_event_id != stream.last_event_id:
+            # The id dispatched with this event, not the decoder's buffer: later
+            # lines of the same chunk may already hold the id of an unfinished event.
+            if event_id != stream.last_event_id:
                 ex.new_event = True
-            stream.last_event_id = ex.decoder.last_event_id
+            stream.last_event_id = event_id
         if ex.decoder.retry is not None:
             stream.retry = ex.decoder.retry / 1000.0
         if not data:
