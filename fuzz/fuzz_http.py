@@ -213,7 +213,10 @@ def fuzz_one_input(data: bytes) -> None:
     steps = _script(r)
     whole = run(steps, limits, split=False)
     single = run(steps, limits, split=True)
-    assert whole == single, "chunking changed the outcome"
+    for kind, a, b in (("actions", whole[0], single[0]), ("upward", whole[1], single[1])):
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert x == y, f"chunking changed the {kind} at #{i}: whole {x!r:.300}, bytes {y!r:.300}"
+        assert len(a) == len(b), f"chunking changed the number of {kind}: {len(a)} vs {len(b)}"
 
 
 if __name__ == "__main__":

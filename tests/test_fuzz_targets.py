@@ -1,0 +1,232 @@
+"""The fuzz harnesses under pytest: every corpus file, then hypothesis with a short budget.
+
+Each harness in fuzz/ exposes ``fuzz_one_input(data: bytes)`` that asserts its
+invariants (see fuzz/README.md). Here each one runs over its whole seed corpus
+(fuzz/corpus/<target>/, captured from real servers, plus every input the
+fuzzer found), over arbitrary bytes, and over structured inputs, so anything
+atheris finds replays in the normal suite once its input is saved in the corpus.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
+CORPUS = FUZZ / "corpus"
+TARGETS = ["sse", "jsonrpc", "http", "session", "config"]
+
+if str(FUZZ) not in sys.path:
+    sys.path.insert(0, str(FUZZ))
+
+
+def harness(target: str) -> ModuleType:
+    return importlib.import_module(f"fuzz_{target}")
+
+
+def corpus(target: str) -> list[Path]:
+    return sorted(p for p in (CORPUS / target).iterdir() if p.is_file())
+
+
+BUDGET = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# --- the corpus ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_corpus_replays(target: str) -> None:
+    """Every seed (real captured exchanges) and every saved finding passes the invariants."""
+    files = corpus(target)
+    assert files, f"fuzz/corpus/{target} is empty: run fuzz/capture_corpus.py"
+    run = harness(target).fuzz_one_input
+    for path in files:
+        run(path.read_bytes())
+
+
+def test_corpus_comes_from_both_real_servers() -> None:
+    """The seed corpus holds exchanges of the official SDK server and the reference server."""
+    names = {p.name for t in TARGETS for p in corpus(t)}
+    assert any(n.startswith("sdk-") for n in names)
+    assert any(n.startswith("everything-") for n in names)
+
+
+# --- arbitrary bytes -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@BUDGET
+@given(data=st.binary(max_size=600))
+def test_arbitrary_bytes(target: str, data: bytes) -> None:
+    harness(target).fuzz_one_input(data)
+
+
+# --- structured inputs ------------------------------------------------------------------------
+
+_SSE_LINES = st.sampled_from(
+    [
+        b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+        b"data:",
+        b"data: x",
+        b"data",
+        b"id: 7",
+        b"id",
+        b"id: a\x00b",
+        b"retry: 250",
+        b"retry: 12x",
+        b"retry: 0000000000000000001",
+        b"event: message",
+        b"event",
+        b": keepalive",
+        b"",
+        b"\xef\xbb\xbfdata: bom",
+        b"field: value",
+        b"data: \xff\xfe",
+    ]
+)
+_TERMINATORS = st.sampled_from([b"\n", b"\r", b"\r\n"])
+
+
+@st.composite
+def sse_inputs(draw: Any) -> bytes:
+    lines = draw(st.lists(st.tuples(_SSE_LINES, _TERMINATORS), max_size=20))
+    body = b"".join(line + end for line, end in lines)
+    if draw(st.booleans()):
+        body = b"\xef\xbb\xbf" + body
+    if draw(st.booleans()):
+        body += draw(st.binary(max_size=20))
+    return bytes([draw(st.integers(0, 255)), draw(st.integers(0, 255))]) + body
+
+
+@BUDGET
+@given(data=sse_inputs())
+def test_sse_structured(data: bytes) -> None:
+    harness("sse").fuzz_one_input(data)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+_ids = st.none() | st.integers() | st.text(max_size=5) | st.booleans() | st.floats(allow_nan=False)
+
+
+@st.composite
+def jsonrpc_inputs(draw: Any) -> bytes:
+    message: dict[str, Any] = {}
+    if draw(st.integers(0, 9)):
+        message["jsonrpc"] = draw(st.sampled_from(["2.0", "2.0", "1.0", 2.0]))
+    for key, values in [
+        ("id", _ids),
+        ("method", st.text(max_size=20) | st.integers()),
+        ("params", _json),
+        ("result", _json),
+        ("error", st.fixed_dictionaries({}, optional={"code": _json, "message": _json, "data": _json})),
+    ]:
+        if draw(st.booleans()):
+            message[key] = draw(values)
+    text = json.dumps(message, ensure_ascii=draw(st.booleans()))
+    return text.encode("utf-8", "surrogatepass")
+
+
+@BUDGET
+@given(data=jsonrpc_inputs())
+def test_jsonrpc_structured(data: bytes) -> None:
+    harness("jsonrpc").fuzz_one_input(data)
+
+
+@st.composite
+def mutated_seed(draw: Any, target: str) -> bytes:
+    """A real seed with a few splices: bytes replaced, inserted or cut at random places."""
+    seed = bytearray(draw(st.sampled_from(corpus(target))).read_bytes())
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(seed)))
+        kind = draw(st.integers(0, 2))
+        if kind == 0:
+            seed[at:at] = draw(st.binary(min_size=1, max_size=8))
+        elif kind == 1:
+            del seed[at : at + draw(st.integers(1, 16))]
+        else:
+            seed[at : at + 1] = bytes([draw(st.integers(0, 255))])
+    return bytes(seed)
+
+
+@pytest.mark.parametrize("target", ["http", "session", "sse", "config"])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_real_exchanges(target: str, data: st.DataObject) -> None:
+    harness(target).fuzz_one_input(data.draw(mutated_seed(target)))
+
+
+_config_strings = st.sampled_from(
+    [
+        "https://example.com/mcp",
+        "http://127.0.0.1:1/mcp",
+        "https://${env:HOST}/mcp",
+        "Bearer ${env:TOKEN}",
+        "${env:UNSET}",
+        "${env:CRLF}",
+        "./server",
+        "${PLUGIN_ROOT}/x",
+        "sse",
+    ]
+) | st.text(max_size=12)
+_config_values = st.recursive(
+    _config_strings | st.integers() | st.none(),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(
+        st.sampled_from(["url", "command", "args", "env", "cwd", "headers", "type", "Authorization", "bad key"]),
+        inner,
+        max_size=4,
+    ),
+    max_leaves=10,
+)
+
+
+@BUDGET
+@given(
+    flags=st.integers(0, 15),
+    servers=st.dictionaries(st.text(max_size=6), _config_values, max_size=3),
+    extra=st.dictionaries(st.sampled_from(["$schema", "extra"]), _config_values, max_size=1),
+)
+def test_config_structured(flags: int, servers: dict[str, Any], extra: dict[str, Any]) -> None:
+    document = {"mcpServers": servers, **extra}
+    harness("config").fuzz_one_input(bytes([flags]) + json.dumps(document).encode())
+
+
+# --- regressions the fuzzers found ------------------------------------------------------------
+
+
+def test_H4_resume_uses_the_last_dispatched_event_id_not_a_pending_one() -> None:
+    """H4 (found by fuzz_http): one chunk holding a dispatched event and the id line of an
+    event still in flight must resume from the dispatched event, or the in-flight event is
+    lost (the server replays only what follows the Last-Event-ID). Whole and byte-wise alike."""
+    from mcpcore._events import HttpRequest
+    from mcpcore._http import HttpLimits, HttpMapping
+    from mcpcore._jsonrpc import Request
+
+    body = (
+        b'id: e1\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n'
+        b'id: e2\ndata: {"jsonrpc":"2.0","id":1,"res'
+    )
+    for pieces in ([body], [body[i : i + 1] for i in range(len(body))]):
+        mapping = HttpMapping("https://example.test/mcp", limits=HttpLimits(default_retry=0.5))
+        mapping.send(Request(id=1, method="tools/call", params={"name": "t"}))
+        (post,) = mapping.take_actions()
+        mapping.response_started(post.exchange_id, 200, [(b"content-type", b"text/event-stream")], 0.0)
+        for piece in pieces:
+            mapping.response_data(post.exchange_id, piece, 0.0)
+        mapping.response_failed(post.exchange_id, "connection reset", 0.0)
+        mapping.handle_timer(1.0)
+        (resume,) = [a for a in mapping.take_actions() if isinstance(a, HttpRequest)]
+        assert resume.method == "GET"
+        assert dict(resume.headers)[b"last-event-id"] == b"e1"
