@@ -950,3 +950,26 @@ def test_p5_response_on_another_stream_ends_its_own_stream_and_resume() -> None:
     engine.response_data(xb, sse(text_result(b, "for b")), link.now)
     link.pump()
     assert outcome(link, b).output.text == "for b"
+
+
+def test_p6_a_stream_left_open_after_its_response_is_closed_by_the_client() -> None:
+    """P6/H3: a server that keeps a response stream open cannot hold a connection forever."""
+    server = FakeServer()
+    link = connect(server)
+
+    def hold_open(seen: Seen) -> Reply | None:
+        if seen.message and seen.message.get("method") == "tools/call":
+            reply = server._request(seen.message)  # the normal answer ...
+            reply.finish = "stall"  # ... on a stream that never ends
+            return reply
+        return None
+
+    server.hook = hold_open
+    cid = call(link)
+    assert isinstance(outcome(link, cid), CallSucceeded)
+    xid = next(r.exchange_id for r in reversed(link.requests) if r.method == "POST")
+    assert xid in link.stalled
+    link.advance(4.999)
+    assert xid not in link.aborted
+    link.advance(0.002)
+    assert xid in link.aborted

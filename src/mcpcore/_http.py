@@ -59,6 +59,7 @@ class HttpLimits:
     max_reconnects: int = 5  # resumes in a row that bring no new event (H4)
     default_retry: float = 1.0  # seconds, when the server sent no `retry`
     delete_timeout: float = 2.0
+    response_linger: float = 5.0  # seconds a stream may stay open after its response
 
 
 # --- what goes up to the session ------------------------------------------------------
@@ -156,6 +157,7 @@ class HttpMapping:
         self._exchanges: dict[int, _Exchange] = {}
         self._by_request: dict[int, int] = {}  # request id -> exchange id
         self._timers: list[_Timer] = []
+        self._lingering: dict[int, float] = {}  # exchange id -> when to stop waiting
         self._resent: set[int] = set()
         self._actions: list[Action] = []
         self._upward: list[Upward] = []
@@ -178,7 +180,9 @@ class HttpMapping:
         return out
 
     def next_deadline(self) -> float | None:
-        return min((t.at for t in self._timers), default=None)
+        times = [t.at for t in self._timers]
+        times.extend(self._lingering.values())
+        return min(times, default=None)
 
     @property
     def active_exchanges(self) -> list[int]:
@@ -262,6 +266,9 @@ class HttpMapping:
         self.session_id = None
 
     def handle_timer(self, now: float) -> None:
+        for xid, at in list(self._lingering.items()):
+            if at <= now:
+                self._abort(xid)
         due = [t for t in self._timers if t.at <= now]
         if not due:
             return
@@ -392,7 +399,7 @@ class HttpMapping:
             except McpError as exc:
                 self._fail(ex, exc, now)
                 return
-            self._deliver(ex, message)
+            self._deliver(ex, message, now)
             if not self._response_seen(ex):
                 self._fail(
                     ex,
@@ -477,6 +484,7 @@ class HttpMapping:
 
     def _finish(self, ex: _Exchange) -> None:
         self._exchanges.pop(ex.id, None)
+        self._lingering.pop(ex.id, None)
         if ex.id == self._gate:
             self._gate = None
             held, self._held = self._held, []
@@ -582,22 +590,11 @@ class HttpMapping:
         except McpError as exc:
             self._fail(ex, exc, now)
             return False
-        self._deliver(ex, message)
+        self._deliver(ex, message, now)
         return True
 
-    def _deliver(self, ex: _Exchange, message: Message) -> None:
+    def _deliver(self, ex: _Exchange, message: Message, now: float) -> None:
         stream = ex.stream
-        if (
-            isinstance(message, (Result, ErrorResponse))
-            and isinstance(message.id, int)
-            and (stream is None or stream.request_id != message.id)
-        ):
-            # The response came on another stream (the GET stream, after a
-            # resume): stop waiting for it on its own.
-            self._timers = [t for t in self._timers if t.stream.request_id != message.id]
-            own = self._by_request.get(message.id)
-            if own is not None:
-                self._abort(own)
         if (
             stream is not None
             and stream.request_id is not None
@@ -607,6 +604,10 @@ class HttpMapping:
             stream.got_response = True
             if ex.candidate_session_id is not None and isinstance(message, Result):
                 self.session_id = ex.candidate_session_id
+            if ex.mode is _Mode.SSE:
+                # The server should now end the stream; one that keeps it open
+                # would hold a pooled connection forever, so it gets a short grace.
+                self._lingering[ex.id] = now + self.limits.response_linger
         elif isinstance(message, (Result, ErrorResponse)) and isinstance(message.id, int):
             # A response that came on another stream ends its own request: stop
             # waiting on that request's stream and forget its pending resume.
