@@ -115,7 +115,8 @@ def _load(text: str | bytes, r_flags: int) -> Any:
     for key, outcome in outcomes.items():
         assert isinstance(outcome, (RemoteServer, LocalServer, ConfigError)), repr(outcome)
         if isinstance(outcome, RemoteServer):
-            assert outcome.url.startswith(("http://", "https://")), outcome.display_url
+            # URL schemes are case-insensitive (RFC 3986 3.1): "htTp://" is http.
+            assert outcome.url.lower().startswith(("http://", "https://")), outcome.display_url
             for name, value in outcome.headers.items():
                 assert not set("\r\n\x00") & set(value), name
         shown.append((key, type(outcome).__name__, str(outcome), repr(outcome)))
