@@ -89,7 +89,13 @@ class Canned:
     # --- bodies --------------------------------------------------------------------
 
     def result_body(self, msg_id: object, result_json: bytes) -> bytes:
-        return b'{"jsonrpc":"2.0","id":' + json.dumps(msg_id).encode() + b',"result":' + result_json + b"}"
+        return (
+            b'{"jsonrpc":"2.0","id":'
+            + json.dumps(msg_id).encode()
+            + b',"result":'
+            + result_json
+            + b"}"
+        )
 
     def big_result(self, size: int) -> bytes:
         cached = self.big_cache.get(size)
@@ -135,12 +141,26 @@ class Canned:
         if method == "ping":
             return self.result_body(msg_id, b"{}")
         err = {"code": -32601, "message": f"method not found: {method}"}
-        return b'{"jsonrpc":"2.0","id":' + json.dumps(msg_id).encode() + b',"error":' + json.dumps(err).encode() + b"}"
+        return (
+            b'{"jsonrpc":"2.0","id":'
+            + json.dumps(msg_id).encode()
+            + b',"error":'
+            + json.dumps(err).encode()
+            + b"}"
+        )
 
     # --- HTTP ---------------------------------------------------------------------
 
-    def response(self, status: str, body: bytes, content_type: bytes | None, extra: bytes = b"") -> bytes:
-        head = b"HTTP/1.1 " + status.encode() + b"\r\ncontent-length: " + str(len(body)).encode() + b"\r\n"
+    def response(
+        self, status: str, body: bytes, content_type: bytes | None, extra: bytes = b""
+    ) -> bytes:
+        head = (
+            b"HTTP/1.1 "
+            + status.encode()
+            + b"\r\ncontent-length: "
+            + str(len(body)).encode()
+            + b"\r\n"
+        )
         if content_type is not None:
             head += b"content-type: " + content_type + b"\r\n"
         return head + extra + b"\r\n" + body
@@ -190,7 +210,11 @@ class Canned:
                     await writer.drain()
                     continue
                 if method == b"GET":
-                    writer.write(self.response("405 Method Not Allowed", b"", None, b"allow: POST, DELETE\r\n"))
+                    writer.write(
+                        self.response(
+                            "405 Method Not Allowed", b"", None, b"allow: POST, DELETE\r\n"
+                        )
+                    )
                     await writer.drain()
                     continue
                 if method == b"DELETE":
@@ -215,7 +239,9 @@ class Canned:
                     waiter = asyncio.get_running_loop().create_future()
                     self.slow_waiters[msg["id"]] = waiter
                     gone = asyncio.ensure_future(reader.read(1))
-                    await asyncio.wait([waiter, gone], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait(
+                        [waiter, gone], timeout=60, return_when=asyncio.FIRST_COMPLETED
+                    )
                     gone.cancel()
                     if waiter.done() and not gone.done():
                         # Cancelled while the client still listens: end the request as
@@ -224,7 +250,13 @@ class Canned:
                             writer.write(self.response("200 OK", b"", b"text/event-stream"))
                         else:
                             err = b'{"code":-32800,"message":"request cancelled"}'
-                            body = b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode() + b',"error":' + err + b"}"
+                            body = (
+                                b'{"jsonrpc":"2.0","id":'
+                                + json.dumps(msg["id"]).encode()
+                                + b',"error":'
+                                + err
+                                + b"}"
+                            )
                             writer.write(self.response("200 OK", body, b"application/json"))
                         await writer.drain()
                     return  # close the connection either way

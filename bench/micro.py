@@ -20,7 +20,9 @@ def _payload(size: int, msg_id: int = 7) -> bytes:
     unit = "The quick brown fox jumps over the lazy dog — ünïcödé ✓ 0123456789\n"
     text = (unit * (size // len(unit) + 1))[:size]
     result = {"content": [{"type": "text", "text": text}], "isError": False}
-    return json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}, ensure_ascii=False).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": msg_id, "result": result}, ensure_ascii=False
+    ).encode()
 
 
 def _median(xs: list[float]) -> float:
@@ -46,14 +48,14 @@ def b2(p: dict[str, Any]) -> dict[str, Any]:
 
         def core() -> None:
             decoder = SSEDecoder()
-            for chunk in chunks:
+            for chunk in chunks:  # noqa: B023 - used within this iteration
                 for event in decoder.feed(chunk):
                     message = decode_message(event.data)
                     assert isinstance(message, Result)
                     render_result(message.result)
 
         def plain() -> None:
-            json.loads(payload)
+            json.loads(payload)  # noqa: B023 - used within this iteration
 
         core()
         plain()

@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import socket
 import statistics
 import subprocess
@@ -59,11 +58,25 @@ def free_port() -> int:
 @contextlib.contextmanager
 def canned(mode: str, tools: int = 3, page_size: int = 0) -> Iterator[str]:
     port = free_port()
-    logf = tempfile.TemporaryFile()
+    logf = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.canned_server", "--port", str(port), "--mode", mode,
-         "--tools", str(tools), "--page-size", str(page_size)],
-        cwd=ROOT, env=_env(), stdout=logf, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "bench.canned_server",
+            "--port",
+            str(port),
+            "--mode",
+            mode,
+            "--tools",
+            str(tools),
+            "--page-size",
+            str(page_size),
+        ],
+        cwd=ROOT,
+        env=_env(),
+        stdout=logf,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 30
@@ -93,7 +106,11 @@ def _http(base: str, method: str, path: str) -> dict[str, Any]:
         while b"\r\n\r\n" not in data:
             data += s.recv(65536)
         head, body = data.split(b"\r\n\r\n", 1)
-        length = int([ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")][0].split(b":")[1])
+        length = int(
+            next(
+                ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")
+            ).split(b":")[1]
+        )
         while len(body) < length:
             body += s.recv(65536)
     return json.loads(body)
@@ -109,11 +126,18 @@ def read_stats(base: str) -> dict[str, Any]:
     return stats
 
 
-def worker(client: str, scenario: str, params: dict[str, Any], timeout: float = 600) -> dict[str, Any]:
+def worker(
+    client: str, scenario: str, params: dict[str, Any], timeout: float = 600
+) -> dict[str, Any]:
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "bench.worker", client, scenario, json.dumps(params)],
-            cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout, check=False,
+            cwd=ROOT,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:g} s"}
@@ -149,10 +173,17 @@ def b1(cfg: dict[str, Any], clients: list[str]) -> dict[str, Any]:
             for rnd in range(cfg["rounds"]):
                 for client in clients:
                     log(f"B1 {label} round {rnd + 1}: {client}")
-                    res = worker(client, "calls", {
-                        "url": base + "/mcp", "seq": cfg["seq"], "conc_calls": cfg["conc_calls"],
-                        "conc": 32, "batches": cfg["batches"],
-                    })
+                    res = worker(
+                        client,
+                        "calls",
+                        {
+                            "url": base + "/mcp",
+                            "seq": cfg["seq"],
+                            "conc_calls": cfg["conc_calls"],
+                            "conc": 32,
+                            "batches": cfg["batches"],
+                        },
+                    )
                     if "error" in res:
                         errors[client] = res["error"]
                     else:
@@ -186,7 +217,11 @@ def _sdk(peers: Any, mode: str, page_size: int | None = None) -> Iterator[str]:
 def b2(cfg: dict[str, Any]) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-m", "bench.micro", "b2", json.dumps({"repeats": cfg["micro_repeats"]})],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -194,14 +229,17 @@ def b2(cfg: dict[str, Any]) -> dict[str, Any]:
 def b3(cfg: dict[str, Any], clients: list[str]) -> dict[str, Any]:
     per: dict[str, list[dict[str, Any]]] = {c: [] for c in clients}
     errors: dict[str, str] = {}
-    with canned("json", tools=cfg["tools"], page_size=50) as base_json, canned(
-        "sse", tools=cfg["tools"], page_size=50
-    ) as base_sse:
+    with (
+        canned("json", tools=cfg["tools"], page_size=50) as base_json,
+        canned("sse", tools=cfg["tools"], page_size=50) as base_sse,
+    ):
         for rnd in range(cfg["rounds"]):
             for client in clients:
                 for base in (base_sse, base_json)[: len(cfg["modes"])]:
                     log(f"B3 round {rnd + 1}: {client} {'SSE' if base is base_sse else 'JSON'}")
-                    res = worker(client, "list", {"url": base + "/mcp", "batches": cfg["list_batches"]})
+                    res = worker(
+                        client, "list", {"url": base + "/mcp", "batches": cfg["list_batches"]}
+                    )
                     if "error" in res:
                         errors[client] = res["error"]
                     else:
@@ -243,9 +281,18 @@ def b5(cfg: dict[str, Any]) -> dict[str, Any]:
     if cfg["quick"]:
         skip.append("official (mcp client)")
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.micro", "b5",
-         json.dumps({"repeats": cfg["import_repeats"], "skip": skip})],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "bench.micro",
+            "b5",
+            json.dumps({"repeats": cfg["import_repeats"], "skip": skip}),
+        ],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -257,7 +304,11 @@ def b6(cfg: dict[str, Any], clients: list[str]) -> dict[str, Any]:
             for client in clients:
                 log(f"B6 {mode}: {client}")
                 reset_stats(base)
-                res = worker(client, "cancel", {"url": base + "/mcp", "repeats": cfg["cancel_repeats"], "wait": 0.2})
+                res = worker(
+                    client,
+                    "cancel",
+                    {"url": base + "/mcp", "repeats": cfg["cancel_repeats"], "wait": 0.2},
+                )
                 stats = read_stats(base)
                 if "error" in res and not res.get("times"):
                     out[f"{client} {mode.upper()}"] = {"error": res["error"]}
@@ -279,13 +330,16 @@ def b7(cfg: dict[str, Any], clients: list[str]) -> dict[str, Any]:
             for client in clients:
                 log(f"B7 {mode}: {client}")
                 reset_stats(base)
-                res = worker(client, "pool", {"url": base + "/mcp", "calls": cfg["pool_calls"], "conc": 32})
+                res = worker(
+                    client, "pool", {"url": base + "/mcp", "calls": cfg["pool_calls"], "conc": 32}
+                )
                 stats = read_stats(base)
                 if "error" in res:
                     out[f"{client} {mode.upper()}"] = res
                     continue
                 out[f"{client} {mode.upper()}"] = {
-                    "calls": res["calls"], "connections": stats["accepts"],
+                    "calls": res["calls"],
+                    "connections": stats["accepts"],
                     "pool": 10 if client in OURS else None,
                 }
     return out
@@ -306,18 +360,22 @@ def mark(ok: bool | None) -> str:
     return "**met**" if ok else ("**not met**" if ok is not None else "n/a")
 
 
-def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path | None) -> list[str]:
+def write_report(
+    res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path | None
+) -> list[str]:
     lines: list[str] = []
     verdicts: list[str] = []
     w = lines.append
     w("# mcpcore benchmark report")
     w("")
-    w(f"Generated by `python -m bench{' --quick' if cfg['quick'] else ''}` on "
-      f"{datetime.date.today().isoformat()}: Python {platform.python_version()}, "
-      f"{os.cpu_count()} CPUs, load average at start {res['meta']['load']}. "
-      f"Clients: {', '.join(cfg['clients'])}. "
-      "Every figure is a median over repeats taken in the same run, clients alternating round "
-      "by round; the budgets are judged on the ratios (this project ÷ the official client).")
+    w(
+        f"Generated by `python -m bench{' --quick' if cfg['quick'] else ''}` on "
+        f"{datetime.date.today().isoformat()}: Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, load average at start {res['meta']['load']}. "
+        f"Clients: {', '.join(cfg['clients'])}. "
+        "Every figure is a median over repeats taken in the same run, clients alternating round "
+        "by round; the budgets are judged on the ratios (this project ÷ the official client)."
+    )
     w("")
     for note in res["meta"]["notes"]:
         w(f"- {note}")
@@ -329,11 +387,15 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
     # B1
     w("## B1 — tools/call round trip (client CPU, latency, 32 in flight)")
     w("")
-    w("Budget: CPU per call ≤ 0.35× the official client against an SSE server, ≤ 0.5× against a "
-      "JSON server; throughput with 32 in flight ≥ 3×. Judged on the canned servers (the SDK "
-      "server rows show the same clients against a server that is itself the bottleneck).")
+    w(
+        "Budget: CPU per call ≤ 0.35× the official client against an SSE server, ≤ 0.5× against a "
+        "JSON server; throughput with 32 in flight ≥ 3×. Judged on the canned servers (the SDK "
+        "server rows show the same clients against a server that is itself the bottleneck)."
+    )
     w("")
-    w("| server | client | CPU/call seq | ×official | latency med / p99 | CPU/call 32 in flight | ×official | calls/s 32 in flight | ×official | latency med / p99 (32) |")
+    w(
+        "| server | client | CPU/call seq | ×official | latency med / p99 | CPU/call 32 in flight | ×official | calls/s 32 in flight | ×official | latency med / p99 (32) |"
+    )
     w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     b1_ok: list[bool] = []
     for server, rows in res["b1"].items():
@@ -345,17 +407,20 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
             rs = r["seq_cpu"] / off["seq_cpu"] if "seq_cpu" in off else float("nan")
             rc = r["conc_cpu"] / off["conc_cpu"] if "conc_cpu" in off else float("nan")
             rt = r["conc_tput"] / off["conc_tput"] if "conc_tput" in off else float("nan")
-            w(f"| {server} | {client} | {fmt_us(r['seq_cpu'])} | {rs:.2f}× | "
-              f"{fmt_ms(r['seq_lat_med'])} / {fmt_ms(r['seq_lat_p99'])} | {fmt_us(r['conc_cpu'])} | "
-              f"{rc:.2f}× | {r['conc_tput']:,.0f} | {rt:.2f}× | "
-              f"{fmt_ms(r['conc_lat_med'])} / {fmt_ms(r['conc_lat_p99'])} |")
+            w(
+                f"| {server} | {client} | {fmt_us(r['seq_cpu'])} | {rs:.2f}× | "
+                f"{fmt_ms(r['seq_lat_med'])} / {fmt_ms(r['seq_lat_p99'])} | {fmt_us(r['conc_cpu'])} | "
+                f"{rc:.2f}× | {r['conc_tput']:,.0f} | {rt:.2f}× | "
+                f"{fmt_ms(r['conc_lat_med'])} / {fmt_ms(r['conc_lat_p99'])} |"
+            )
             if client in OURS and server.startswith("canned") and "seq_cpu" in off:
                 limit = 0.35 if "SSE" in server else 0.5
                 ok = rs <= limit and rc <= limit and rt >= 3.0
                 b1_ok.append(ok)
                 verdicts.append(
                     f"B1 {server} {client}: CPU/call {rs:.2f}× seq, {rc:.2f}× at 32 in flight "
-                    f"(budget ≤ {limit}×), throughput {rt:.2f}× (budget ≥ 3×): {'met' if ok else 'not met'}")
+                    f"(budget ≤ {limit}×), throughput {rt:.2f}× (budget ≥ 3×): {'met' if ok else 'not met'}"
+                )
     w("")
     w(f"B1: {mark(all(b1_ok) if b1_ok else None)}")
     w("")
@@ -363,8 +428,10 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
     # B2
     w("## B2 — core cost without network (SSE decoding + JSON-RPC decoding + rendering)")
     w("")
-    w("Budget: ≤ 1.3× plain `json.loads` of the same payloads (mixed sizes). Per message: a new "
-      "`SSEDecoder`, the SSE bytes fed in 64 KiB chunks, `decode_message`, `render_result`.")
+    w(
+        "Budget: ≤ 1.3× plain `json.loads` of the same payloads (mixed sizes). Per message: a new "
+        "`SSEDecoder`, the SSE bytes fed in 64 KiB chunks, `decode_message`, `render_result`."
+    )
     w("")
     w("| payload | core path | json.loads | ratio |")
     w("| --- | --- | --- | --- |")
@@ -376,10 +443,14 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
     small = res["b2"]["100 B"]["ratio"]
     if small > 1.3:
         w("")
-        w(f"For 100 B messages alone the ratio is {small:.2f}×: `json.loads` of 100 bytes takes a "
-          "few microseconds, so the fixed per-message work (a decoder, an event object, the "
-          "JSON-RPC checks, a `ToolOutput`) dominates; that is the reason, not the scanning.")
-    verdicts.append(f"B2 mix {res['b2']['mix']['ratio']:.2f}× (budget ≤ 1.3×): {'met' if ok2 else 'not met'}")
+        w(
+            f"For 100 B messages alone the ratio is {small:.2f}×: `json.loads` of 100 bytes takes a "
+            "few microseconds, so the fixed per-message work (a decoder, an event object, the "
+            "JSON-RPC checks, a `ToolOutput`) dominates; that is the reason, not the scanning."
+        )
+    verdicts.append(
+        f"B2 mix {res['b2']['mix']['ratio']:.2f}× (budget ≤ 1.3×): {'met' if ok2 else 'not met'}"
+    )
     w("")
 
     # B3
@@ -397,12 +468,16 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
             continue
         rs = r["wall_sse"] / off3["wall_sse"] if "wall_sse" in off3 else float("nan")
         rj = r["wall_json"] / off3["wall_json"] if "wall_json" in off3 else float("nan")
-        w(f"| {client} | {fmt_ms(r['wall_sse'])} | {rs:.2f}× | {fmt_ms(r['wall_json'])} | {rj:.2f}× | "
-          f"{fmt_ms(r['cpu'])} | {r['tools']:,} |")
+        w(
+            f"| {client} | {fmt_ms(r['wall_sse'])} | {rs:.2f}× | {fmt_ms(r['wall_json'])} | {rj:.2f}× | "
+            f"{fmt_ms(r['cpu'])} | {r['tools']:,} |"
+        )
         if client in OURS and off3:
             ok = all(r <= 0.4 for r in (rs, rj) if r == r)
             b3_ok.append(ok)
-            verdicts.append(f"B3 {client}: {rs:.2f}× (SSE), {rj:.2f}× (JSON) (budget ≤ 0.4×): {'met' if ok else 'not met'}")
+            verdicts.append(
+                f"B3 {client}: {rs:.2f}× (SSE), {rj:.2f}× (JSON) (budget ≤ 0.4×): {'met' if ok else 'not met'}"
+            )
     w("")
     w(f"B3: {mark(all(b3_ok) if b3_ok else None)}")
     w("")
@@ -411,8 +486,10 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
     size = cfg["big"]
     w(f"## B4 — one {size // MiB} MiB text result, default settings")
     w("")
-    w("Budget: works by default; peak RSS growth ≤ 3× the payload (ru_maxrss in the client "
-      "process after the call minus before it).")
+    w(
+        "Budget: works by default; peak RSS growth ≤ 3× the payload (ru_maxrss in the client "
+        "process after the call minus before it)."
+    )
     w("")
     w("| client / server | works | time | peak RSS growth ÷ payload | error |")
     w("| --- | --- | --- | --- | --- |")
@@ -421,12 +498,16 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
         if "base" not in r:
             w(f"| {key} | no | | | {r.get('error', '')} |")
             continue
-        w(f"| {key} | {'yes' if r['ok'] else 'no'} | {fmt_ms(r['time'])} | {r['rss_ratio']:.2f}× | "
-          f"{(r.get('error') or '').replace('|', '/')} |")
+        w(
+            f"| {key} | {'yes' if r['ok'] else 'no'} | {fmt_ms(r['time'])} | {r['rss_ratio']:.2f}× | "
+            f"{(r.get('error') or '').replace('|', '/')} |"
+        )
         if key.split()[0] in OURS:
             ok = bool(r["ok"]) and r["rss_ratio"] <= 3.0
             b4_ok.append(ok)
-            verdicts.append(f"B4 {key}: works={r['ok']}, RSS {r['rss_ratio']:.2f}× (budget ≤ 3×): {'met' if ok else 'not met'}")
+            verdicts.append(
+                f"B4 {key}: works={r['ok']}, RSS {r['rss_ratio']:.2f}× (budget ≤ 3×): {'met' if ok else 'not met'}"
+            )
     w("")
     w(f"B4: {mark(all(b4_ok) if b4_ok else None)}")
     w("")
@@ -434,8 +515,10 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
     # B5
     w("## B5 — import time and modules loaded")
     w("")
-    w("Budget: `import mcpcore` ≤ 15 ms and standard library only; each driver ≤ 130 ms. "
-      "Fresh interpreter per sample, bytecode caches warm, median of repeats.")
+    w(
+        "Budget: `import mcpcore` ≤ 15 ms and standard library only; each driver ≤ 130 ms. "
+        "Fresh interpreter per sample, bytecode caches warm, median of repeats."
+    )
     w("")
     w("| import | median time | modules loaded | third-party packages |")
     w("| --- | --- | --- | --- |")
@@ -443,16 +526,25 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
         if "error" in r:
             w(f"| {label} | error: {r['error']} | | |")
             continue
-        w(f"| `{label}` | {r['median_ms']:.1f} ms | {r['modules']} | {', '.join(r['third_party']) or '—'} |")
+        w(
+            f"| `{label}` | {r['median_ms']:.1f} ms | {r['modules']} | {', '.join(r['third_party']) or '—'} |"
+        )
     core = res["b5"].get("mcpcore", {})
     core_std = core.get("third_party") == ["mcpcore"]
     ok_core = core_std and core.get("median_ms", 1e9) <= 15
-    ok_drv = all(res["b5"].get(d, {}).get("median_ms", 1e9) <= 130 for d in ("mcpcore_anyio", "mcpcore_threaded"))
-    verdicts.append(f"B5 mcpcore {core.get('median_ms', float('nan')):.1f} ms, stdlib only={core_std} "
-                    f"(budget ≤ 15 ms): {'met' if ok_core else 'not met'}")
+    ok_drv = all(
+        res["b5"].get(d, {}).get("median_ms", 1e9) <= 130
+        for d in ("mcpcore_anyio", "mcpcore_threaded")
+    )
+    verdicts.append(
+        f"B5 mcpcore {core.get('median_ms', float('nan')):.1f} ms, stdlib only={core_std} "
+        f"(budget ≤ 15 ms): {'met' if ok_core else 'not met'}"
+    )
     for d in ("mcpcore_anyio", "mcpcore_threaded"):
         ms = res["b5"].get(d, {}).get("median_ms", float("nan"))
-        verdicts.append(f"B5 {d} {ms:.1f} ms (budget ≤ 130 ms): {'met' if ms <= 130 else 'not met'}")
+        verdicts.append(
+            f"B5 {d} {ms:.1f} ms (budget ≤ 130 ms): {'met' if ms <= 130 else 'not met'}"
+        )
     w("")
     w(f"B5: core {mark(ok_core)}, drivers {mark(ok_drv)}")
     w("")
@@ -460,10 +552,14 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
     # B6
     w("## B6 — cancelling a running call")
     w("")
-    w("Budget: the caller returns within 5 ms of the cancel, and `notifications/cancelled` is always sent "
-      "(counted by the canned server). The call is `slow`, cancelled 0.2 s after it started.")
+    w(
+        "Budget: the caller returns within 5 ms of the cancel, and `notifications/cancelled` is always sent "
+        "(counted by the canned server). The call is `slow`, cancelled 0.2 s after it started."
+    )
     w("")
-    w("| client / server | return after cancel, median | max | calls started | notices seen by the server |")
+    w(
+        "| client / server | return after cancel, median | max | calls started | notices seen by the server |"
+    )
     w("| --- | --- | --- | --- | --- |")
     b6_ok = []
     for key, r in res["b6"].items():
@@ -471,11 +567,15 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
             w(f"| {key} | error: {r['error']} | | | |")
             continue
         note = f" (then: {r['note']})" if r.get("note") else ""
-        w(f"| {key} | {fmt_ms(r['median'])} | {fmt_ms(r['max'])} | {r['started']} | {r['notices']}{note} |")
+        w(
+            f"| {key} | {fmt_ms(r['median'])} | {fmt_ms(r['max'])} | {r['started']} | {r['notices']}{note} |"
+        )
         if key.split()[0] in OURS:
             ok = r["median"] <= 0.005 and r["notices"] >= r["started"] > 0
             b6_ok.append(ok)
-            verdicts.append(f"B6 {key}: {fmt_ms(r['median'])} median, {r['notices']}/{r['started']} notices: {'met' if ok else 'not met'}")
+            verdicts.append(
+                f"B6 {key}: {fmt_ms(r['median'])} median, {r['notices']}/{r['started']} notices: {'met' if ok else 'not met'}"
+            )
     w("")
     w(f"B6: {mark(all(b6_ok) if b6_ok else None)}")
     w("")
@@ -483,8 +583,10 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
     # B7
     w(f"## B7 — connections opened for {cfg['pool_calls']:,} calls (32 in flight)")
     w("")
-    w("Budget: no more connections than the pool size (mcpcore's default `max_connections` is 10; "
-      "the official client's httpx2 pool is unbounded by default). Counted as TCP accepts by the canned server.")
+    w(
+        "Budget: no more connections than the pool size (mcpcore's default `max_connections` is 10; "
+        "the official client's httpx2 pool is unbounded by default). Counted as TCP accepts by the canned server."
+    )
     w("")
     w("| client / server | calls | connections opened | pool size |")
     w("| --- | --- | --- | --- |")
@@ -497,7 +599,9 @@ def write_report(res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path
         if key.split()[0] in OURS:
             ok = r["connections"] <= r["pool"]
             b7_ok.append(ok)
-            verdicts.append(f"B7 {key}: {r['connections']} connections for {r['calls']} calls (pool {r['pool']}): {'met' if ok else 'not met'}")
+            verdicts.append(
+                f"B7 {key}: {r['connections']} connections for {r['calls']} calls (pool {r['pool']}): {'met' if ok else 'not met'}"
+            )
     w("")
     w(f"B7: {mark(all(b7_ok) if b7_ok else None)}")
     w("")
@@ -525,8 +629,10 @@ def plot(res: dict[str, Any], path: Path) -> Path | None:
     except ImportError:
         return None
     servers = list(res["b1"])
-    clients = sorted({c for rows in res["b1"].values() for c in rows},
-                     key=lambda c: ("anyio", "threaded", "official", "fastmcp").index(c))
+    clients = sorted(
+        {c for rows in res["b1"].values() for c in rows},
+        key=lambda c: ("anyio", "threaded", "official", "fastmcp").index(c),
+    )
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     width = 0.8 / max(1, len(clients))
     for ax, key, title, scale in (
@@ -541,7 +647,9 @@ def plot(res: dict[str, Any], path: Path) -> Path | None:
         ax.set_xticklabels(servers, rotation=15, fontsize=8)
         ax.set_title(title, fontsize=10)
     axes[0].legend(fontsize=8)
-    fig.suptitle("B1: tools/call round trips on loopback (medians; lower CPU and higher calls/s are better)")
+    fig.suptitle(
+        "B1: tools/call round trips on loopback (medians; lower CPU and higher calls/s are better)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -550,7 +658,9 @@ def plot(res: dict[str, Any], path: Path) -> Path | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smoke run: tiny repeats, no fastmcp, 1 MiB")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: tiny repeats, no fastmcp, 1 MiB"
+    )
     ap.add_argument("--out", default=str(HERE / "report.md"), help="where to write the report")
     ap.add_argument("--only", default="", help="comma-separated budgets to run (b1,...,b7)")
     args = ap.parse_args(argv)
@@ -565,8 +675,10 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             notes.append(f"fastmcp could not be imported ({exc}); it is left out.")
     else:
-        notes.append("Quick (smoke) mode: tiny repeats, fastmcp skipped, 1 MiB instead of 50 MiB. "
-                     "These figures are not meaningful.")
+        notes.append(
+            "Quick (smoke) mode: tiny repeats, fastmcp skipped, 1 MiB instead of 50 MiB. "
+            "These figures are not meaningful."
+        )
     cfg: dict[str, Any] = {
         "quick": quick,
         "modes": ("sse",) if quick else ("sse", "json"),
@@ -601,10 +713,9 @@ def main(argv: list[str] | None = None) -> int:
     if only and raw_path.exists():
         previous = json.loads(raw_path.read_text())
     for name, fn in steps:
-        if only and name not in only:
-            if name in previous:
-                res[name] = previous[name]
-                continue
+        if only and name not in only and name in previous:
+            res[name] = previous[name]
+            continue
         log(f"running {name}")
         res[name] = fn()
     analysis = HERE / "analysis.md"

@@ -37,7 +37,7 @@ def stats_of(samples: list[float]) -> dict[str, float]:
     n = len(ordered)
     if not n:
         return {"median": float("nan"), "p99": float("nan")}
-    p99 = ordered[min(n - 1, int(round(0.99 * (n - 1))))]
+    p99 = ordered[min(n - 1, round(0.99 * (n - 1)))]
     mid = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
     return {"median": mid, "p99": p99}
 
@@ -160,10 +160,10 @@ async def _calls_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, An
             per_worker = p["conc_calls"] // p["conc"]
 
             async def worker() -> None:
-                for _ in range(per_worker):
+                for _ in range(per_worker):  # noqa: B023 - used within this iteration
                     t = time.perf_counter()
                     await call("echo", {"text": text})
-                    clat.append(time.perf_counter() - t)
+                    clat.append(time.perf_counter() - t)  # noqa: B023 - used within this iteration
 
             c0, w0 = time.process_time(), time.perf_counter()
             async with anyio.create_task_group() as tg:
@@ -231,13 +231,23 @@ async def _big_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]
         w0 = time.perf_counter()
         try:
             text = await call("big", {"size": p["size"]})
-        except BaseException as exc:  # noqa: BLE001 - any failure is a result
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300], "base": base,
-                    "peak": maxrss(), "time": time.perf_counter() - w0}
+        except BaseException as exc:
+            return {
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}"[:300],
+                "base": base,
+                "peak": maxrss(),
+                "time": time.perf_counter() - w0,
+            }
         wall = time.perf_counter() - w0
         ok = len(text) == p["size"]
-        return {"ok": ok, "error": None if ok else f"got {len(text)} chars", "base": base,
-                "peak": maxrss(), "time": wall}
+        return {
+            "ok": ok,
+            "error": None if ok else f"got {len(text)} chars",
+            "base": base,
+            "peak": maxrss(),
+            "time": wall,
+        }
 
 
 async def _cancel_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
@@ -253,8 +263,8 @@ async def _cancel_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, A
             async def runner(scope: anyio.CancelScope) -> None:
                 with scope:
                     await call("slow", {})
-                ended.append(time.perf_counter())
-                returned.set()
+                ended.append(time.perf_counter())  # noqa: B023 - used within this iteration
+                returned.set()  # noqa: B023 - used within this iteration
 
             scope = anyio.CancelScope()
             try:
@@ -264,7 +274,7 @@ async def _cancel_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, A
                     t0 = time.perf_counter()
                     scope.cancel()
                     await returned.wait()
-            except BaseException as exc:  # noqa: BLE001 - a client that breaks is a result
+            except BaseException as exc:
                 if not isinstance(exc, Exception):
                     raise
                 return {"times": times, "error": f"{type(exc).__name__}: {exc}"[:300]}
@@ -322,12 +332,12 @@ def _calls_threaded(p: dict[str, Any]) -> dict[str, Any]:
 
             def worker() -> None:
                 mine = []
-                for _ in range(per_worker):
+                for _ in range(per_worker):  # noqa: B023 - used within this iteration
                     t = time.perf_counter()
                     client.call("bench/echo", {"text": text})
                     mine.append(time.perf_counter() - t)
-                with lock:
-                    clat.extend(mine)
+                with lock:  # noqa: B023 - used within this iteration
+                    clat.extend(mine)  # noqa: B023 - used within this iteration
 
             threads = [threading.Thread(target=worker) for _ in range(p["conc"])]
             c0, w0 = time.process_time(), time.perf_counter()
@@ -369,13 +379,23 @@ def _big_threaded(p: dict[str, Any]) -> dict[str, Any]:
         w0 = time.perf_counter()
         try:
             text = client.call("bench/big", {"size": p["size"]}).text
-        except Exception as exc:  # noqa: BLE001
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300], "base": base,
-                    "peak": maxrss(), "time": time.perf_counter() - w0}
+        except Exception as exc:
+            return {
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}"[:300],
+                "base": base,
+                "peak": maxrss(),
+                "time": time.perf_counter() - w0,
+            }
         wall = time.perf_counter() - w0
         ok = len(text) == p["size"]
-        return {"ok": ok, "error": None if ok else f"got {len(text)} chars", "base": base,
-                "peak": maxrss(), "time": wall}
+        return {
+            "ok": ok,
+            "error": None if ok else f"got {len(text)} chars",
+            "base": base,
+            "peak": maxrss(),
+            "time": wall,
+        }
 
 
 def _cancel_threaded(p: dict[str, Any]) -> dict[str, Any]:
@@ -390,7 +410,7 @@ def _cancel_threaded(p: dict[str, Any]) -> dict[str, Any]:
             handle.cancel()
             try:
                 handle.result()
-            except Exception:  # noqa: BLE001 - the cancelled call raises
+            except Exception:
                 pass
             times.append(time.perf_counter() - t0)
         time.sleep(0.3)
@@ -422,13 +442,23 @@ def main(argv: list[str]) -> None:
 
     logging.disable(logging.CRITICAL)  # no log output inside measurements
     if client == "threaded":
-        fn = {"calls": _calls_threaded, "list": _list_threaded, "big": _big_threaded,
-              "cancel": _cancel_threaded, "pool": _pool_threaded}[scenario]
+        fn = {
+            "calls": _calls_threaded,
+            "list": _list_threaded,
+            "big": _big_threaded,
+            "cancel": _cancel_threaded,
+            "pool": _pool_threaded,
+        }[scenario]
         result = fn(params)
     else:
         adapter = ASYNC[client]()
-        afn = {"calls": _calls_async, "list": _list_async, "big": _big_async,
-               "cancel": _cancel_async, "pool": _pool_async}[scenario]
+        afn = {
+            "calls": _calls_async,
+            "list": _list_async,
+            "big": _big_async,
+            "cancel": _cancel_async,
+            "pool": _pool_async,
+        }[scenario]
         result = run_async(lambda: afn(adapter, params))
     sys.stdout.write("\n" + json.dumps(result) + "\n")
     sys.stdout.flush()
