@@ -130,9 +130,10 @@ def test_X3_the_purity_check_can_fail(tmp_path: Path) -> None:
 
 
 def test_X3_import_mcpcore_loads_only_the_standard_library() -> None:
-    """`python -c "import mcpcore"` loads nothing outside the standard library."""
+    """`python -c "import mcpcore"`, and every public name, loads nothing outside the stdlib."""
     code = (
         "import sys; before = set(sys.modules); import mcpcore; "
+        "[getattr(mcpcore, name) for name in mcpcore.__all__]; "
         "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
         "print(sorted(m for m in new if m not in sys.stdlib_module_names and m != 'mcpcore'))"
     )
@@ -140,3 +141,14 @@ def test_X3_import_mcpcore_loads_only_the_standard_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_X3_every_public_name_resolves() -> None:
+    """The lazily loaded public names (PEP 562) all exist and are listed."""
+    import mcpcore
+
+    for name in mcpcore.__all__:
+        assert getattr(mcpcore, name) is not None
+    assert set(mcpcore.__all__) <= set(dir(mcpcore))
+    with pytest.raises(AttributeError):
+        mcpcore.no_such_name  # noqa: B018

@@ -4,130 +4,199 @@ The core never touches a socket, thread, task, clock, environment variable or
 random source. Bytes, messages and ``now`` go in; what to send, what happened
 and when to wake come out. Drivers that do the I/O live in ``mcpcore_anyio``
 and ``mcpcore_threaded``.
+
+Public names are loaded on first use (PEP 562), so ``import mcpcore`` itself
+costs almost nothing; ``from mcpcore import X`` works as usual.
 """
 
 from __future__ import annotations
 
-from ._backoff import backoff_delay
-from ._errors import (
-    BackendError,
-    CallTimeout,
-    ConfigError,
-    HandshakeError,
-    LimitExceeded,
-    LocalProtocolError,
-    McpError,
-    ProtocolError,
-    RemoteProtocolError,
-    TransportError,
-    Unavailable,
-    UnknownTool,
-)
-from ._escape import escape_text
+import importlib
+
+# Not `from typing import TYPE_CHECKING`: importing typing would cost more
+# than everything else here (mypy treats this name as true: see pyproject).
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
+# name -> the private module that defines it
+_EXPORTS: dict[str, str] = {
+    "backoff_delay": "_backoff",
+    "LocalServer": "_config",
+    "RemoteServer": "_config",
+    "expand": "_config",
+    "load_mcp_json": "_config",
+    "parse_server": "_config",
+    "Availability": "_engine",
+    "HttpClientEngine": "_engine",
+    "StdioClientEngine": "_engine",
+    "BackendError": "_errors",
+    "CallTimeout": "_errors",
+    "ConfigError": "_errors",
+    "HandshakeError": "_errors",
+    "LimitExceeded": "_errors",
+    "LocalProtocolError": "_errors",
+    "McpError": "_errors",
+    "ProtocolError": "_errors",
+    "RemoteProtocolError": "_errors",
+    "TransportError": "_errors",
+    "Unavailable": "_errors",
+    "UnknownTool": "_errors",
+    "escape_text": "_escape",
+    "AbortExchange": "_events",
+    "CallCancelled": "_events",
+    "CallFailed": "_events",
+    "CallSucceeded": "_events",
+    "HttpRequest": "_events",
+    "ProgressReceived": "_events",
+    "RefreshFailed": "_events",
+    "SessionReady": "_events",
+    "StartFailed": "_events",
+    "ToolsListChanged": "_events",
+    "ToolsRefreshed": "_events",
+    "HttpLimits": "_http",
+    "ErrorResponse": "_jsonrpc",
+    "Message": "_jsonrpc",
+    "Notification": "_jsonrpc",
+    "Request": "_jsonrpc",
+    "Result": "_jsonrpc",
+    "decode_message": "_jsonrpc",
+    "encode_message": "_jsonrpc",
+    "OutputSchemaViolation": "_render",
+    "ToolOutput": "_render",
+    "render_result": "_render",
+    "SUPPORTED_PROTOCOL_VERSIONS": "_session",
+    "SessionOptions": "_session",
+    "SessionState": "_session",
+    "SSEDecoder": "_sse",
+    "SSEEvent": "_sse",
+    "LineFramer": "_stdio",
+    "frame_message": "_stdio",
+    "Catalogue": "_tools",
+    "SyncReport": "_tools",
+    "Tool": "_tools",
+    "is_valid_segment": "_tools",
+}
+
 __all__ = [
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "AbortExchange",
+    "Availability",
     "BackendError",
+    "CallCancelled",
+    "CallFailed",
+    "CallSucceeded",
     "CallTimeout",
+    "Catalogue",
     "ConfigError",
-    "HandshakeError",
-    "LimitExceeded",
-    "LocalProtocolError",
-    "McpError",
-    "ProtocolError",
-    "RemoteProtocolError",
-    "TransportError",
-    "Unavailable",
-    "UnknownTool",
-    "__version__",
-    "backoff_delay",
-    "escape_text",
-]
-
-# Each block below imports its public names and extends __all__ with `__all__ += [...]`.
-# --- codec, sse, stdio (begin) ---
-from ._jsonrpc import (
-    ErrorResponse,
-    Message,
-    Notification,
-    Request,
-    Result,
-    decode_message,
-    encode_message,
-)
-from ._sse import SSEDecoder, SSEEvent
-from ._stdio import LineFramer, frame_message
-
-__all__ += [
     "ErrorResponse",
+    "HandshakeError",
+    "HttpClientEngine",
+    "HttpLimits",
+    "HttpRequest",
+    "LimitExceeded",
     "LineFramer",
+    "LocalProtocolError",
+    "LocalServer",
+    "McpError",
     "Message",
     "Notification",
+    "OutputSchemaViolation",
+    "ProgressReceived",
+    "ProtocolError",
+    "RefreshFailed",
+    "RemoteProtocolError",
+    "RemoteServer",
     "Request",
     "Result",
     "SSEDecoder",
     "SSEEvent",
-    "decode_message",
-    "encode_message",
-    "frame_message",
-]
-# --- codec, sse, stdio (end) ---
-# --- config (begin) ---
-from ._config import LocalServer, RemoteServer, expand, load_mcp_json, parse_server
-
-__all__ += ["LocalServer", "RemoteServer", "expand", "load_mcp_json", "parse_server"]
-# --- config (end) ---
-# --- tools, render (begin) ---
-from ._render import OutputSchemaViolation, ToolOutput, render_result
-from ._tools import Catalogue, SyncReport, Tool, is_valid_segment
-
-__all__ += [
-    "Catalogue",
-    "OutputSchemaViolation",
-    "SyncReport",
-    "Tool",
-    "ToolOutput",
-    "is_valid_segment",
-    "render_result",
-]
-# --- tools, render (end) ---
-# --- engine (begin) ---
-from ._engine import Availability, HttpClientEngine, StdioClientEngine
-from ._events import (
-    AbortExchange,
-    CallCancelled,
-    CallFailed,
-    CallSucceeded,
-    HttpRequest,
-    ProgressReceived,
-    RefreshFailed,
-    SessionReady,
-    StartFailed,
-    ToolsListChanged,
-    ToolsRefreshed,
-)
-from ._http import HttpLimits
-from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
-
-__all__ += [
-    "SUPPORTED_PROTOCOL_VERSIONS",
-    "AbortExchange",
-    "Availability",
-    "CallCancelled",
-    "CallFailed",
-    "CallSucceeded",
-    "HttpClientEngine",
-    "HttpLimits",
-    "HttpRequest",
-    "ProgressReceived",
-    "RefreshFailed",
     "SessionOptions",
     "SessionReady",
     "SessionState",
     "StartFailed",
     "StdioClientEngine",
+    "SyncReport",
+    "Tool",
+    "ToolOutput",
     "ToolsListChanged",
     "ToolsRefreshed",
+    "TransportError",
+    "Unavailable",
+    "UnknownTool",
+    "__version__",
+    "backoff_delay",
+    "decode_message",
+    "encode_message",
+    "escape_text",
+    "expand",
+    "frame_message",
+    "is_valid_segment",
+    "load_mcp_json",
+    "parse_server",
+    "render_result",
 ]
-# --- engine (end) ---
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._backoff import backoff_delay
+    from ._config import LocalServer, RemoteServer, expand, load_mcp_json, parse_server
+    from ._engine import Availability, HttpClientEngine, StdioClientEngine
+    from ._errors import (
+        BackendError,
+        CallTimeout,
+        ConfigError,
+        HandshakeError,
+        LimitExceeded,
+        LocalProtocolError,
+        McpError,
+        ProtocolError,
+        RemoteProtocolError,
+        TransportError,
+        Unavailable,
+        UnknownTool,
+    )
+    from ._escape import escape_text
+    from ._events import (
+        AbortExchange,
+        CallCancelled,
+        CallFailed,
+        CallSucceeded,
+        HttpRequest,
+        ProgressReceived,
+        RefreshFailed,
+        SessionReady,
+        StartFailed,
+        ToolsListChanged,
+        ToolsRefreshed,
+    )
+    from ._http import HttpLimits
+    from ._jsonrpc import (
+        ErrorResponse,
+        Message,
+        Notification,
+        Request,
+        Result,
+        decode_message,
+        encode_message,
+    )
+    from ._render import OutputSchemaViolation, ToolOutput, render_result
+    from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
+    from ._sse import SSEDecoder, SSEEvent
+    from ._stdio import LineFramer, frame_message
+    from ._tools import Catalogue, SyncReport, Tool, is_valid_segment
