@@ -82,8 +82,14 @@ def b2(p: dict[str, Any]) -> dict[str, Any]:
 
 IMPORTS = {
     "mcpcore": "import mcpcore",
+    # the public names load on first use (PEP 562): this is the cost of all of them
+    "mcpcore (every public name)": "import mcpcore; [getattr(mcpcore, n) for n in mcpcore.__all__]",
     "mcpcore_anyio": "import mcpcore_anyio",
     "mcpcore_threaded": "import mcpcore_threaded",
+    # httpcore imports trio whenever it is installed (it is here, for the tests);
+    # these rows are what a user without trio pays
+    "mcpcore_anyio (trio not installed)": "import sys; sys.modules['trio'] = None; import mcpcore_anyio",
+    "mcpcore_threaded (trio not installed)": "import sys; sys.modules['trio'] = None; import mcpcore_threaded",
     "official (mcp client)": "import mcp; from mcp import ClientSession; "
     "from mcp.client.streamable_http import streamable_http_client",
     "fastmcp": "from fastmcp import Client",
