@@ -598,3 +598,35 @@ async def test_K6_asyncio_task_cancel_sends_cancelled_and_leaves_no_task(anyio_b
             await wait_for(lambda: bool(server.requests_for("notifications/cancelled")), 5)
     leftover = {t for t in asyncio.all_tasks() - before if not t.done()}
     assert leftover == set()
+
+
+async def test_P5_server_that_closes_before_reading_the_request(driver: str) -> None:
+    """A server that hangs up before reading the body: unavailable with a reason, nothing
+    left unfinished (on trio an abandoned body generator used to raise ResourceWarning)."""
+    import gc
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def hang_up() -> None:
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            conn.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    try:
+        async with open_client(driver, "rude", entry(f"http://127.0.0.1:{port}/mcp")) as client:
+            with anyio.fail_after(20):
+                availability = await client.ready(10)
+        assert not availability.ok and "connection failed" in (availability.reason or "")
+        gc.collect()
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    MutableMapping,
+    Sequence,
+)
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -125,8 +132,10 @@ class AsgiPool:
         url: str,
         *,
         headers: Sequence[tuple[bytes, bytes]] = (),
-        content: bytes | None = None,
+        content: bytes | AsyncIterable[bytes] | None = None,
     ) -> AsyncIterator[AsgiResponse]:
+        if content is not None and not isinstance(content, bytes):
+            content = b"".join([chunk async for chunk in content])
         parts = urlsplit(url)
         scope: Scope = {
             "type": "http",
@@ -138,7 +147,10 @@ class AsgiPool:
             "raw_path": (parts.path or "/").encode(),
             "query_string": parts.query.encode(),
             "root_path": "",
-            "headers": [(b"host", parts.netloc.encode()), *[(k.lower(), v) for k, v in headers]],
+            "headers": [
+                (b"host", parts.netloc.encode()),
+                *[(k.lower(), v) for k, v in headers if k.lower() != b"content-length"],
+            ],
             "server": (parts.hostname or "testserver", parts.port or 80),
             "client": ("127.0.0.1", 0),
         }

@@ -91,6 +91,36 @@ class ToolRegistration:
         return f"ToolRegistration({self.tool.id!r})"
 
 
+class _OneChunk:
+    """A request body as an async iterable that is not an async generator.
+
+    httpcore iterates ``bytes`` content with an async generator; when a server
+    closes before reading the body, that generator is dropped unfinished and
+    trio reports a ResourceWarning. An iterator object has nothing to finalise.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+
+    def __aiter__(self) -> _OneChunk:
+        return self
+
+    async def __anext__(self) -> bytes:
+        data, self._data = self._data, None
+        if data is None:
+            raise StopAsyncIteration
+        return data
+
+
+def _framed(request: HttpRequest) -> tuple[list[tuple[bytes, bytes]], _OneChunk | None]:
+    if request.body is None:
+        return request.headers, None
+    length = (b"content-length", str(len(request.body)).encode("ascii"))
+    return [*request.headers, length], _OneChunk(request.body)
+
+
 class McpClient:
     """One MCP server, used from async code (asyncio or trio).
 
@@ -353,11 +383,9 @@ class McpClient:
         xid = request.exchange_id
         with scope:
             try:
+                headers, content = _framed(request)
                 async with pool.stream(
-                    request.method,
-                    request.url,
-                    headers=request.headers,
-                    content=request.body,
+                    request.method, request.url, headers=headers, content=content
                 ) as response:
                     engine.response_started(xid, response.status, response.headers, self._now())
                     await self._dispatch()
