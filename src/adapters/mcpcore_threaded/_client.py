@@ -206,6 +206,10 @@ class McpClient:
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: httpcore.ConnectionPool | None = None
         self._backend = _AbortableBackend()
+        # httpcore's sync pool can hand one idle connection to two queued requests
+        # and then close it under one of them (a ReadError on a closed socket) when
+        # more requests wait than it has connections; never queue more than that.
+        self._permits = threading.BoundedSemaphore(self._max_connections)
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._exchanges: dict[int, _Exchange] = {}
@@ -387,6 +391,12 @@ class McpClient:
         pool = self._pool
         assert isinstance(engine, HttpClientEngine) and pool is not None
         xid = request.exchange_id
+        while not self._permits.acquire(timeout=0.05):
+            if exchange.aborted or self._closed:
+                with self._lock:
+                    self._exchanges.pop(xid, None)
+                    self._threads.discard(threading.current_thread())
+                return
         try:
             with pool.stream(
                 request.method, request.url, headers=request.headers, content=request.body
@@ -412,6 +422,7 @@ class McpClient:
                     engine.response_failed(xid, describe_failure(exc), self._now())
                     self._dispatch()
         finally:
+            self._permits.release()
             with self._lock:
                 self._exchanges.pop(xid, None)
                 self._threads.discard(threading.current_thread())
