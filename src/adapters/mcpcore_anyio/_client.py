@@ -409,6 +409,8 @@ class McpClient:
             return Availability(False, str(self._config_error))
         if not self._started:
             raise LocalProtocolError("start the client first (async with, or start(task_group))")
+        if self._engine is not None and (known := self._engine.availability) is not None:
+            return known  # the usual case on every call: no cancel scope needed
         with anyio.move_on_after(timeout):
             while True:
                 engine = self._engine
