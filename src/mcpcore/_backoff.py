@@ -8,7 +8,9 @@ BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
 
 
-def backoff_delay(failures: int, *, first: float = BACKOFF_FIRST, maximum: float = BACKOFF_MAX) -> float:
+def backoff_delay(
+    failures: int, *, first: float = BACKOFF_FIRST, maximum: float = BACKOFF_MAX
+) -> float:
     """Seconds to wait after ``failures`` consecutive failures (``failures >= 1``).
 
     1, 2, 4, 8, 16, 32, 60, 60, … with the defaults.

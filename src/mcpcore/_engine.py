@@ -181,7 +181,9 @@ class HttpClientEngine(_EngineBase):
         return self.http.take_actions()
 
     def next_deadline(self) -> float | None:
-        times = [t for t in (self.session.next_deadline(), self.http.next_deadline()) if t is not None]
+        times = [
+            t for t in (self.session.next_deadline(), self.http.next_deadline()) if t is not None
+        ]
         return min(times) if times else None
 
     def _pump(self, now: float) -> None:
@@ -275,4 +277,3 @@ class StdioClientEngine(_EngineBase):
                 self._events.append(event)
             if not moved:
                 return
-

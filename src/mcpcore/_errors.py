@@ -74,7 +74,9 @@ class TransportError(McpError):
 class CallTimeout(TransportError):
     """A call (or the start-up) ran past its deadline (K2). Names the tool and budget."""
 
-    def __init__(self, message: str, *, tool: str | None = None, budget: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, tool: str | None = None, budget: float | None = None
+    ) -> None:
         super().__init__(message)
         self.tool = tool
         self.budget = budget

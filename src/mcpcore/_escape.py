@@ -9,9 +9,7 @@ __all__ = ["escape_text", "excerpt"]
 # C0 controls (except tab and newline when allowed), DEL, C1 controls, and the
 # Unicode bidi/format controls that can reorder or hide text on a terminal.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_NO_NEWLINE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+_CONTROL_NO_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _show(match: re.Match[str]) -> str:

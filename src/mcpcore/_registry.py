@@ -118,4 +118,3 @@ def _foreign(tool_id: str, what: str) -> None:
         what,
         escape_text(repr(tool_id)),
     )
-

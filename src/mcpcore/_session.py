@@ -256,7 +256,9 @@ class ClientSession:
     ) -> int:
         """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7)."""
         if self.state is not SessionState.READY:
-            raise LocalProtocolError(f"cannot call a tool while the session is {self.state.value!r}")
+            raise LocalProtocolError(
+                f"cannot call a tool while the session is {self.state.value!r}"
+            )
         assert self.catalogue is not None
         tool = self.catalogue.get(tool_id)
         if tool is None:
@@ -470,7 +472,9 @@ class ClientSession:
         )
         self._retry_at = now + delay
         self._transition(SessionInput.START_FAILED)
-        self._events.append(StartFailed(error=error, failures=self.failures, retry_at=self._retry_at))
+        self._events.append(
+            StartFailed(error=error, failures=self.failures, retry_at=self._retry_at)
+        )
 
     def _fail_pending(self, pending: _Pending, error: McpError, now: float) -> None:
         if pending.kind == "call":
@@ -503,7 +507,9 @@ class ClientSession:
             pending = self._pending.pop(request.id, None)  # type: ignore[arg-type]
             if pending is None:
                 continue
-            wrapped = TransportError(f"the session expired and a new one could not be set up: {error}")
+            wrapped = TransportError(
+                f"the session expired and a new one could not be set up: {error}"
+            )
             if pending.kind == "call":
                 self._events.append(CallFailed(call_id=pending.request.id, error=wrapped))  # type: ignore[arg-type]
             else:
@@ -561,8 +567,10 @@ class ClientSession:
             method="tools/list",
             params=None if cursor is None else {"cursor": cursor},
         )
-        deadline = None if self._listing is None or self._listing.refresh_id is None else (
-            now + self.options.call_timeout
+        deadline = (
+            None
+            if self._listing is None or self._listing.refresh_id is None
+            else (now + self.options.call_timeout)
         )
         pending = _Pending(kind="list", request=request, deadline=deadline)
         self._pending[request_id] = pending
@@ -659,7 +667,11 @@ class ClientSession:
         params = note.params or {}
         if note.method == "notifications/progress":
             token = params.get("progressToken")
-            pending = self._pending.get(token) if isinstance(token, int) and not isinstance(token, bool) else None
+            pending = (
+                self._pending.get(token)
+                if isinstance(token, int) and not isinstance(token, bool)
+                else None
+            )
             progress = params.get("progress")
             if pending is None or pending.kind != "call" or not _is_number(progress):
                 return
@@ -668,7 +680,9 @@ class ClientSession:
             if self.options.extend_on_progress and pending.deadline is not None:
                 # Push the deadline out, never past the cap, and never pull it in
                 # (a per-call budget may exceed call_timeout_max).
-                extended = min(now + pending.budget, pending.started + self.options.call_timeout_max)
+                extended = min(
+                    now + pending.budget, pending.started + self.options.call_timeout_max
+                )
                 pending.deadline = max(pending.deadline, extended)
             self._events.append(
                 ProgressReceived(

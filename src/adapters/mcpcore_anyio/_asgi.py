@@ -157,7 +157,9 @@ class AsgiPool:
         if content is not None:
             scope["headers"].append((b"content-length", str(len(content)).encode()))
         send_chunk: MemoryObjectSendStream[bytes | BaseException]
-        send_chunk, receive_chunk = anyio.create_memory_object_stream[bytes | BaseException](math.inf)
+        send_chunk, receive_chunk = anyio.create_memory_object_stream[bytes | BaseException](
+            math.inf
+        )
         started = anyio.Event()
         response: dict[str, Any] = {}
         disconnected = anyio.Event()

@@ -141,9 +141,7 @@ class McpClient:
     ) -> None:
         self.name = name
         self._asgi_app = asgi_app
-        setup = prepare_client(
-            name, server, options, env=os.environ, home=os.path.expanduser("~")
-        )
+        setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
         self._options = setup.session
         self._limits = setup.limits
         self._max_connections = setup.max_connections
@@ -230,7 +228,9 @@ class McpClient:
             if self._main_scope is not None:
                 self._main_scope.cancel()
             for waiter in self._calls.values():
-                waiter.error = waiter.error or Unavailable("the client was closed", server=self.name)
+                waiter.error = waiter.error or Unavailable(
+                    "the client was closed", server=self.name
+                )
                 waiter.done.set()
             for refresh in self._refreshes.values():
                 refresh.error = Unavailable("the client was closed", server=self.name)
@@ -562,7 +562,9 @@ class _ChildProcess:
             self.process = None
             engine = self.client._engine
             assert isinstance(engine, StdioClientEngine)
-            engine.connection_lost(f"could not start the server: {describe_failure(exc)}", self.client._now())
+            engine.connection_lost(
+                f"could not start the server: {describe_failure(exc)}", self.client._now()
+            )
             return
         self.client._task_group.start_soon(self._read_stdout, self.process)
         self.client._task_group.start_soon(self._read_stderr, self.process)

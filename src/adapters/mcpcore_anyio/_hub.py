@@ -120,4 +120,3 @@ class McpHub:
         async with anyio.create_task_group() as group:
             for client in self.clients.values():
                 group.start_soon(client.aclose)
-

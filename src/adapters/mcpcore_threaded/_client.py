@@ -125,7 +125,9 @@ class _Exchange:
 class CallHandle:
     """A call in flight: ``result()`` blocks for it, ``cancel()`` abandons it from any thread."""
 
-    def __init__(self, client: McpClient, call_id: int, on_progress: ProgressCallback | None) -> None:
+    def __init__(
+        self, client: McpClient, call_id: int, on_progress: ProgressCallback | None
+    ) -> None:
         self._client = client
         self.call_id = call_id
         self.on_progress = on_progress
@@ -193,9 +195,7 @@ class McpClient:
         **options: Unpack[ClientOptions],
     ) -> None:
         self.name = name
-        setup = prepare_client(
-            name, server, options, env=os.environ, home=os.path.expanduser("~")
-        )
+        setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
         self._options = setup.session
         self._limits = setup.limits
         self._max_connections = setup.max_connections
@@ -646,7 +646,10 @@ class _ChildProcess:
         self.process = process
         for target, label in ((self._read_stdout, "stdout"), (self._read_stderr, "stderr")):
             thread = threading.Thread(
-                target=target, args=(process,), name=f"mcpcore:{self.server.name}:{label}", daemon=True
+                target=target,
+                args=(process,),
+                name=f"mcpcore:{self.server.name}:{label}",
+                daemon=True,
             )
             self.client._threads.add(thread)
             thread.start()
