@@ -17,8 +17,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Unpack
+from dataclasses import dataclass
+from typing import Any, Unpack
 
 import httpcore
 
@@ -43,8 +43,9 @@ from mcpcore import (
     ToolsRefreshed,
     Unavailable,
 )
+from mcpcore._client_base import ClientBase
 from mcpcore._events import AbortExchange, Event, HttpRequest
-from mcpcore._registry import RegistrationContract, register_catalogue, sync_registry
+from mcpcore._registry import RegistrationContract
 from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
 
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
@@ -179,7 +180,7 @@ class ToolRegistration:
         return f"ToolRegistration({self.tool.id!r})"
 
 
-class McpClient:
+class McpClient(ClientBase):
     """One MCP server, used from blocking code. The same names as ``mcpcore_anyio``.
 
     Constructing does no I/O (L1) and never raises for an invalid or refused
@@ -484,35 +485,6 @@ class McpClient:
                     return Availability(False, f"still starting after {timeout:g} s")
                 self._changed.wait(remaining)
 
-    @property
-    def tools(self) -> tuple[Tool, ...]:
-        engine = self._engine
-        if engine is None or engine.catalogue is None:
-            return ()
-        return engine.catalogue.tools
-
-    @property
-    def call_timeout(self) -> float:
-        return self._options.call_timeout
-
-    @call_timeout.setter
-    def call_timeout(self, value: float) -> None:
-        self._set_options(call_timeout=float(value))
-
-    @property
-    def policy(self) -> str:
-        return self._options.policy
-
-    @policy.setter
-    def policy(self, value: Literal["error", "lenient"]) -> None:
-        self._set_options(policy=value)
-
-    def _set_options(self, **changes: Any) -> None:
-        with self._lock:
-            self._options = replace(self._options, **changes)
-            if self._engine is not None:
-                self._engine.session.options = self._options
-
     def _ensure_ready(self) -> None:
         availability = self.ready()
         if not availability.ok:
@@ -587,30 +559,14 @@ class McpClient:
     def _make_registration(self, tool: Tool) -> ToolRegistration:
         return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
 
-    def register_into(self, registry: MutableMapping[str, object]) -> None:
-        """Put one registration per tool into ``registry`` (call ``ready()`` first)."""
-        engine = self._engine
-        if engine is None or engine.catalogue is None:
-            return
-        baseline = self._baselines.setdefault(id(registry), {})
-        register_catalogue(registry, engine.catalogue, self._make_registration, baseline)
+    def _set_options(self, **changes: Any) -> None:
+        with self._lock:
+            super()._set_options(**changes)
 
     def sync_into(self, registry: MutableMapping[str, object]) -> SyncReport:
         """Re-list and mirror the change into a live registry (seed 002)."""
         self.refresh()
-        engine = self._engine
-        assert engine is not None and engine.catalogue is not None
-        baseline = self._baselines.setdefault(id(registry), {})
-        return sync_registry(
-            registry,
-            engine.catalogue,
-            baseline,
-            make=self._make_registration,
-            contract_of=lambda reg: reg.contract,  # type: ignore[attr-defined]
-            wanted=lambda tool: RegistrationContract(
-                tool=tool, timeout=self._options.call_timeout, policy=self._options.policy
-            ),
-        )
+        return self._mirror_into(registry)
 
 
 class _ChildProcess:
