@@ -69,3 +69,15 @@ def test_describe_failure_walks_the_chain() -> None:
     except ConnectionError as exc:
         assert describe_failure(exc) == "ConnectionError: certificate verify failed"
     assert describe_failure(TimeoutError()) == "TimeoutError"
+
+
+def test_L7_C2_hub_entries_name_each_outcome() -> None:
+    """L7, C2: valid entries by server name, invalid ones by their key; C1 raises."""
+    from mcpcore._setup import hub_entries
+
+    text = '{"mcpServers": {"Good": {"url": "https://g.example/mcp"}, "Bad": {"url": "ftp://x"}}}'
+    entries = hub_entries(text, {}, env={}, home="/h")
+    assert isinstance(entries["good"], RemoteServer)
+    assert isinstance(entries["Bad"], ConfigError)
+    with pytest.raises(ConfigError):
+        hub_entries('{"extra": 1}', {}, env={}, home="/h")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from ._config import LocalServer, RemoteServer, parse_server
+from ._config import LocalServer, RemoteServer, load_mcp_json, parse_server
 from ._errors import ConfigError
 from ._http import HttpLimits
 from ._session import SessionOptions
@@ -26,6 +26,7 @@ __all__ = [
     "ClientSetup",
     "child_environment",
     "describe_failure",
+    "hub_entries",
     "prepare_client",
 ]
 
@@ -151,3 +152,27 @@ def describe_failure(exc: BaseException) -> str:
         current = current.__cause__ or current.__context__
     name = type(exc).__name__
     return f"{name}: {'; '.join(texts)}" if texts else name
+
+
+def hub_entries(
+    text: str | bytes, options: Mapping[str, Any], *, env: Mapping[str, str], home: str
+) -> dict[str, RemoteServer | LocalServer | ConfigError]:
+    """L7, C2: an ``mcp.json`` document → one outcome per server, keyed by client name.
+
+    A valid entry is named by its server name (the key lowercased in ASCII); an
+    invalid one keeps its key as written. Raises ``ConfigError`` when the top
+    level is invalid (C1).
+    """
+    outcomes = load_mcp_json(
+        text,
+        env=env,
+        home=home,
+        plugin_root=options.get("plugin_root"),
+        plugin_data=options.get("plugin_data"),
+        allow_local=options.get("allow_local", False),
+        allow_insecure_http=options.get("allow_insecure_http", False),
+    )
+    return {
+        (key if isinstance(outcome, ConfigError) else outcome.name): outcome
+        for key, outcome in outcomes.items()
+    }

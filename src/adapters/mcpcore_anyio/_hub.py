@@ -16,8 +16,8 @@ from mcpcore import (
     Tool,
     ToolOutput,
     UnknownTool,
-    load_mcp_json,
 )
+from mcpcore._setup import hub_entries
 
 from ._client import McpClient, ProgressCallback
 
@@ -47,21 +47,10 @@ class McpHub:
     @classmethod
     def from_mcp_json(cls, path_or_text: str | os.PathLike[str], **options: Any) -> McpHub:
         """Raises ``ConfigError`` when the document's top level is invalid (C1)."""
-        text = read_mcp_json(path_or_text)
-        env, home = os.environ, os.path.expanduser("~")
-        outcomes = load_mcp_json(
-            text,
-            env=env,
-            home=home,
-            plugin_root=options.get("plugin_root"),
-            plugin_data=options.get("plugin_data"),
-            allow_local=options.get("allow_local", False),
-            allow_insecure_http=options.get("allow_insecure_http", False),
+        entries = hub_entries(
+            read_mcp_json(path_or_text), options, env=os.environ, home=os.path.expanduser("~")
         )
-        clients: dict[str, McpClient] = {}
-        for key, outcome in outcomes.items():
-            name = key if isinstance(outcome, ConfigError) else outcome.name
-            clients[name] = McpClient(name, outcome, **options)
+        clients = {name: McpClient(name, entry, **options) for name, entry in entries.items()}
         return cls(clients, separator=options.get("separator", "/"))
 
     def start(self, task_group: anyio.abc.TaskGroup) -> None:
