@@ -44,6 +44,7 @@ from mcpcore import (
     Unavailable,
 )
 from mcpcore._client_base import ClientBase
+from mcpcore._escape import excerpt
 from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract
 from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
@@ -322,7 +323,7 @@ class McpClient(ClientBase):
                 for _ in response.iter_stream():
                     break
         except Exception as exc:
-            _log.debug("closing request failed: %s", describe_failure(exc))
+            _log.debug("closing request failed: %s", excerpt(describe_failure(exc), 200))
 
     # --- the background thread ----------------------------------------------------------
 
