@@ -364,6 +364,45 @@ async def test_P6_stall_after_headers_hits_the_deadline(driver: str) -> None:
                 await wait_for(lambda: bool(running.server.requests_for("notifications/cancelled")), 5)
 
 
+async def test_P6_stream_held_open_after_the_response_does_not_hold_the_caller(
+    driver: str,
+) -> None:
+    """P6: the server answers on SSE and keeps the stream open; the caller returns at once.
+
+    The threaded driver performs a call's exchange in the caller's own thread;
+    the rest of a stream that does not end is read by a thread of its own, and
+    the engine's ``response_linger`` still closes it.
+    """
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        if request.rpc_method == "tools/call":
+            reply = {
+                "jsonrpc": "2.0",
+                "id": request.json["id"],
+                "result": {"content": [{"type": "text", "text": "held"}]},
+            }
+            body = b"id: 1\ndata: " + json.dumps(reply).encode() + b"\n\n"
+            return FaultResponse.stall(200, {"content-type": "text/event-stream"}, body)
+        return None
+
+    from mcpcore import HttpLimits
+
+    async with DemoServer(fault=fault).serve() as running:
+        limits = HttpLimits(response_linger=1.0)
+        async with open_client(driver, "demo", entry(running.url), limits=limits) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                before = running.server.open_connections
+                for _ in range(3):
+                    t0 = anyio.current_time()
+                    output = await client.call("demo/echo", {"text": "x"})
+                    assert output.text == "held"
+                    assert anyio.current_time() - t0 < 0.5
+                # the lingering streams are closed by the engine after response_linger
+                assert running.server.open_connections > before
+                await wait_for(lambda: running.server.open_connections <= before, 10)
+
+
 async def test_P6_oversized_response_names_the_limit(driver: str) -> None:
     """P6: a reply over max_message_size is a typed error naming the bound."""
     from mcpcore import HttpLimits
@@ -534,6 +573,36 @@ def test_K6_threaded_result_timeout_does_not_cancel() -> None:
             handle.result(timeout=0.01)
         assert handle.result(timeout=10).text
         assert running.server.requests_for("notifications/cancelled") == []
+
+
+@pytest.mark.parametrize("mode", [{"json_response": True}, {}], ids=["json", "sse"])
+def test_K1_threaded_call_performs_its_exchange_in_the_callers_thread(
+    mode: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blocking call() starts no thread for its own POST (B1: a thread per call cost
+    most of a call); exchanges that are not a caller's still get their own thread."""
+    started: list[str] = []
+    original = threading.Thread.start
+
+    def recording_start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        original(thread)
+
+    with DemoServer(**mode).serve_in_thread() as running, mcpcore_threaded.McpClient("demo", entry(running.url)) as client:
+        assert client.ready(10).ok
+        monkeypatch.setattr(threading.Thread, "start", recording_start)
+        for i in range(5):
+            assert client.call("demo/echo", {"text": f"x{i}"}).text == f"x{i}"
+        handle = client.start_call("demo/echo", {"text": "handle"})
+        assert handle.result(10).text == "handle"
+        monkeypatch.undo()
+    posts = [name for name in started if ":post-" in name]
+    if "json_response" in mode:
+        assert len(posts) == 1, started  # the start_call() only: Content-Length bodies
+    else:
+        # A chunked SSE body's end normally arrives with its last chunk (read on,
+        # in the caller's thread); one that has not arrived yet may be handed off.
+        assert 1 <= len(posts) <= 2, started
 
 
 async def test_L7_hub_ready_has_one_deadline(driver: str) -> None:

@@ -122,6 +122,29 @@ def test_h1_every_post_has_both_accepts_json_content_type_and_configured_headers
     assert "k-123" not in repr(link.requests[0]) and "x-api-key" in repr(link.requests[0]).lower()
 
 
+def test_h1_a_post_names_the_request_it_carries_so_a_driver_can_run_it_in_the_caller() -> None:
+    """H1: ``HttpRequest.request_id`` is the JSON-RPC id a POST carries (a call's id).
+
+    Drivers use it to perform a call's exchange in the caller's own task or
+    thread; notifications, the GET stream and DELETE carry ``None``.
+    """
+    server = FakeServer()
+    link = connect(server)
+    cid = call(link)
+    by_id = {}
+    for request, seen in zip(link.requests, server.seen, strict=True):
+        message = seen.message or {}
+        if request.method == "POST" and "id" in message:
+            assert request.request_id == message["id"]
+            by_id[request.request_id] = request
+        else:
+            assert request.request_id is None
+    assert by_id[cid].body is not None and b'"tools/call"' in by_id[cid].body
+    link.engine.close(link.now)
+    link.pump()
+    assert [r.request_id for r in link.requests if r.method == "DELETE"] == [None]
+
+
 # --- H2 -----------------------------------------------------------------------------------
 
 

@@ -130,6 +130,10 @@ class HttpRequest:
 
     ``timeout`` is a bound for the whole exchange when the engine wants one
     (``DELETE`` on close); otherwise the engine's own deadlines apply.
+    ``request_id`` is the id of the JSON-RPC request a ``POST`` carries (a
+    call's id is its request id), so a driver may perform a call's exchange
+    in the caller's own task or thread instead of starting one for it; it is
+    ``None`` for notifications, ``GET`` and ``DELETE``.
     Header values never appear in ``repr`` (C8).
     """
 
@@ -139,6 +143,7 @@ class HttpRequest:
     headers: list[tuple[bytes, bytes]] = field(repr=False)
     body: bytes | None = field(default=None, repr=False)
     timeout: float | None = None
+    request_id: int | None = None
 
     def __repr__(self) -> str:
         names = ", ".join(name.decode("latin-1") for name, _ in self.headers)

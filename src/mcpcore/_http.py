@@ -203,7 +203,14 @@ class HttpMapping:
         headers = self._headers(_ACCEPT_BOTH)
         headers.append((b"content-type", b"application/json"))
         self._actions.append(
-            HttpRequest(exchange_id=xid, method="POST", url=self.url, headers=headers, body=body)
+            HttpRequest(
+                exchange_id=xid,
+                method="POST",
+                url=self.url,
+                headers=headers,
+                body=body,
+                request_id=None if stream is None else stream.request_id,
+            )
         )
         if isinstance(message, Notification) and message.method == "notifications/initialized":
             self._gate = xid

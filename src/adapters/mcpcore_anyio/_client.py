@@ -2,9 +2,11 @@
 
 The client holds no protocol state. It owns an engine (``mcpcore``), an
 ``httpcore.AsyncConnectionPool`` (or a child process for a local server), one
-background task that sleeps until the engine's next deadline, one task per
-HTTP exchange, and the waiters of its callers. After every input it hands the
-engine, it performs the engine's actions and routes the engine's events.
+background task that sleeps until the engine's next deadline, and the waiters
+of its callers. ``call()`` performs its own call's HTTP exchange in the
+caller's task; every other exchange gets a task of its own. After every input
+it hands the engine, it performs the engine's actions and routes the engine's
+events.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import logging
 import os
 import ssl
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Unpack
 
@@ -47,7 +50,7 @@ from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract
 from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
 
-from ._asgi import AsgiApp, AsgiPool
+from ._asgi import AsgiApp, AsgiPool, AsgiResponse
 
 __all__ = ["McpClient", "ProgressCallback", "ToolRegistration"]
 
@@ -120,6 +123,41 @@ def _framed(request: HttpRequest) -> tuple[list[tuple[bytes, bytes]], _OneChunk 
         return request.headers, None
     length = (b"content-length", str(len(request.body)).encode("ascii"))
     return [*request.headers, length], _OneChunk(request.body)
+
+
+async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
+    """The next body chunk, or ``None`` at the end.
+
+    Not an ``async for``: a caller's stream may be left part-read and handed
+    to another task, and a loop helper that is itself an async generator
+    would be left unfinished (trio reports those).
+    """
+    try:
+        return await chunks.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+def _ends_without_waiting(response: httpcore.Response | AsgiResponse, received: int) -> bool:
+    """Whether reading the rest of ``response`` cannot wait on the server.
+
+    True when its whole ``Content-Length`` body has arrived, or its end was
+    read ahead with its last chunk. Otherwise the server may hold the stream
+    open (P6's linger), and the caller should not wait for it.
+    """
+    for name, value in response.headers:
+        if name.lower() == b"content-length":
+            return value.strip().isdigit() and received >= int(value)
+    # The end of a chunked body usually arrived with its last chunk and sits in
+    # h11's buffer. httpcore does not expose its h11 connection, so look for it
+    # without relying on it: when it is not found, the rest is handed off.
+    body = getattr(response, "stream", None)
+    parser = getattr(
+        getattr(getattr(body, "_stream", None), "_connection", None), "_h11_state", None
+    )
+    buffered = getattr(parser, "trailing_data", (b"",))[0]
+    # a chunk's own closing CRLF stays in the buffer; anything past it is more
+    return isinstance(buffered, bytes) and bool(buffered.removeprefix(b"\r\n"))
 
 
 class McpClient(ClientBase):
@@ -297,11 +335,19 @@ class McpClient(ClientBase):
                 self._sleep_until = _AWAKE
                 await self._dispatch()
 
-    async def _dispatch(self) -> None:
-        """Perform the engine's actions and route its events. Never blocks long."""
+    async def _dispatch(
+        self, perform_here: int | None = None
+    ) -> tuple[HttpRequest, anyio.CancelScope] | None:
+        """Perform the engine's actions and route its events. Never blocks long.
+
+        With ``perform_here`` (a call id), the exchange carrying that call's
+        request is not started as a task but returned, for the calling task
+        to perform itself.
+        """
         engine = self._engine
         if engine is None:
-            return
+            return None
+        here: tuple[HttpRequest, anyio.CancelScope] | None = None
         if isinstance(engine, HttpClientEngine):
             for action in engine.take_actions():
                 if isinstance(action, AbortExchange):
@@ -311,7 +357,10 @@ class McpClient(ClientBase):
                 elif not self._closed and self._task_group is not None:
                     scope = anyio.CancelScope()
                     self._scopes[action.exchange_id] = scope
-                    self._task_group.start_soon(self._exchange, action, scope)
+                    if perform_here is not None and action.request_id == perform_here:
+                        here = (action, scope)
+                    else:
+                        self._task_group.start_soon(self._exchange, action, scope)
         elif self._process is not None:
             await self._process.flush(engine)
         self._route_events(engine.take_events())
@@ -321,6 +370,7 @@ class McpClient(ClientBase):
         deadline = engine.next_deadline()
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._wakeup.set()
+        return here
 
     def _dispatch_soon(self) -> None:
         """Dispatch from synchronous code: the main task picks it up at once."""
@@ -376,31 +426,95 @@ class McpClient(ClientBase):
 
             self._task_group.start_soon(finish)
 
-    async def _exchange(self, request: HttpRequest, scope: anyio.CancelScope) -> None:
-        """Perform one HTTP exchange and report every piece of it to the engine."""
+    async def _exchange(
+        self, request: HttpRequest, scope: anyio.CancelScope, caller: _CallWaiter | None = None
+    ) -> None:
+        """Perform one HTTP exchange and report every piece of it to the engine.
+
+        ``caller`` is the call whose task this is: once that call has its
+        outcome, whatever the server still sends on the stream is read by a
+        task of its own (``_read_rest``) unless it ends without waiting, so
+        the caller returns at once.
+        """
         engine = self._engine
         pool = self._pool
         assert isinstance(engine, HttpClientEngine) and pool is not None
         xid = request.exchange_id
+        handed_off = False
         with scope:
             try:
-                headers, content = _framed(request)
-                async with pool.stream(
-                    request.method, request.url, headers=headers, content=content
-                ) as response:
+                async with AsyncExitStack() as stack:
+                    headers, content = _framed(request)
+                    response: httpcore.Response | AsgiResponse = await stack.enter_async_context(
+                        pool.stream(request.method, request.url, headers=headers, content=content)
+                    )
                     engine.response_started(xid, response.status, response.headers, self._now())
                     await self._dispatch()
-                    async for chunk in response.aiter_stream():
+                    chunks = response.aiter_stream()
+                    if caller is not None:
+                        received = 0
+                        while (chunk := await _next_chunk(chunks)) is not None:
+                            engine.response_data(xid, chunk, self._now())
+                            await self._dispatch()
+                            received += len(chunk)
+                            if caller.done.is_set() and not _ends_without_waiting(
+                                response, received
+                            ):
+                                handed_off = self._hand_off(request, chunks, stack)
+                                if handed_off:
+                                    return
+                    while (chunk := await _next_chunk(chunks)) is not None:
                         engine.response_data(xid, chunk, self._now())
                         await self._dispatch()
                 engine.response_ended(xid, self._now())
             except Exception as exc:
                 engine.response_failed(xid, describe_failure(exc), self._now())
             finally:
-                self._scopes.pop(xid, None)
-                self._exchange_ended.set()
+                if not handed_off:
+                    self._exchange_done(xid, scope)
+        if not scope.cancel_called and not handed_off:
+            await self._dispatch()
+
+    def _hand_off(
+        self, request: HttpRequest, chunks: AsyncIterator[bytes], stack: AsyncExitStack
+    ) -> bool:
+        """Give the rest of a caller's stream to a task of its own (False: closing)."""
+        if self._closed or self._task_group is None:
+            return False
+        scope = anyio.CancelScope()
+        self._scopes[request.exchange_id] = scope  # aborts now cancel that task
+        self._task_group.start_soon(self._read_rest, request, chunks, stack.pop_all(), scope)
+        return True
+
+    async def _read_rest(
+        self,
+        request: HttpRequest,
+        chunks: AsyncIterator[bytes],
+        closing: AsyncExitStack,
+        scope: anyio.CancelScope,
+    ) -> None:
+        """Feed the engine the rest of a handed-off stream, then its end; close it."""
+        engine = self._engine
+        assert isinstance(engine, HttpClientEngine)
+        xid = request.exchange_id
+        with scope:
+            try:
+                async with closing:
+                    while (chunk := await _next_chunk(chunks)) is not None:
+                        engine.response_data(xid, chunk, self._now())
+                        await self._dispatch()
+                engine.response_ended(xid, self._now())
+            except Exception as exc:
+                engine.response_failed(xid, describe_failure(exc), self._now())
+            finally:
+                self._exchange_done(xid, scope)
         if not scope.cancel_called:
             await self._dispatch()
+
+    def _exchange_done(self, xid: int, scope: anyio.CancelScope) -> None:
+        if self._scopes.get(xid) is scope:
+            del self._scopes[xid]
+        self._exchange_ended.set()
 
     # --- what callers use --------------------------------------------------------------
 
@@ -445,7 +559,9 @@ class McpClient(ClientBase):
         waiter = _CallWaiter(done=anyio.Event(), on_progress=on_progress)
         self._calls[call_id] = waiter
         try:
-            await self._dispatch()
+            here = await self._dispatch(perform_here=call_id)
+            if here is not None:
+                await self._exchange(*here, caller=waiter)
             await waiter.done.wait()
         except BaseException:
             # K6: the caller gave up (cancel scope, task cancel, KeyboardInterrupt).

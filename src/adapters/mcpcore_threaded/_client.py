@@ -1,8 +1,10 @@
 """``McpClient`` for threads: the same client as ``mcpcore_anyio``, blocking.
 
 The client holds no protocol state: one lock guards the engine; a named
-daemon thread sleeps until the engine's next deadline; one thread per HTTP
-exchange feeds the engine what arrives; callers block on their own event.
+daemon thread sleeps until the engine's next deadline. ``call()`` performs
+its own call's HTTP exchange in the caller's thread (no thread is started
+for it, which is most of a call's cost otherwise); every other exchange gets
+a thread of its own. Either way each piece that arrives is fed to the engine.
 Aborting an exchange shuts its socket down (see ``_AbortableBackend``), so a
 cancelled call never waits for the server.
 """
@@ -11,13 +13,15 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import socket
 import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from typing import Any, Unpack
 
 import httpcore
@@ -53,6 +57,8 @@ __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.threaded")
 
+_AWAKE = float("-inf")  # the timer thread is not waiting: no need to wake it
+
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 
@@ -68,11 +74,13 @@ class _AbortableStream(httpcore.NetworkStream):
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         ident = threading.get_ident()
-        self._backend.reading[ident] = self
+        if not self._backend.reading_starts(ident, self):
+            self.abort()
+            raise httpcore.ReadError("the exchange was aborted")
         try:
             return self._inner.read(max_bytes, timeout)
         finally:
-            self._backend.reading.pop(ident, None)
+            self._backend.reading_ends(ident)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, timeout)
@@ -103,16 +111,43 @@ class _AbortableStream(httpcore.NetworkStream):
 
 
 class _AbortableBackend(httpcore.SyncBackend):
+    """Knows which stream each thread is reading, so an abort can break the read.
+
+    An abort that comes while the thread is not reading (still writing its
+    request, or between two reads) is remembered, and its next read fails at
+    once instead of waiting for the server.
+    """
+
     def __init__(self) -> None:
-        self.reading: dict[int, _AbortableStream] = {}
+        self._guard = threading.Lock()
+        self._reading: dict[int, _AbortableStream] = {}
+        self._aborted: set[int] = set()
 
     def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
         return _AbortableStream(super().connect_tcp(*args, **kwargs), self)
 
+    def reading_starts(self, thread_ident: int, stream: _AbortableStream) -> bool:
+        with self._guard:
+            if thread_ident in self._aborted:
+                return False
+            self._reading[thread_ident] = stream
+            return True
+
+    def reading_ends(self, thread_ident: int) -> None:
+        with self._guard:
+            self._reading.pop(thread_ident, None)
+
     def abort_reader(self, thread_ident: int) -> None:
-        stream = self.reading.get(thread_ident)
+        with self._guard:
+            stream = self._reading.get(thread_ident)
+            if stream is None:
+                self._aborted.add(thread_ident)
         if stream is not None:
             stream.abort()
+
+    def exchange_ended(self, thread_ident: int) -> None:
+        with self._guard:
+            self._aborted.discard(thread_ident)
 
 
 # --- waiters ------------------------------------------------------------------------------
@@ -120,8 +155,49 @@ class _AbortableBackend(httpcore.SyncBackend):
 
 @dataclass(slots=True)
 class _Exchange:
+    """One HTTP exchange and the thread performing it (a caller's own, or one started for it)."""
+
     thread: threading.Thread | None = None
     aborted: bool = False
+    ended: threading.Event = field(default_factory=threading.Event)
+
+
+# How long a caller whose call is done waits for its stream's end to arrive
+# before leaving the rest to a thread: a server that ends the stream right
+# after the response (as the specification asks) is well within it.
+_END_GRACE = 0.005
+
+
+def _ends_without_waiting(response: httpcore.Response, received: int) -> bool:
+    """Whether reading the rest of ``response`` cannot wait on the server.
+
+    True when its whole ``Content-Length`` body has arrived, or bytes are
+    already waiting (read ahead by the HTTP parser, or on the socket within
+    ``_END_GRACE``) for a stream that is ending. Otherwise the server may hold the stream open
+    (P6's linger), and the caller should not wait for it.
+    """
+    for name, value in response.headers:
+        if name.lower() == b"content-length":
+            return value.strip().isdigit() and received >= int(value)
+    # The end of a chunked body usually arrived with its last chunk and sits in
+    # h11's buffer. httpcore does not expose its h11 connection, so look for it
+    # without relying on it: when it is not found, the rest is handed off.
+    parser = getattr(
+        getattr(getattr(response.stream, "_stream", None), "_connection", None), "_h11_state", None
+    )
+    buffered = getattr(parser, "trailing_data", (b"",))[0]
+    # a chunk's own closing CRLF stays in the buffer; anything past it is more
+    if isinstance(buffered, bytes) and buffered.removeprefix(b"\r\n"):
+        return True
+    stream = response.extensions.get("network_stream")
+    sock = None if stream is None else stream.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], _END_GRACE)
+    except (OSError, ValueError):
+        return False
+    return bool(readable)
 
 
 class CallHandle:
@@ -213,7 +289,10 @@ class McpClient(ClientBase):
         # more requests wait than it has connections; never queue more than that.
         self._permits = threading.BoundedSemaphore(self._max_connections)
         self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
+        self._changed = threading.Condition(self._lock)  # availability changed, or closed
+        self._timer = threading.Condition(self._lock)  # the next deadline moved earlier
+        self._sleep_until: float | None = _AWAKE  # the deadline the timer thread waits for
+        self._availability: Availability | None = None
         self._exchanges: dict[int, _Exchange] = {}
         self._threads: set[threading.Thread] = set()
         self._calls: dict[int, CallHandle] = {}
@@ -281,18 +360,19 @@ class McpClient(ClientBase):
                         else:
                             closing.append(action)
                 self._route_events(engine.take_events())
-            running = [x.thread for x in self._exchanges.values() if x.thread is not None]
+            running = list(self._exchanges.values())
             for handle in self._calls.values():
                 handle._finish(None, Unavailable("the client was closed", server=self.name))
             for waiter in self._refreshes.values():
                 waiter[1] = Unavailable("the client was closed", server=self.name)
                 waiter[0].set()
             self._changed.notify_all()
+            self._timer.notify_all()
         # Outside the lock: notices already on their way (a notifications/cancelled)
         # finish first, then the last messages go out in order, each briefly bounded.
         end = self._now() + self._limits.delete_timeout
-        for thread in running:
-            thread.join(max(0.0, end - self._now()))
+        for exchange in running:
+            exchange.ended.wait(max(0.0, end - self._now()))
         with self._lock:
             for xid in list(self._exchanges):
                 self._abort(xid)
@@ -343,28 +423,50 @@ class McpClient(ClientBase):
             while not self._closed:
                 deadline = engine.next_deadline()
                 timeout = None if deadline is None else max(0.0, deadline - self._now())
-                self._changed.wait(timeout)
+                self._sleep_until = deadline
+                self._timer.wait(timeout)
+                self._sleep_until = _AWAKE
                 if self._closed:
                     return
                 if deadline is not None and self._now() >= deadline:
                     engine.handle_timer(self._now())
                 self._dispatch()
 
-    def _dispatch(self) -> None:
-        """Under the lock: perform the engine's actions and route its events."""
+    def _dispatch(self, perform_here: int | None = None) -> tuple[HttpRequest, _Exchange] | None:
+        """Under the lock: perform the engine's actions and route its events.
+
+        With ``perform_here`` (a call id), the exchange carrying that call's
+        request is not started on a thread but returned, for the calling
+        thread to perform itself.
+        """
         engine = self._engine
         if engine is None:
-            return
+            return None
+        here: tuple[HttpRequest, _Exchange] | None = None
         if isinstance(engine, HttpClientEngine):
             for action in engine.take_actions():
                 if isinstance(action, AbortExchange):
                     self._abort(action.exchange_id)
-                elif not self._closed:
+                elif self._closed:
+                    pass
+                elif perform_here is not None and action.request_id == perform_here:
+                    here = (action, _Exchange(thread=threading.current_thread()))
+                    self._exchanges[action.exchange_id] = here[1]
+                else:
                     self._spawn_exchange(action)
         elif self._process is not None and not self._closed:
             self._process.flush(engine)
         self._route_events(engine.take_events())
-        self._changed.notify_all()
+        # Wake only whoever needs it: waking the timer thread and every waiter
+        # after each input cost a thread switch per HTTP chunk.
+        availability = engine.availability
+        if availability != self._availability:
+            self._availability = availability
+            self._changed.notify_all()
+        deadline = engine.next_deadline()
+        if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
+            self._timer.notify()
+        return here
 
     def _abort(self, xid: int) -> None:
         exchange = self._exchanges.pop(xid, None)
@@ -387,47 +489,137 @@ class McpClient(ClientBase):
         self._threads.add(thread)
         thread.start()
 
-    def _exchange(self, request: HttpRequest, exchange: _Exchange) -> None:
-        """Perform one HTTP exchange, reporting each piece to the engine."""
-        engine = self._engine
+    def _exchange(
+        self, request: HttpRequest, exchange: _Exchange, caller: CallHandle | None = None
+    ) -> None:
+        """Perform one HTTP exchange, reporting each piece to the engine.
+
+        ``caller`` is the call whose thread this is: once that call has its
+        outcome, whatever the server still sends on the stream is read by a
+        thread of its own (``_read_rest``) unless it ends without waiting, so
+        the caller returns at once.
+        """
         pool = self._pool
-        assert isinstance(engine, HttpClientEngine) and pool is not None
+        assert pool is not None
         xid = request.exchange_id
         while not self._permits.acquire(timeout=0.05):
             if exchange.aborted or self._closed:
-                with self._lock:
-                    self._exchanges.pop(xid, None)
-                    self._threads.discard(threading.current_thread())
+                self._exchange_done(xid, exchange)
                 return
+        handed_off = False
         try:
-            with pool.stream(
-                request.method, request.url, headers=request.headers, content=request.body
-            ) as response:
+            with ExitStack() as stack:
+                response = stack.enter_context(
+                    pool.stream(
+                        request.method, request.url, headers=request.headers, content=request.body
+                    )
+                )
                 with self._lock:
                     if exchange.aborted:
                         return
-                    engine.response_started(xid, response.status, response.headers, self._now())
+                    self._engine_http().response_started(
+                        xid, response.status, response.headers, self._now()
+                    )
                     self._dispatch()
-                for chunk in response.iter_stream():
-                    with self._lock:
-                        if exchange.aborted:
+                chunks = response.iter_stream()
+                if caller is not None:
+                    received = 0
+                    for chunk in chunks:
+                        if not self._report_data(xid, exchange, chunk):
                             return
-                        engine.response_data(xid, chunk, self._now())
-                        self._dispatch()
+                        received += len(chunk)
+                        if caller.done and not _ends_without_waiting(response, received):
+                            handed_off = self._hand_off(request, exchange, chunks, stack)
+                            if handed_off:
+                                return
+                self._read_rest(request, exchange, chunks)
+        except Exception as exc:
+            self._report_failed(xid, exchange, exc)
+        finally:
+            if not handed_off:
+                self._permits.release()
+                self._exchange_done(xid, exchange)
+
+    def _read_rest(
+        self,
+        request: HttpRequest,
+        exchange: _Exchange,
+        chunks: Iterator[bytes],
+        closing: ExitStack | None = None,
+    ) -> None:
+        """Feed the engine the rest of a response stream, then its end.
+
+        With ``closing`` (a handed-off stream) this runs on a thread of its
+        own, closes the response and ends the exchange itself.
+        """
+        xid = request.exchange_id
+        try:
+            with closing or ExitStack():
+                for chunk in chunks:
+                    if not self._report_data(xid, exchange, chunk):
+                        return
             with self._lock:
                 if not exchange.aborted:
-                    engine.response_ended(xid, self._now())
+                    self._engine_http().response_ended(xid, self._now())
                     self._dispatch()
         except Exception as exc:
-            with self._lock:
-                if not exchange.aborted:
-                    engine.response_failed(xid, describe_failure(exc), self._now())
-                    self._dispatch()
+            if closing is None:
+                raise
+            self._report_failed(xid, exchange, exc)
         finally:
-            self._permits.release()
-            with self._lock:
-                self._exchanges.pop(xid, None)
-                self._threads.discard(threading.current_thread())
+            if closing is not None:
+                self._permits.release()
+                self._exchange_done(xid, exchange)
+
+    def _hand_off(
+        self,
+        request: HttpRequest,
+        exchange: _Exchange,
+        chunks: Iterator[bytes],
+        stack: ExitStack,
+    ) -> bool:
+        """Give the rest of a caller's stream to a thread of its own (False: aborted)."""
+        with self._lock:
+            if exchange.aborted or self._closed:
+                return False
+            thread = threading.Thread(
+                target=self._read_rest,
+                args=(request, exchange, chunks, stack.pop_all()),
+                name=f"mcpcore:{self.name}:post-{request.exchange_id}",
+                daemon=True,
+            )
+            exchange.thread = thread  # aborts now go to that thread's reads
+            self._threads.add(thread)
+            self._backend.exchange_ended(threading.get_ident())
+            thread.start()
+        return True
+
+    def _engine_http(self) -> HttpClientEngine:
+        engine = self._engine
+        assert isinstance(engine, HttpClientEngine)
+        return engine
+
+    def _report_data(self, xid: int, exchange: _Exchange, chunk: bytes) -> bool:
+        with self._lock:
+            if exchange.aborted:
+                return False
+            self._engine_http().response_data(xid, chunk, self._now())
+            self._dispatch()
+        return True
+
+    def _report_failed(self, xid: int, exchange: _Exchange, exc: Exception) -> None:
+        with self._lock:
+            if not exchange.aborted:
+                self._engine_http().response_failed(xid, describe_failure(exc), self._now())
+                self._dispatch()
+
+    def _exchange_done(self, xid: int, exchange: _Exchange) -> None:
+        self._backend.exchange_ended(threading.get_ident())
+        with self._lock:
+            if self._exchanges.get(xid) is exchange:
+                del self._exchanges[xid]
+            self._threads.discard(threading.current_thread())
+        exchange.ended.set()
 
     def _route_events(self, events: list[Event]) -> None:
         for event in events:
@@ -521,7 +713,22 @@ class McpClient(ClientBase):
         on_progress: ProgressCallback | None = None,
     ) -> ToolOutput:
         """Call a tool and block (K1–K7); raises ``BackendError`` for ``isError``."""
-        handle = self.start_call(tool_id, arguments, timeout=timeout, on_progress=on_progress)
+        self._ensure_ready()
+        with self._lock:
+            engine = self._engine
+            assert engine is not None
+            if self._closed:
+                raise Unavailable("the client was closed", server=self.name)
+            call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+            handle = CallHandle(self, call_id, on_progress)
+            self._calls[call_id] = handle
+            here = self._dispatch(perform_here=call_id)
+        if here is not None:
+            try:
+                self._exchange(*here, caller=handle)
+            except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
+                handle.cancel()
+                raise
         return handle.result()
 
     def _cancel(self, handle: CallHandle, reason: str) -> bool:
