@@ -270,6 +270,35 @@ async def test_calls_in_flight_share_pooled_connections(driver: str) -> None:
         assert running.server.connections_opened <= 4
 
 
+async def test_a_connection_the_server_closed_while_idle_is_not_reused(driver: str) -> None:
+    """Pooling: a kept-alive connection the server closed without saying so is noticed
+    (its socket reads as closed) and a new one opened; the next call does not fail.
+    (The anyio driver answers httpcore's is-readable question itself, from a cached socket.)"""
+    first = [True]
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        if request.rpc_method == "tools/call" and first:
+            first.clear()
+            reply = {
+                "jsonrpc": "2.0",
+                "id": request.json["id"],
+                "result": {"content": [{"type": "text", "text": "first"}]},
+            }
+            body = json.dumps(reply).encode()
+            return FaultResponse.respond(200, {"content-type": "application/json"}, body, abort=True)
+        return None
+
+    async with DemoServer(fault=fault).serve() as running:
+        async with open_client(driver, "demo", entry(running.url), max_connections=1, listen=False) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                assert (await client.call("demo/echo", {"text": "x"})).text == "first"
+                await wait_for(lambda: running.server.open_connections == 0, 5)
+                opened = running.server.connections_opened
+                assert (await client.call("demo/echo", {"text": "second"})).text == "second"
+                assert running.server.connections_opened == opened + 1
+
+
 async def test_L6_close_sends_delete_and_leaves_nothing(driver: str) -> None:
     """L6, H9: closing cancels running calls, sends DELETE, ends every thread and task."""
     async with DemoServer().serve() as running:

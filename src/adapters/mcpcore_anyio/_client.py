@@ -11,10 +11,20 @@ events.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import select
+import socket
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    MutableMapping,
+)
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -160,6 +170,92 @@ def _ends_without_waiting(response: httpcore.Response | AsgiResponse, received: 
     return isinstance(buffered, bytes) and bool(buffered.removeprefix(b"\r\n"))
 
 
+class _CachedSocketStream(httpcore.AsyncNetworkStream):
+    """An anyio network stream that keeps its socket at hand.
+
+    httpcore's pool asks each connection whether its socket is readable
+    (``is_readable``: did the server close it?) every time it assigns a
+    request, and anyio builds all of a socket's attributes to find the socket:
+    with calls in flight that was the largest single cost of a call.
+    """
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+        self._socket = inner.get_extra_info("socket")
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return _CachedSocketStream(
+            await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "socket":
+            return self._socket
+        if info == "is_readable":
+            return _socket_readable(self._socket)
+        return self._inner.get_extra_info(info)
+
+
+def _socket_readable(sock: socket.socket | None) -> bool:
+    """Whether a read would not block; a socket that is gone counts as readable."""
+    if sock is None or sock.fileno() == -1:
+        return True
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+class _NetworkBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's own choice (trio's backend on trio, anyio's otherwise), with cached sockets."""
+
+    def __init__(self) -> None:
+        self._anyio = httpcore.AnyIOBackend()
+        self._trio: httpcore.AsyncNetworkBackend | None = None
+
+    def _on_asyncio(self) -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        if self._on_asyncio():
+            stream = await self._anyio.connect_tcp(
+                host, port, timeout, local_address, socket_options
+            )
+            return _CachedSocketStream(stream)
+        if self._trio is None:
+            self._trio = httpcore.TrioBackend()
+        return await self._trio.connect_tcp(host, port, timeout, local_address, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+
 class McpClient(ClientBase):
     """One MCP server, used from async code (asyncio or trio).
 
@@ -193,6 +289,7 @@ class McpClient(ClientBase):
         self._task_group: anyio.abc.TaskGroup | None = None
         self._own_task_group: anyio.abc.TaskGroup | None = None
         self._scopes: dict[int, anyio.CancelScope] = {}
+        self._permits = anyio.Semaphore(self._max_connections)
         self._calls: dict[int, _CallWaiter] = {}
         self._refreshes: dict[int, _RefreshWaiter] = {}
         self._wakeup = anyio.Event()
@@ -229,6 +326,7 @@ class McpClient(ClientBase):
                     ssl_context=self._ssl_context,
                     max_connections=self._max_connections,
                     retries=0,
+                    network_backend=_NetworkBackend(),
                 )
         else:
             self._engine = StdioClientEngine(
@@ -444,6 +542,9 @@ class McpClient(ClientBase):
         with scope:
             try:
                 async with AsyncExitStack() as stack:
+                    # Never queue more requests in httpcore's pool than it has
+                    # connections: its bookkeeping is linear in the waiting ones.
+                    await stack.enter_async_context(self._permits)
                     headers, content = _framed(request)
                     response: httpcore.Response | AsgiResponse = await stack.enter_async_context(
                         pool.stream(request.method, request.url, headers=headers, content=content)
