@@ -86,10 +86,16 @@ IMPORTS = {
     "mcpcore (every public name)": "import mcpcore; [getattr(mcpcore, n) for n in mcpcore.__all__]",
     "mcpcore_anyio": "import mcpcore_anyio",
     "mcpcore_threaded": "import mcpcore_threaded",
-    # httpcore imports trio whenever it is installed (it is here, for the tests);
-    # these rows are what a user without trio pays
-    "mcpcore_anyio (trio not installed)": "import sys; sys.modules['trio'] = None; import mcpcore_anyio",
-    "mcpcore_threaded (trio not installed)": "import sys; sys.modules['trio'] = None; import mcpcore_threaded",
+    # httpcore loads on a client's first remote start, not with the driver: these rows
+    # are import + what that first start adds (httpcore imports trio whenever it is
+    # installed, as it is here for the tests)
+    "mcpcore_anyio + HTTP stack (first remote start)": "import mcpcore_anyio, mcpcore_anyio._network",
+    "mcpcore_threaded + HTTP stack (first remote start)": "import mcpcore_threaded, mcpcore_threaded._network",
+    # what a user without trio pays for the same
+    "mcpcore_anyio + HTTP stack, trio not installed": "import sys; sys.modules['trio'] = None; "
+    "import mcpcore_anyio, mcpcore_anyio._network",
+    "mcpcore_threaded + HTTP stack, trio not installed": "import sys; sys.modules['trio'] = None; "
+    "import mcpcore_threaded, mcpcore_threaded._network",
     "official (mcp client)": "import mcp; from mcp import ClientSession; "
     "from mcp.client.streamable_http import streamable_http_client",
     "fastmcp": "from fastmcp import Client",

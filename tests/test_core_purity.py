@@ -152,3 +152,18 @@ def test_X3_every_public_name_resolves() -> None:
     assert set(mcpcore.__all__) <= set(dir(mcpcore))
     with pytest.raises(AttributeError):
         mcpcore.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("driver", ["mcpcore_anyio", "mcpcore_threaded"])
+def test_B5_importing_a_driver_does_not_load_the_http_stack(driver: str) -> None:
+    """B5: httpcore (which imports trio and anyio when installed) and subprocess load on
+    a client's first start, when it needs them; importing the driver stays cheap. A
+    remote client's start loads httpcore (checked by every network test)."""
+    code = (
+        f"import sys; import {driver}; "
+        "print(sorted(m for m in ('httpcore', 'h11', 'trio', 'ssl', 'subprocess') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -18,7 +18,6 @@ arithmetic (``os.path.normpath``); the disk is never touched.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os.path
@@ -489,6 +488,8 @@ def _is_loopback(host: str) -> bool:
     host = host.rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
         return True
+    import ipaddress  # only URLs with an address need it: keeps `import` cheap (B5)
+
     try:
         address = ipaddress.ip_address(host)
     except ValueError:

@@ -11,27 +11,21 @@ events.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import select
-import socket
-import ssl
 from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
-    Iterable,
     Mapping,
     MutableMapping,
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 import anyio.abc
-import httpcore
 
 from mcpcore import (
     Availability,
@@ -60,7 +54,12 @@ from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract
 from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
 
-from ._asgi import AsgiApp, AsgiPool, AsgiResponse
+if TYPE_CHECKING:
+    import ssl
+
+    import httpcore
+
+    from ._asgi import AsgiApp, AsgiPool, AsgiResponse
 
 __all__ = ["McpClient", "ProgressCallback", "ToolRegistration"]
 
@@ -170,92 +169,6 @@ def _ends_without_waiting(response: httpcore.Response | AsgiResponse, received: 
     return isinstance(buffered, bytes) and bool(buffered.removeprefix(b"\r\n"))
 
 
-class _CachedSocketStream(httpcore.AsyncNetworkStream):
-    """An anyio network stream that keeps its socket at hand.
-
-    httpcore's pool asks each connection whether its socket is readable
-    (``is_readable``: did the server close it?) every time it assigns a
-    request, and anyio builds all of a socket's attributes to find the socket:
-    with calls in flight that was the largest single cost of a call.
-    """
-
-    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
-        self._inner = inner
-        self._socket = inner.get_extra_info("socket")
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._inner.read(max_bytes, timeout)
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        return _CachedSocketStream(
-            await self._inner.start_tls(ssl_context, server_hostname, timeout)
-        )
-
-    def get_extra_info(self, info: str) -> Any:
-        if info == "socket":
-            return self._socket
-        if info == "is_readable":
-            return _socket_readable(self._socket)
-        return self._inner.get_extra_info(info)
-
-
-def _socket_readable(sock: socket.socket | None) -> bool:
-    """Whether a read would not block; a socket that is gone counts as readable."""
-    if sock is None or sock.fileno() == -1:
-        return True
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
-
-
-class _NetworkBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's own choice (trio's backend on trio, anyio's otherwise), with cached sockets."""
-
-    def __init__(self) -> None:
-        self._anyio = httpcore.AnyIOBackend()
-        self._trio: httpcore.AsyncNetworkBackend | None = None
-
-    def _on_asyncio(self) -> bool:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        return True
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        if self._on_asyncio():
-            stream = await self._anyio.connect_tcp(
-                host, port, timeout, local_address, socket_options
-            )
-            return _CachedSocketStream(stream)
-        if self._trio is None:
-            self._trio = httpcore.TrioBackend()
-        return await self._trio.connect_tcp(host, port, timeout, local_address, socket_options)
-
-    async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(seconds)
-
-
 class McpClient(ClientBase):
     """One MCP server, used from async code (asyncio or trio).
 
@@ -320,14 +233,15 @@ class McpClient(ClientBase):
                 self._server, options=self._options, limits=self._limits, listen=self._listen
             )
             if self._asgi_app is not None:
+                from ._asgi import AsgiPool  # only the in-process transport needs it
+
                 self._pool = AsgiPool(self._asgi_app)
             else:
-                self._pool = httpcore.AsyncConnectionPool(
-                    ssl_context=self._ssl_context,
-                    max_connections=self._max_connections,
-                    retries=0,
-                    network_backend=_NetworkBackend(),
-                )
+                # httpcore is imported on the first remote start, not with the
+                # driver: a program with only local servers never needs it (B5).
+                from ._network import connection_pool
+
+                self._pool = connection_pool(self._ssl_context, self._max_connections)
         else:
             self._engine = StdioClientEngine(
                 options=self._options, max_line_size=self._limits.max_message_size
@@ -413,7 +327,10 @@ class McpClient(ClientBase):
             self._main_scope = scope
             if self._process is not None:
                 await self._process.spawn()
-            if isinstance(self._pool, AsgiPool) and self._task_group is not None:
+            if self._asgi_app is not None and self._task_group is not None:
+                from ._asgi import AsgiPool
+
+                assert isinstance(self._pool, AsgiPool)
                 await self._pool.start(self._task_group)
             engine.start(self._now())
             await self._dispatch()

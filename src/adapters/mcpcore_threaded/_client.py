@@ -5,7 +5,7 @@ daemon thread sleeps until the engine's next deadline. ``call()`` performs
 its own call's HTTP exchange in the caller's thread (no thread is started
 for it, which is most of a call's cost otherwise); every other exchange gets
 a thread of its own. Either way each piece that arrives is fed to the engine.
-Aborting an exchange shuts its socket down (see ``_AbortableBackend``), so a
+Aborting an exchange shuts its socket down (see ``_network``), so a
 cancelled call never waits for the server.
 """
 
@@ -13,18 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import select
-import socket
-import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Unpack
-
-import httpcore
+from typing import TYPE_CHECKING, Any, Unpack
 
 from mcpcore import (
     Availability,
@@ -53,6 +47,14 @@ from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract
 from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
 
+if TYPE_CHECKING:
+    import ssl
+    import subprocess
+
+    import httpcore
+
+    from ._network import AbortableStream
+
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.threaded")
@@ -62,71 +64,24 @@ _AWAKE = float("-inf")  # the timer thread is not waiting: no need to wake it
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 
-# --- abortable sockets --------------------------------------------------------------------
+# --- aborting blocked reads ---------------------------------------------------------------
 
 
-class _AbortableStream(httpcore.NetworkStream):
-    """A network stream that another thread can break out of a blocking read."""
-
-    def __init__(self, inner: httpcore.NetworkStream, backend: _AbortableBackend) -> None:
-        self._inner = inner
-        self._backend = backend
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        ident = threading.get_ident()
-        if not self._backend.reading_starts(ident, self):
-            self.abort()
-            raise httpcore.ReadError("the exchange was aborted")
-        try:
-            return self._inner.read(max_bytes, timeout)
-        finally:
-            self._backend.reading_ends(ident)
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, timeout)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.NetworkStream:
-        return _AbortableStream(
-            self._inner.start_tls(ssl_context, server_hostname, timeout), self._backend
-        )
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-    def abort(self) -> None:
-        sock = self._inner.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-class _AbortableBackend(httpcore.SyncBackend):
-    """Knows which stream each thread is reading, so an abort can break the read.
+class _Readers:
+    """Which stream each thread is reading, so an abort can break the read.
 
     An abort that comes while the thread is not reading (still writing its
     request, or between two reads) is remembered, and its next read fails at
-    once instead of waiting for the server.
+    once instead of waiting for the server. The streams (``_network``)
+    report here; this side needs no HTTP library.
     """
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._reading: dict[int, _AbortableStream] = {}
+        self._reading: dict[int, AbortableStream] = {}
         self._aborted: set[int] = set()
 
-    def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
-        return _AbortableStream(super().connect_tcp(*args, **kwargs), self)
-
-    def reading_starts(self, thread_ident: int, stream: _AbortableStream) -> bool:
+    def reading_starts(self, thread_ident: int, stream: AbortableStream) -> bool:
         with self._guard:
             if thread_ident in self._aborted:
                 return False
@@ -160,44 +115,6 @@ class _Exchange:
     thread: threading.Thread | None = None
     aborted: bool = False
     ended: threading.Event = field(default_factory=threading.Event)
-
-
-# How long a caller whose call is done waits for its stream's end to arrive
-# before leaving the rest to a thread: a server that ends the stream right
-# after the response (as the specification asks) is well within it.
-_END_GRACE = 0.005
-
-
-def _ends_without_waiting(response: httpcore.Response, received: int) -> bool:
-    """Whether reading the rest of ``response`` cannot wait on the server.
-
-    True when its whole ``Content-Length`` body has arrived, or bytes are
-    already waiting (read ahead by the HTTP parser, or on the socket within
-    ``_END_GRACE``) for a stream that is ending. Otherwise the server may hold the stream open
-    (P6's linger), and the caller should not wait for it.
-    """
-    for name, value in response.headers:
-        if name.lower() == b"content-length":
-            return value.strip().isdigit() and received >= int(value)
-    # The end of a chunked body usually arrived with its last chunk and sits in
-    # h11's buffer. httpcore does not expose its h11 connection, so look for it
-    # without relying on it: when it is not found, the rest is handed off.
-    parser = getattr(
-        getattr(getattr(response.stream, "_stream", None), "_connection", None), "_h11_state", None
-    )
-    buffered = getattr(parser, "trailing_data", (b"",))[0]
-    # a chunk's own closing CRLF stays in the buffer; anything past it is more
-    if isinstance(buffered, bytes) and buffered.removeprefix(b"\r\n"):
-        return True
-    stream = response.extensions.get("network_stream")
-    sock = None if stream is None else stream.get_extra_info("socket")
-    if sock is None:
-        return False
-    try:
-        readable, _, _ = select.select([sock], [], [], _END_GRACE)
-    except (OSError, ValueError):
-        return False
-    return bool(readable)
 
 
 class CallHandle:
@@ -283,7 +200,7 @@ class McpClient(ClientBase):
         self._server = setup.server
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: httpcore.ConnectionPool | None = None
-        self._backend = _AbortableBackend()
+        self._readers = _Readers()
         # httpcore's sync pool can hand one idle connection to two queued requests
         # and then close it under one of them (a ReadError on a closed socket) when
         # more requests wait than it has connections; never queue more than that.
@@ -320,11 +237,12 @@ class McpClient(ClientBase):
                 self._engine = HttpClientEngine(
                     self._server, options=self._options, limits=self._limits, listen=self._listen
                 )
-                self._pool = httpcore.ConnectionPool(
-                    ssl_context=self._ssl_context,
-                    max_connections=self._max_connections,
-                    retries=0,
-                    network_backend=self._backend,
+                # httpcore is imported on the first remote start, not with the
+                # driver: a program with only local servers never needs it (B5).
+                from ._network import connection_pool
+
+                self._pool = connection_pool(
+                    self._ssl_context, self._max_connections, self._readers
                 )
             else:
                 self._engine = StdioClientEngine(
@@ -474,7 +392,7 @@ class McpClient(ClientBase):
             return
         exchange.aborted = True
         if exchange.thread is not None and exchange.thread.ident is not None:
-            self._backend.abort_reader(exchange.thread.ident)
+            self._readers.abort_reader(exchange.thread.ident)
 
     def _spawn_exchange(self, request: HttpRequest) -> None:
         exchange = _Exchange()
@@ -499,6 +417,8 @@ class McpClient(ClientBase):
         thread of its own (``_read_rest``) unless it ends without waiting, so
         the caller returns at once.
         """
+        from ._network import ends_without_waiting  # loaded by start() already
+
         pool = self._pool
         assert pool is not None
         xid = request.exchange_id
@@ -528,7 +448,7 @@ class McpClient(ClientBase):
                         if not self._report_data(xid, exchange, chunk):
                             return
                         received += len(chunk)
-                        if caller.done and not _ends_without_waiting(response, received):
+                        if caller.done and not ends_without_waiting(response, received):
                             handed_off = self._hand_off(request, exchange, chunks, stack)
                             if handed_off:
                                 return
@@ -590,7 +510,7 @@ class McpClient(ClientBase):
             )
             exchange.thread = thread  # aborts now go to that thread's reads
             self._threads.add(thread)
-            self._backend.exchange_ended(threading.get_ident())
+            self._readers.exchange_ended(threading.get_ident())
             thread.start()
         return True
 
@@ -614,7 +534,7 @@ class McpClient(ClientBase):
                 self._dispatch()
 
     def _exchange_done(self, xid: int, exchange: _Exchange) -> None:
-        self._backend.exchange_ended(threading.get_ident())
+        self._readers.exchange_ended(threading.get_ident())
         with self._lock:
             if self._exchanges.get(xid) is exchange:
                 del self._exchanges[xid]
@@ -790,6 +710,8 @@ class _ChildProcess:
         return child_environment(self.server, os.environ)  # S2
 
     def spawn(self) -> None:
+        import subprocess  # only local servers need it (B5)
+
         try:
             process = subprocess.Popen(
                 [self.server.command, *self.server.args],
@@ -876,6 +798,8 @@ class _ChildProcess:
 
     def close(self, grace: float = 3.0) -> None:
         """S3: close stdin, wait up to 3 s, terminate, then kill."""
+        import subprocess
+
         process, self.process = self.process, None
         if process is None:
             return

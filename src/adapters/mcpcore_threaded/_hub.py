@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from mcpcore import Availability, ConfigError, Tool, ToolOutput, UnknownTool
@@ -16,14 +15,19 @@ from ._client import McpClient, ProgressCallback
 __all__ = ["McpHub", "read_mcp_json"]
 
 
+def _read_text(path: str | os.PathLike[str]) -> str:
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
 def read_mcp_json(path_or_text: str | os.PathLike[str]) -> str:
     """A path to an ``mcp.json`` file, or the document itself."""
     if isinstance(path_or_text, os.PathLike):
-        return Path(path_or_text).read_text(encoding="utf-8")
+        return _read_text(path_or_text)
     if path_or_text.lstrip().startswith("{"):
         return path_or_text
     try:
-        return Path(path_or_text).read_text(encoding="utf-8")
+        return _read_text(path_or_text)
     except OSError as exc:
         raise ConfigError(f"cannot read {path_or_text!r}: {exc.strerror or exc}") from None
 
