@@ -299,6 +299,20 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(driver: s
                 assert running.server.connections_opened == opened + 1
 
 
+@pytest.mark.parametrize("mode", [{"json_response": True}, {}], ids=["json", "sse"])
+async def test_K1_megabytes_each_way_with_flow_control(driver: str, mode: dict[str, Any]) -> None:
+    """A 3 MiB argument out and the same text back: both pass the network layers'
+    flow control (on asyncio the driver's own stream pauses writing past the transport's
+    buffer and reading past 1 MiB unread), and nothing is lost or reordered."""
+    text = "".join(f"{i:07d}\n" for i in range(3 * 1024 * 1024 // 8))
+    async with DemoServer(**mode).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(60):
+                assert (await client.ready(10)).ok
+                for _ in range(2):
+                    assert (await client.call("demo/echo", {"text": text})).text == text
+
+
 async def test_L6_close_sends_delete_and_leaves_nothing(driver: str) -> None:
     """L6, H9: closing cancels running calls, sends DELETE, ends every thread and task."""
     async with DemoServer().serve() as running:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import deque
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -169,6 +170,42 @@ def _ends_without_waiting(response: httpcore.Response | AsgiResponse, received: 
     return isinstance(buffered, bytes) and bool(buffered.removeprefix(b"\r\n"))
 
 
+class _Permits:
+    """At most ``limit`` holders at once, handed over in order of asking.
+
+    Taking a free permit does not yield to the event loop: ``anyio.Semaphore``
+    checkpoints on every acquire, a whole event-loop turn on each call.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiting: deque[anyio.Event] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        handed = anyio.Event()
+        self._waiting.append(handed)
+        try:
+            await handed.wait()
+        except BaseException:
+            if handed.is_set():
+                self._release()  # handed over as this waiter gave up: pass it on
+            else:
+                self._waiting.remove(handed)
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._waiting:
+            self._waiting.popleft().set()  # straight to the next in line
+        else:
+            self._free += 1
+
+
 class McpClient(ClientBase):
     """One MCP server, used from async code (asyncio or trio).
 
@@ -202,7 +239,7 @@ class McpClient(ClientBase):
         self._task_group: anyio.abc.TaskGroup | None = None
         self._own_task_group: anyio.abc.TaskGroup | None = None
         self._scopes: dict[int, anyio.CancelScope] = {}
-        self._permits = anyio.Semaphore(self._max_connections)
+        self._permits = _Permits(self._max_connections)
         self._calls: dict[int, _CallWaiter] = {}
         self._refreshes: dict[int, _RefreshWaiter] = {}
         self._wakeup = anyio.Event()

@@ -566,9 +566,11 @@ class DemoServer:
         except Exception:  # never let one connection take the server down
             logger.exception("demo server: error on connection %d", number)
         finally:
-            self.open_connections -= 1
-            self._touch()
-            await anyio.aclose_forcefully(stream)
+            try:
+                await anyio.aclose_forcefully(stream)
+            finally:  # counted as open until it is closed
+                self.open_connections -= 1
+                self._touch()
 
     # --------------------------------------------------------- JSON-RPC side
 

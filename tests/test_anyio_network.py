@@ -1,0 +1,142 @@
+"""The anyio driver's own asyncio network stream (``mcpcore_anyio._network``), against a
+fake transport: flow control both ways, end of stream, failures, the idle-close check.
+(Every asyncio driver test runs over it against real sockets as well.)"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpcore
+import pytest
+
+from mcpcore_anyio._network import _HIGH_WATER, _AsyncioStream, _Inbound
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[bytes] = []
+        self.reading = True
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 1), "sockname": ("127.0.0.1", 2)}.get(name, default)
+
+
+def connected() -> tuple[FakeTransport, _Inbound, _AsyncioStream]:
+    transport = FakeTransport()
+    inbound = _Inbound()
+    inbound.connection_made(transport)
+    return transport, inbound, _AsyncioStream(transport, inbound)
+
+
+def test_B4_reading_pauses_past_the_high_water_mark_and_resumes_when_read() -> None:
+    async def main() -> None:
+        transport, inbound, stream = connected()
+        inbound.data_received(b"x" * (_HIGH_WATER + 1))
+        assert not transport.reading  # the rest waits in the kernel, not here
+        got = 0
+        while not transport.reading:
+            got += len(await stream.read(65536))
+        assert len(inbound.buffer) <= _HIGH_WATER // 2
+        while inbound.buffer:
+            got += len(await stream.read(65536))
+        assert got == _HIGH_WATER + 1
+
+    asyncio.run(main())
+
+
+def test_a_read_waits_for_data_and_returns_what_arrived_in_order() -> None:
+    async def main() -> None:
+        _, inbound, stream = connected()
+        reader = asyncio.ensure_future(stream.read(10))
+        await asyncio.sleep(0)
+        assert not reader.done()
+        inbound.data_received(b"hello world")
+        assert await reader == b"hello worl"
+        assert await stream.read(10) == b"d"
+
+    asyncio.run(main())
+
+
+def test_end_of_stream_reads_empty_and_a_failure_is_a_read_error() -> None:
+    async def main() -> None:
+        _, inbound, stream = connected()
+        inbound.data_received(b"tail")
+        assert inbound.eof_received() is False
+        assert await stream.read(100) == b"tail"  # what arrived before the end comes first
+        assert await stream.read(100) == b""
+        _, broken, broken_stream = connected()
+        reader = asyncio.ensure_future(broken_stream.read(100))
+        await asyncio.sleep(0)
+        broken.connection_lost(ConnectionResetError("reset by peer"))
+        with pytest.raises(httpcore.ReadError, match="reset by peer"):
+            await reader
+
+    asyncio.run(main())
+
+
+def test_a_write_waits_while_the_transport_is_full() -> None:
+    async def main() -> None:
+        transport, inbound, stream = connected()
+        inbound.pause_writing()
+        writer = asyncio.ensure_future(stream.write(b"request"))
+        await asyncio.sleep(0)
+        assert transport.written == [b"request"] and not writer.done()
+        inbound.resume_writing()
+        await writer
+        await stream.write(b"")  # nothing to write: no call
+        assert transport.written == [b"request"]
+        inbound.pause_writing()
+        writer = asyncio.ensure_future(stream.write(b"more"))
+        await asyncio.sleep(0)
+        inbound.connection_lost(BrokenPipeError("broken pipe"))
+        with pytest.raises(httpcore.WriteError, match="broken pipe"):
+            await writer
+        transport.closed = True
+        with pytest.raises(httpcore.WriteError):
+            await stream.write(b"after the end")
+
+    asyncio.run(main())
+
+
+def test_read_and_write_timeouts_are_httpcore_timeouts() -> None:
+    async def main() -> None:
+        _, inbound, stream = connected()
+        with pytest.raises(httpcore.ReadTimeout):
+            await stream.read(10, timeout=0.01)
+        inbound.pause_writing()
+        with pytest.raises(httpcore.WriteTimeout):
+            await stream.write(b"x", timeout=0.01)
+
+    asyncio.run(main())
+
+
+def test_an_idle_connection_the_server_closed_reads_as_readable() -> None:
+    """httpcore asks ``is_readable`` of idle connections: true means closed (or junk)."""
+    async def main() -> None:
+        _, inbound, stream = connected()
+        assert stream.get_extra_info("server_addr") == ("127.0.0.1", 1)
+        assert stream.get_extra_info("client_addr") == ("127.0.0.1", 2)
+        assert stream.get_extra_info("is_readable") is True  # no socket: counts as gone
+        inbound.eof_received()
+        assert stream.get_extra_info("is_readable") is True
+        await stream.aclose()
+
+    asyncio.run(main())
