@@ -130,6 +130,7 @@ def test_read_and_write_timeouts_are_httpcore_timeouts() -> None:
 
 def test_an_idle_connection_the_server_closed_reads_as_readable() -> None:
     """httpcore asks ``is_readable`` of idle connections: true means closed (or junk)."""
+
     async def main() -> None:
         _, inbound, stream = connected()
         assert stream.get_extra_info("server_addr") == ("127.0.0.1", 1)

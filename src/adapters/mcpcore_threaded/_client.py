@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -103,6 +104,44 @@ class _Readers:
     def exchange_ended(self, thread_ident: int) -> None:
         with self._guard:
             self._aborted.discard(thread_ident)
+
+
+class _Permits:
+    """At most ``limit`` holders at once, handed over in order of asking.
+
+    A plain semaphore lets a thread that just released take a permit again
+    before a woken waiter runs, so with many callers some waited for seconds;
+    here a released permit goes straight to the longest waiter.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._guard = threading.Lock()
+        self._free = limit
+        self._waiting: deque[threading.Event] = deque()
+
+    def acquire(self, give_up: Callable[[], bool]) -> bool:
+        """Wait for a permit, in turn; False (no permit held) once ``give_up()``."""
+        with self._guard:
+            if self._free > 0 and not self._waiting:
+                self._free -= 1
+                return True
+            handed = threading.Event()
+            self._waiting.append(handed)
+        while not handed.wait(0.05):
+            if give_up():
+                with self._guard:
+                    if not handed.is_set():
+                        self._waiting.remove(handed)
+                        return False
+                break  # handed over just now
+        return True
+
+    def release(self) -> None:
+        with self._guard:
+            if self._waiting:
+                self._waiting.popleft().set()  # straight to the next in line
+            else:
+                self._free += 1
 
 
 # --- waiters ------------------------------------------------------------------------------
@@ -204,7 +243,7 @@ class McpClient(ClientBase):
         # httpcore's sync pool can hand one idle connection to two queued requests
         # and then close it under one of them (a ReadError on a closed socket) when
         # more requests wait than it has connections; never queue more than that.
-        self._permits = threading.BoundedSemaphore(self._max_connections)
+        self._permits = _Permits(self._max_connections)
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # availability changed, or closed
         self._timer = threading.Condition(self._lock)  # the next deadline moved earlier
@@ -422,10 +461,9 @@ class McpClient(ClientBase):
         pool = self._pool
         assert pool is not None
         xid = request.exchange_id
-        while not self._permits.acquire(timeout=0.05):
-            if exchange.aborted or self._closed:
-                self._exchange_done(xid, exchange)
-                return
+        if not self._permits.acquire(lambda: exchange.aborted or self._closed):
+            self._exchange_done(xid, exchange)
+            return
         handed_off = False
         try:
             with ExitStack() as stack:
