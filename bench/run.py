@@ -33,6 +33,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 OURS = ("anyio", "threaded")
+# B1 only: the HTTP stack alone (httpcore, no MCP client), the floor under any client on it
+FLOORS = ("httpcore sync (floor)", "httpcore async (floor)")
 MiB = 1024 * 1024
 
 
@@ -390,7 +392,10 @@ def write_report(
     w(
         "Budget: CPU per call ≤ 0.35× the official client against an SSE server, ≤ 0.5× against a "
         "JSON server; throughput with 32 in flight ≥ 3×. Judged on the canned servers (the SDK "
-        "server rows show the same clients against a server that is itself the bottleneck)."
+        "server rows show the same clients against a server that is itself the bottleneck). "
+        "The *floor* rows are no MCP client at all: the same `tools/call` POSTs through httpcore "
+        "alone (sync pool on threads; async pool on anyio), replies read whole and not decoded — "
+        "what any client on httpcore pays before doing anything MCP."
     )
     w("")
     w(
@@ -634,7 +639,7 @@ def plot(res: dict[str, Any], path: Path) -> Path | None:
         return None
     servers = list(res["b1"])
     clients = sorted(
-        {c for rows in res["b1"].values() for c in rows},
+        {c for rows in res["b1"].values() for c in rows if c not in FLOORS},
         key=lambda c: ("anyio", "threaded", "official", "fastmcp").index(c),
     )
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
@@ -706,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = [
         ("b5", lambda: b5(cfg)),
         ("b2", lambda: b2(cfg)),
-        ("b1", lambda: b1(cfg, clients)),
+        ("b1", lambda: b1(cfg, clients + list(FLOORS))),
         ("b3", lambda: b3(cfg, clients)),
         ("b4", lambda: b4(cfg, clients)),
         ("b6", lambda: b6(cfg, clients)),

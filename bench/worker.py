@@ -126,7 +126,83 @@ class FastmcpAdapter(AsyncAdapter):
         return cm()
 
 
-ASYNC = {"anyio": AnyioAdapter, "official": OfficialAdapter, "fastmcp": FastmcpAdapter}
+class _RawExchange:
+    """The HTTP stack alone, as a floor for B1: no MCP client at all.
+
+    ``initialize`` and ``notifications/initialized`` by hand, then each call
+    is one ``tools/call`` POST whose reply is read whole and not decoded. No
+    MCP client over the same httpcore can cost less than this per call.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.headers = [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+        ]
+        self.next_id = 0
+
+    def body(self, method: str, params: dict[str, Any], notify: bool = False) -> bytes:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not notify:
+            self.next_id += 1
+            message["id"] = self.next_id
+        return json.dumps(message).encode()
+
+    def initialize_body(self) -> bytes:
+        return self.body(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "floor", "version": "0"},
+            },
+        )
+
+    def adopt(self, headers: list[tuple[bytes, bytes]]) -> None:
+        for name, value in headers:
+            if name.lower() == b"mcp-session-id":
+                self.headers.append((b"mcp-session-id", value))
+        self.headers.append((b"mcp-protocol-version", b"2025-06-18"))
+
+
+class HttpcoreAsyncAdapter(AsyncAdapter):
+    name = "httpcore async (floor)"
+
+    def session(self, url: str) -> Any:
+        import contextlib
+
+        import httpcore
+
+        @contextlib.asynccontextmanager
+        async def cm():  # type: ignore[no-untyped-def]
+            raw = _RawExchange(url)
+            async with httpcore.AsyncConnectionPool(max_connections=10) as pool:
+
+                async def post(body: bytes) -> list[tuple[bytes, bytes]]:
+                    async with pool.stream("POST", url, headers=raw.headers, content=body) as r:
+                        async for _ in r.aiter_stream():
+                            pass
+                        return r.headers
+
+                raw.adopt(await post(raw.initialize_body()))
+                await post(raw.body("notifications/initialized", {}, notify=True))
+
+                async def call(name: str, args: dict[str, Any]) -> str:
+                    await post(raw.body("tools/call", {"name": name, "arguments": args}))
+                    return ""
+
+                yield call
+
+        return cm()
+
+
+ASYNC = {
+    "anyio": AnyioAdapter,
+    "official": OfficialAdapter,
+    "fastmcp": FastmcpAdapter,
+    "httpcore async (floor)": HttpcoreAsyncAdapter,
+}
 
 
 def run_async(main: Callable[[], Awaitable[Any]]) -> Any:
@@ -303,16 +379,48 @@ async def _pool_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any
 # --- the threaded driver ------------------------------------------------------------------
 
 
+class _SyncFloorClient:
+    """``_RawExchange`` over httpcore's sync pool, in the threaded client's shape."""
+
+    def __init__(self, url: str) -> None:
+        import httpcore
+
+        self.raw = _RawExchange(url)
+        self.pool = httpcore.ConnectionPool(max_connections=10)
+
+    def _post(self, body: bytes) -> list[tuple[bytes, bytes]]:
+        with self.pool.stream("POST", self.raw.url, headers=self.raw.headers, content=body) as r:
+            for _ in r.iter_stream():
+                pass
+            return r.headers
+
+    def __enter__(self) -> _SyncFloorClient:
+        self.raw.adopt(self._post(self.raw.initialize_body()))
+        self._post(self.raw.body("notifications/initialized", {}, notify=True))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.pool.close()
+
+    def ready(self, timeout: float) -> Any:
+        return type("Ready", (), {"ok": True})()
+
+    def call(self, tool_id: str, arguments: dict[str, Any]) -> Any:
+        name = tool_id.split("/", 1)[1]
+        self._post(self.raw.body("tools/call", {"name": name, "arguments": arguments}))
+        return type("Output", (), {"text": ""})()
+
+
 def _threaded_client(url: str, **kw: Any) -> Any:
     from mcpcore_threaded import McpClient
 
     return McpClient("bench", {"url": url}, allow_insecure_http=True, **kw)
 
 
-def _calls_threaded(p: dict[str, Any]) -> dict[str, Any]:
+def _calls_threaded(p: dict[str, Any], make: Callable[[str], Any] | None = None) -> dict[str, Any]:
     text = p.get("text", "hello")
     batches = []
-    with _threaded_client(p["url"]) as client:
+    with (make or _threaded_client)(p["url"]) as client:
         assert client.ready(30).ok
         for _ in range(3):
             client.call("bench/echo", {"text": text})
@@ -441,7 +549,9 @@ def main(argv: list[str]) -> None:
     import logging
 
     logging.disable(logging.CRITICAL)  # no log output inside measurements
-    if client == "threaded":
+    if client == "httpcore sync (floor)":
+        result = _calls_threaded(params, make=_SyncFloorClient)
+    elif client == "threaded":
         fn = {
             "calls": _calls_threaded,
             "list": _list_threaded,
