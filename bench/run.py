@@ -697,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
         "batches": 1 if quick else 2,
         "rounds": 1 if quick else 3,
         "tools": 200 if quick else 5000,
-        "list_batches": 1 if quick else 2,
+        "list_batches": 1 if quick else 4,
         "big": 1 * MiB if quick else 50 * MiB,
         "micro_repeats": 2 if quick else 9,
         "import_repeats": 1 if quick else 9,
