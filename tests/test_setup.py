@@ -40,6 +40,22 @@ def test_prepare_client_never_raises_for_a_bad_entry_and_keeps_options() -> None
         prepare_client("x", remote, {"call_timout": 1.0}, env={}, home="/h")  # type: ignore[typeddict-unknown-key]
 
 
+def test_max_connections_leaves_room_for_calls_beside_the_get_stream() -> None:
+    """H8's GET stream keeps one connection for as long as it is open: a listening client
+    with one connection would queue every call behind it until the call's deadline, so that
+    is refused at construction with what to change; a bad type is a TypeError."""
+    remote = RemoteServer(name="r", url="https://a.example/mcp")
+    with pytest.raises(ValueError, match="at least 2 while listening.*listen=False"):
+        prepare_client("r", remote, {"max_connections": 1}, env={}, home="/h")
+    assert prepare_client("r", remote, {"max_connections": 1, "listen": False}, env={}, home="/h").max_connections == 1
+    with pytest.raises(ValueError, match="at least 1"):
+        prepare_client("r", remote, {"max_connections": 0, "listen": False}, env={}, home="/h")
+    for bad in (2.5, "4", True):
+        with pytest.raises(TypeError, match="whole number"):
+            prepare_client("r", remote, {"max_connections": bad}, env={}, home="/h")  # type: ignore[typeddict-item]
+    assert prepare_client("r", remote, {}, env={}, home="/h").max_connections == 10
+
+
 def test_S2_child_environment_is_minimal() -> None:
     """S2: PATH and a few basics are inherited; nothing else of the host's environment."""
     server = LocalServer(

@@ -52,7 +52,7 @@ class ClientOptions(TypedDict, total=False):
     max_pages: int
     max_tools: int
     limits: HttpLimits
-    max_connections: int
+    max_connections: int  # the pool size; at least 2 while listening (the GET stream)
     plugin_root: str | None
     plugin_data: str | None
     client_name: str
@@ -117,11 +117,27 @@ def prepare_client(
             )
     except ConfigError as exc:
         error = exc
+    listen = options.get("listen", True)
+    max_connections = options.get("max_connections", 10)
+    # The GET stream (H8) holds one connection for as long as it is open, so a
+    # listening client needs a second one for everything else.
+    least = 2 if listen else 1
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise TypeError("max_connections must be a whole number of connections")
+    if max_connections < least:
+        raise ValueError(
+            f"max_connections must be at least {least}"
+            + (
+                " while listening (the GET stream keeps one open); or pass listen=False"
+                if listen
+                else ""
+            )
+        )
     return ClientSetup(
         session=session,
         limits=options.get("limits") or HttpLimits(),
-        listen=options.get("listen", True),
-        max_connections=options.get("max_connections", 10),
+        listen=listen,
+        max_connections=max_connections,
         server=resolved,
         config_error=error,
     )
