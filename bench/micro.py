@@ -107,7 +107,7 @@ before = set(sys.modules)
 t0 = time.perf_counter()
 {stmt}
 t1 = time.perf_counter()
-new = sorted(set(sys.modules) - before)
+new = sorted(m for m in set(sys.modules) - before if sys.modules[m] is not None)
 std = sys.stdlib_module_names
 third = sorted({{m.split('.')[0] for m in new if m.split('.')[0] not in std and not m.startswith('_')}})
 print(json.dumps({{"t": t1 - t0, "modules": len(new), "third_party": third}}))
