@@ -45,7 +45,7 @@ def test_max_connections_leaves_room_for_calls_beside_the_get_stream() -> None:
     with one connection would queue every call behind it until the call's deadline, so that
     is refused at construction with what to change; a bad type is a TypeError."""
     remote = RemoteServer(name="r", url="https://a.example/mcp")
-    with pytest.raises(ValueError, match="at least 2 while listening.*listen=False"):
+    with pytest.raises(ValueError, match=r"at least 2 while listening.*listen=False"):
         prepare_client("r", remote, {"max_connections": 1}, env={}, home="/h")
     assert prepare_client("r", remote, {"max_connections": 1, "listen": False}, env={}, home="/h").max_connections == 1
     with pytest.raises(ValueError, match="at least 1"):
