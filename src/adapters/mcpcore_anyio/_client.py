@@ -508,9 +508,7 @@ class McpClient(ClientBase):
                     chunks = response.aiter_stream()
                     if caller is not None:
                         received = 0
-                        while (chunk := await _next_chunk(chunks)) is not None:
-                            engine.response_data(xid, chunk, self._now())
-                            await self._dispatch()
+                        while (chunk := await self._feed(xid, chunks)) is not None:
                             received += len(chunk)
                             if caller.done.is_set() and not _ends_without_waiting(
                                 response, received
@@ -518,9 +516,8 @@ class McpClient(ClientBase):
                                 handed_off = self._hand_off(request, chunks, stack)
                                 if handed_off:
                                     return
-                    while (chunk := await _next_chunk(chunks)) is not None:
-                        engine.response_data(xid, chunk, self._now())
-                        await self._dispatch()
+                    while await self._feed(xid, chunks) is not None:
+                        pass
                 engine.response_ended(xid, self._now())
             except Exception as exc:
                 engine.response_failed(xid, describe_failure(exc), self._now())
@@ -555,9 +552,8 @@ class McpClient(ClientBase):
         with scope:
             try:
                 async with closing:
-                    while (chunk := await _next_chunk(chunks)) is not None:
-                        engine.response_data(xid, chunk, self._now())
-                        await self._dispatch()
+                    while await self._feed(xid, chunks) is not None:
+                        pass
                 engine.response_ended(xid, self._now())
             except Exception as exc:
                 engine.response_failed(xid, describe_failure(exc), self._now())
@@ -565,6 +561,15 @@ class McpClient(ClientBase):
                 self._exchange_done(xid, scope)
         if not scope.cancel_called:
             await self._dispatch()
+
+    async def _feed(self, xid: int, chunks: AsyncIterator[bytes]) -> bytes | None:
+        """Hand the engine the next body chunk of ``xid`` (``None``: the body ended)."""
+        chunk = await _next_chunk(chunks)
+        engine = self._engine
+        if chunk is not None and isinstance(engine, HttpClientEngine):
+            engine.response_data(xid, chunk, self._now())
+            await self._dispatch()
+        return chunk
 
     def _exchange_done(self, xid: int, scope: anyio.CancelScope) -> None:
         if self._scopes.get(xid) is scope:

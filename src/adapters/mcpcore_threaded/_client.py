@@ -650,6 +650,19 @@ class McpClient(ClientBase):
         on_progress: ProgressCallback | None = None,
     ) -> CallHandle:
         """Start a call and return its handle at once (after readiness)."""
+        handle, _ = self._begin_call(tool_id, arguments, timeout, on_progress, here=False)
+        return handle
+
+    def _begin_call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        *,
+        here: bool,
+    ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
+        """Start a call; with ``here``, its exchange is returned for this thread to perform."""
         self._ensure_ready()
         with self._lock:
             engine = self._engine
@@ -659,8 +672,7 @@ class McpClient(ClientBase):
             call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
             handle = CallHandle(self, call_id, on_progress)
             self._calls[call_id] = handle
-            self._dispatch()
-        return handle
+            return handle, self._dispatch(perform_here=call_id if here else None)
 
     def call(
         self,
@@ -671,16 +683,7 @@ class McpClient(ClientBase):
         on_progress: ProgressCallback | None = None,
     ) -> ToolOutput:
         """Call a tool and block (K1–K7); raises ``BackendError`` for ``isError``."""
-        self._ensure_ready()
-        with self._lock:
-            engine = self._engine
-            assert engine is not None
-            if self._closed:
-                raise Unavailable("the client was closed", server=self.name)
-            call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
-            handle = CallHandle(self, call_id, on_progress)
-            self._calls[call_id] = handle
-            here = self._dispatch(perform_here=call_id)
+        handle, here = self._begin_call(tool_id, arguments, timeout, on_progress, here=True)
         if here is not None:
             try:
                 self._exchange(*here, caller=handle)
