@@ -9,10 +9,8 @@ from typing import Any
 
 import httpcore
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
-from mcpcore_anyio._network import _HIGH_WATER, LinearPool, _AsyncioStream, _Inbound
+from mcpcore_anyio._network import _HIGH_WATER, _AsyncioStream, _Inbound
 
 
 class FakeTransport(asyncio.Transport):
@@ -146,116 +144,3 @@ def test_an_idle_connection_the_server_closed_reads_as_readable() -> None:
 
 
 # --- the pool's request assignment ---------------------------------------------------------
-
-
-class FakeConnection:
-    def __init__(self, label: str, origin: str, **state: bool) -> None:
-        self.label, self.origin, self.state = label, origin, state
-
-    def is_closed(self) -> bool:
-        return self.state.get("closed", False)
-
-    def has_expired(self) -> bool:
-        return self.state.get("expired", False)
-
-    def is_idle(self) -> bool:
-        return self.state.get("idle", False)
-
-    def is_available(self) -> bool:
-        return self.state.get("available", False)
-
-    def can_handle_request(self, origin: str) -> bool:
-        return origin == self.origin
-
-
-class FakeRequest:
-    def __init__(self, origin: str, queued: bool) -> None:
-        self.request = type("R", (), {"url": type("U", (), {"origin": origin})()})()
-        self.connection: FakeConnection | None = None if queued else FakeConnection("busy", origin)
-
-    def is_queued(self) -> bool:
-        return self.connection is None
-
-    def assign_to_connection(self, connection: FakeConnection) -> None:
-        self.connection = connection
-
-
-class FakePool:
-    def __init__(
-        self,
-        connections: list[dict[str, Any]],
-        requests: list[dict[str, Any]],
-        limits: tuple[int, int],
-    ) -> None:
-        self._connections = [FakeConnection(f"c{i}", **c) for i, c in enumerate(connections)]
-        self._requests = [FakeRequest(**r) for r in requests]
-        self._max_connections, self._max_keepalive_connections = limits
-        self.created = 0
-
-    def create_connection(self, origin: str) -> FakeConnection:
-        self.created += 1
-        return FakeConnection(f"new{self.created}", origin)
-
-    def outcome(self, closing: list[FakeConnection]) -> tuple[Any, ...]:
-        return (
-            [c.label for c in self._connections],
-            [c.label for c in closing],
-            [None if r.connection is None else r.connection.label for r in self._requests],
-        )
-
-
-connection_states = st.fixed_dictionaries(
-    {
-        "origin": st.sampled_from(["a", "b"]),
-        "closed": st.booleans(),
-        "expired": st.booleans(),
-        "idle": st.booleans(),
-        "available": st.booleans(),
-    }
-)
-request_states = st.fixed_dictionaries(
-    {"origin": st.sampled_from(["a", "b"]), "queued": st.booleans()}
-)
-
-
-_IDLE_ELSEWHERE = {
-    "origin": "b",
-    "closed": False,
-    "expired": False,
-    "idle": True,
-    "available": False,
-}
-
-
-@settings(max_examples=1500, deadline=None)
-@example(  # the pool is full and two idle connections could make room: the first one goes
-    connections=[_IDLE_ELSEWHERE, _IDLE_ELSEWHERE],
-    requests=[{"origin": "a", "queued": True}],
-    max_connections=2,
-    keepalive=2,
-)
-@given(
-    connections=st.lists(connection_states, max_size=12),
-    requests=st.lists(request_states, max_size=6),
-    max_connections=st.integers(1, 12),
-    keepalive=st.integers(0, 12),
-)
-def test_B1_linear_pool_assigns_exactly_as_httpcore_does(
-    connections: list[dict[str, Any]],
-    requests: list[dict[str, Any]],
-    max_connections: int,
-    keepalive: int,
-) -> None:
-    """The anyio driver's pool repeats httpcore 1.0's assignment procedure in linear time:
-    on any pool state both keep, close, create and assign the same connections."""
-    limits = (max_connections, min(keepalive, max_connections))
-    theirs, ours = FakePool(connections, requests, limits), FakePool(connections, requests, limits)
-    expected = theirs.outcome(httpcore.AsyncConnectionPool._assign_requests_to_connections(theirs))  # type: ignore[arg-type]
-    assert ours.outcome(LinearPool._assign_requests_to_connections(ours)) == expected  # type: ignore[arg-type]
-
-
-def test_B1_the_linear_pool_is_used_only_with_the_httpcore_it_repeats() -> None:
-    from mcpcore_anyio._network import connection_pool
-
-    pool = connection_pool(None, 10)
-    assert isinstance(pool, LinearPool) == httpcore.__version__.startswith("1.0.")

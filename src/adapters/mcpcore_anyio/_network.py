@@ -16,16 +16,14 @@ from typing import Any
 import anyio
 import httpcore
 
+from mcpcore_httpcore import REPLACES_HTTPCORE_POOL, LazyAssignment
+
 
 def connection_pool(
     ssl_context: ssl.SSLContext | None, max_connections: int
 ) -> httpcore.AsyncConnectionPool:
     """The client's pool: no retries (the engine decides), the lean asyncio streams."""
-    # Only for the httpcore whose pool procedure LinearPool repeats; any other
-    # gets httpcore's own pool (slower, the same behaviour).
-    pool_class = (
-        LinearPool if httpcore.__version__.startswith("1.0.") else httpcore.AsyncConnectionPool
-    )
+    pool_class = LazyPool if REPLACES_HTTPCORE_POOL else httpcore.AsyncConnectionPool
     return pool_class(
         ssl_context=ssl_context,
         max_connections=max_connections,
@@ -34,52 +32,8 @@ def connection_pool(
     )
 
 
-class LinearPool(httpcore.AsyncConnectionPool):
-    """httpcore's pool, its request assignment in linear time.
-
-    httpcore 1.0's ``_assign_requests_to_connections``, run whenever a request
-    comes or goes, builds a list of all connections inside its loop over the
-    connections (to count them) and lists the idle ones for every queued
-    request whether it needs them or not: with ten connections that was about
-    a quarter of a call's CPU with 32 calls in flight. This is the same
-    procedure, taking the same decisions in the same order (a property test
-    runs both on the same pool states), with the count taken directly and the
-    first idle connection found only when it is needed.
-    """
-
-    def _assign_requests_to_connections(self) -> list[Any]:
-        closing = []
-        for connection in list(self._connections):
-            if connection.is_closed():
-                self._connections.remove(connection)
-            elif connection.has_expired() or (
-                connection.is_idle()
-                # httpcore compares the number of connections (not of idle ones)
-                and len(self._connections) > self._max_keepalive_connections
-            ):
-                self._connections.remove(connection)
-                closing.append(connection)
-        for pool_request in [r for r in self._requests if r.is_queued()]:
-            origin = pool_request.request.url.origin
-            available = next(
-                (c for c in self._connections if c.can_handle_request(origin) and c.is_available()),
-                None,
-            )
-            if available is not None:
-                pool_request.assign_to_connection(available)
-            elif len(self._connections) < self._max_connections:
-                connection = self.create_connection(origin)
-                self._connections.append(connection)
-                pool_request.assign_to_connection(connection)
-            else:
-                idle = next((c for c in self._connections if c.is_idle()), None)
-                if idle is not None:
-                    self._connections.remove(idle)
-                    closing.append(idle)
-                    connection = self.create_connection(origin)
-                    self._connections.append(connection)
-                    pool_request.assign_to_connection(connection)
-        return closing
+class LazyPool(LazyAssignment, httpcore.AsyncConnectionPool):
+    """httpcore's async pool, idle connections checked only when about to be used."""
 
 
 # Stop reading from a connection whose unread bytes pass this, until they are read:

@@ -14,16 +14,46 @@ from typing import TYPE_CHECKING, Any
 
 import httpcore
 
+from mcpcore_httpcore import REPLACES_HTTPCORE_POOL, LazyAssignment
+
+_UNSET = object()
+
 if TYPE_CHECKING:
     from ._client import _Readers
 
 
+_SocketStream: type[httpcore.NetworkStream] | None
+try:  # the plain socket stream of httpcore's sync backend, whose socket we use directly
+    from httpcore._backends.sync import SyncStream as _SocketStream
+except ImportError:  # pragma: no cover - a later httpcore: every read goes through it
+    _SocketStream = None
+
+# Writes smaller than this are held until the response is read (see ``write``).
+_COALESCE_LIMIT = 64 * 1024
+
+
 class AbortableStream(httpcore.NetworkStream):
-    """A network stream that another thread can break out of a blocking read."""
+    """A network stream that another thread can break out of a blocking read.
+
+    Over httpcore's plain socket stream (TCP, or TLS on TCP) it reads and
+    writes the socket itself: httpcore sets the socket's timeout before every
+    read and write, a system call each that also lets other threads take the
+    GIL; here it is set only when it changes. A request's head and body come
+    as separate writes and its response is always read next, so small writes
+    are held and sent together on that read: one system call and one segment.
+    """
 
     def __init__(self, inner: httpcore.NetworkStream, readers: _Readers) -> None:
         self._inner = inner
         self._readers = readers
+        self._sock: socket.socket | None = (
+            inner.get_extra_info("socket")
+            if _SocketStream is not None and type(inner) is _SocketStream
+            else None
+        )
+        self._timeout: object = _UNSET
+        self._unsent = b""
+        self._unsent_timeout: float | None = None
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         ident = threading.get_ident()
@@ -31,14 +61,54 @@ class AbortableStream(httpcore.NetworkStream):
             self.abort()
             raise httpcore.ReadError("the exchange was aborted")
         try:
-            return self._inner.read(max_bytes, timeout)
+            if self._unsent:
+                self._send_unsent()
+            sock = self._sock
+            if sock is None:
+                return self._inner.read(max_bytes, timeout)
+            try:
+                self._set_timeout(sock, timeout)
+                return sock.recv(max_bytes)
+            except TimeoutError as exc:
+                raise httpcore.ReadTimeout(exc) from exc
+            except OSError as exc:
+                raise httpcore.ReadError(exc) from exc
         finally:
             self._readers.reading_ends(ident)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, timeout)
+        if self._sock is not None and len(self._unsent) + len(buffer) <= _COALESCE_LIMIT:
+            self._unsent += buffer
+            self._unsent_timeout = timeout
+            return
+        if self._unsent:
+            self._send_unsent()
+        self._send(buffer, timeout)
+
+    def _send_unsent(self) -> None:
+        unsent, self._unsent = self._unsent, b""
+        self._send(unsent, self._unsent_timeout)
+
+    def _send(self, buffer: bytes, timeout: float | None) -> None:
+        sock = self._sock
+        if sock is None:
+            self._inner.write(buffer, timeout)
+            return
+        try:
+            self._set_timeout(sock, timeout)
+            sock.sendall(buffer)
+        except TimeoutError as exc:
+            raise httpcore.WriteTimeout(exc) from exc
+        except OSError as exc:
+            raise httpcore.WriteError(exc) from exc
+
+    def _set_timeout(self, sock: socket.socket, timeout: float | None) -> None:
+        if timeout != self._timeout:
+            sock.settimeout(timeout)
+            self._timeout = timeout
 
     def close(self) -> None:
+        self._unsent = b""
         self._inner.close()
 
     def start_tls(
@@ -47,6 +117,8 @@ class AbortableStream(httpcore.NetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
+        if self._unsent:
+            self._send_unsent()
         return AbortableStream(
             self._inner.start_tls(ssl_context, server_hostname, timeout), self._readers
         )
@@ -64,6 +136,10 @@ class AbortableStream(httpcore.NetworkStream):
                 pass
 
 
+class LazyPool(LazyAssignment, httpcore.ConnectionPool):
+    """httpcore's pool, idle connections checked only when about to be used."""
+
+
 class _AbortableBackend(httpcore.SyncBackend):
     def __init__(self, readers: _Readers) -> None:
         self._readers = readers
@@ -76,7 +152,8 @@ def connection_pool(
     ssl_context: ssl.SSLContext | None, max_connections: int, readers: _Readers
 ) -> httpcore.ConnectionPool:
     """The client's pool: no retries (the engine decides), reads abortable by thread."""
-    return httpcore.ConnectionPool(
+    pool_class = LazyPool if REPLACES_HTTPCORE_POOL else httpcore.ConnectionPool
+    return pool_class(
         ssl_context=ssl_context,
         max_connections=max_connections,
         retries=0,

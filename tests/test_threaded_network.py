@@ -1,0 +1,143 @@
+"""The threaded driver's network stream (``mcpcore_threaded._network.AbortableStream``) on a
+socket pair: a request's writes go out together on the read that follows, the socket's
+timeout is set only when it changes, failures map to httpcore's errors, aborts still break
+reads. (Every threaded driver test runs over it against real servers as well, TLS included.)"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import httpcore
+import pytest
+from httpcore._backends.sync import SyncStream
+
+from mcpcore_threaded._client import _Readers
+from mcpcore_threaded._network import _COALESCE_LIMIT, AbortableStream
+
+
+class CountingSocket(socket.socket):
+    """A socket that counts the system calls the stream makes on it."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.sends = 0
+        self.timeouts_set = 0
+
+    def sendall(self, data: object, flags: int = 0) -> None:  # type: ignore[override]
+        self.sends += 1
+        super().sendall(data, flags)  # type: ignore[arg-type]
+
+    def send(self, data: object, flags: int = 0) -> int:  # type: ignore[override]
+        self.sends += 1
+        return super().send(data, flags)  # type: ignore[arg-type]
+
+    def settimeout(self, value: float | None) -> None:
+        self.timeouts_set += 1
+        super().settimeout(value)
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[CountingSocket, socket.socket]]:
+    ours, peer = socket.socketpair()
+    counting = CountingSocket(fileno=ours.detach())
+    peer.settimeout(5)
+    yield counting, peer
+    counting.close()
+    peer.close()
+
+
+def stream_on(sock: socket.socket) -> AbortableStream:
+    return AbortableStream(SyncStream(sock), _Readers())
+
+
+def received_now(peer: socket.socket) -> bytes:
+    peer.setblocking(False)
+    try:
+        return peer.recv(1 << 20)
+    except BlockingIOError:
+        return b""
+    finally:
+        peer.settimeout(5)
+
+
+def test_B1_a_requests_head_and_body_go_out_together_on_the_read(
+    pair: tuple[CountingSocket, socket.socket],
+) -> None:
+    """httpcore writes a request's head and its body separately; the stream sends both in
+    one system call when the response is read, in order, and nothing before."""
+    sock, peer = pair
+    stream = stream_on(sock)
+    stream.write(b"POST / HTTP/1.1\r\n\r\n")
+    stream.write(b'{"jsonrpc": "2.0"}')
+    stream.write(b"")
+    assert received_now(peer) == b""
+    assert sock.sends == 0
+    peer.sendall(b"HTTP/1.1 200 OK\r\n")
+    assert stream.read(1024) == b"HTTP/1.1 200 OK\r\n"
+    assert peer.recv(1024) == b'POST / HTTP/1.1\r\n\r\n{"jsonrpc": "2.0"}'
+    assert sock.sends == 1
+
+
+def test_B1_a_large_write_is_not_held(pair: tuple[CountingSocket, socket.socket]) -> None:
+    """A body past the limit goes out at once, after what was held, in order."""
+    sock, peer = pair
+    stream = stream_on(sock)
+    head, body = b"HEAD\r\n", b"x" * (_COALESCE_LIMIT + 1)
+    stream.write(head)
+    stream.write(body)
+    got = b""
+    while len(got) < len(head) + len(body):
+        got += peer.recv(1 << 20)
+    assert got == head + body
+
+
+def test_B1_the_socket_timeout_is_set_only_when_it_changes(
+    pair: tuple[CountingSocket, socket.socket],
+) -> None:
+    """httpcore sets it before every read and write (a system call each time)."""
+    sock, peer = pair
+    stream = stream_on(sock)
+    for _ in range(3):
+        stream.write(b"ping")
+        peer.sendall(b"pong")
+        assert stream.read(4) == b"pong"
+        assert peer.recv(4) == b"ping"
+    assert sock.timeouts_set == 1
+    peer.sendall(b"pong")
+    assert stream.read(4, timeout=2.0) == b"pong"
+    assert sock.timeouts_set == 2
+
+
+def test_failures_map_to_httpcores_errors(pair: tuple[CountingSocket, socket.socket]) -> None:
+    sock, peer = pair
+    stream = stream_on(sock)
+    with pytest.raises(httpcore.ReadTimeout):
+        stream.read(10, timeout=0.01)
+    stream.write(b"held")
+    peer.close()
+    sock.shutdown(socket.SHUT_WR)
+    with pytest.raises(httpcore.WriteError):  # the held write fails when it is sent
+        stream.read(10)
+    with pytest.raises(httpcore.WriteError):
+        stream.write(b"y" * (_COALESCE_LIMIT + 1))
+    sock.close()
+    with pytest.raises(httpcore.ReadError):
+        stream.read(10)
+
+
+def test_an_abort_before_the_read_fails_it_without_sending(
+    pair: tuple[CountingSocket, socket.socket],
+) -> None:
+    """An exchange aborted while its request was being written does not send it."""
+    import threading
+
+    sock, peer = pair
+    readers = _Readers()
+    stream = AbortableStream(SyncStream(sock), readers)
+    stream.write(b"request")
+    readers.abort_reader(threading.get_ident())
+    with pytest.raises(httpcore.ReadError):
+        stream.read(10)
+    assert sock.sends == 0
+    assert peer.recv(10) == b""  # shut down, nothing sent
