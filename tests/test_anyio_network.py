@@ -10,7 +10,7 @@ from typing import Any
 import httpcore
 import pytest
 
-from mcpcore_anyio._network import _HIGH_WATER, _AsyncioStream, _Inbound
+from mcpcore_anyio._network import _COALESCE_LIMIT, _HIGH_WATER, _AsyncioStream, _Inbound
 
 
 class FakeTransport(asyncio.Transport):
@@ -92,19 +92,43 @@ def test_end_of_stream_reads_empty_and_a_failure_is_a_read_error() -> None:
     asyncio.run(main())
 
 
+def test_B1_a_requests_head_and_body_go_out_together_on_the_read() -> None:
+    """httpcore writes a request's head and body separately; the stream hands both to the
+    transport in one write (one send) when the response is read, in order, and not before."""
+
+    async def main() -> None:
+        transport, inbound, stream = connected()
+        await stream.write(b"POST / HTTP/1.1\r\n\r\n")
+        await stream.write(b'{"jsonrpc": "2.0"}')
+        await stream.write(b"")
+        assert transport.written == []
+        inbound.data_received(b"HTTP/1.1 200 OK\r\n")
+        assert await stream.read(100) == b"HTTP/1.1 200 OK\r\n"
+        assert transport.written == [b'POST / HTTP/1.1\r\n\r\n{"jsonrpc": "2.0"}']
+        await stream.write(b"held")
+        await stream.aclose()  # a closed stream sends nothing it held
+        assert transport.written == [b'POST / HTTP/1.1\r\n\r\n{"jsonrpc": "2.0"}']
+
+    asyncio.run(main())
+
+
+BIG = b"x" * (_COALESCE_LIMIT + 1)  # large writes are not held
+
+
 def test_a_write_waits_while_the_transport_is_full() -> None:
     async def main() -> None:
         transport, inbound, stream = connected()
+        await stream.write(b"head")
         inbound.pause_writing()
-        writer = asyncio.ensure_future(stream.write(b"request"))
+        writer = asyncio.ensure_future(stream.write(BIG))
         await asyncio.sleep(0)
-        assert transport.written == [b"request"] and not writer.done()
+        assert transport.written == [b"head", BIG] and not writer.done()
         inbound.resume_writing()
         await writer
         await stream.write(b"")  # nothing to write: no call
-        assert transport.written == [b"request"]
+        assert transport.written == [b"head", BIG]
         inbound.pause_writing()
-        writer = asyncio.ensure_future(stream.write(b"more"))
+        writer = asyncio.ensure_future(stream.write(BIG))
         await asyncio.sleep(0)
         inbound.connection_lost(BrokenPipeError("broken pipe"))
         with pytest.raises(httpcore.WriteError, match="broken pipe"):
@@ -123,7 +147,7 @@ def test_read_and_write_timeouts_are_httpcore_timeouts() -> None:
             await stream.read(10, timeout=0.01)
         inbound.pause_writing()
         with pytest.raises(httpcore.WriteTimeout):
-            await stream.write(b"x", timeout=0.01)
+            await stream.write(BIG, timeout=0.01)
 
     asyncio.run(main())
 

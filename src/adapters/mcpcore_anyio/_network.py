@@ -36,6 +36,9 @@ class LazyPool(LazyAssignment, httpcore.AsyncConnectionPool):
     """httpcore's async pool, idle connections checked only when about to be used."""
 
 
+# Writes smaller than this are held until the response is read (``_AsyncioStream.write``).
+_COALESCE_LIMIT = 64 * 1024
+
 # Stop reading from a connection whose unread bytes pass this, until they are read:
 # a large reply then waits in the kernel, not in this process (B4).
 _HIGH_WATER = 1 << 20
@@ -50,7 +53,7 @@ class _Inbound(asyncio.Protocol):
         self.ended = False  # the peer closed its side, or the connection is gone
         self.failure: BaseException | None = None
         self.reading_paused = False
-        self._writing_paused = False
+        self.writing_paused = False
         self._readable: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
 
@@ -77,10 +80,10 @@ class _Inbound(asyncio.Protocol):
         self._wake_writer()
 
     def pause_writing(self) -> None:
-        self._writing_paused = True
+        self.writing_paused = True
 
     def resume_writing(self) -> None:
-        self._writing_paused = False
+        self.writing_paused = False
         self._wake_writer()
 
     async def readable(self) -> None:
@@ -91,7 +94,7 @@ class _Inbound(asyncio.Protocol):
             self._readable = None
 
     async def writable(self) -> None:
-        while self._writing_paused and not self.ended:
+        while self.writing_paused and not self.ended:
             self._writable = asyncio.get_running_loop().create_future()
             try:
                 await self._writable
@@ -133,9 +136,12 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
     def __init__(self, transport: asyncio.Transport, inbound: _Inbound) -> None:
         self._transport = transport
         self._inbound = inbound
+        self._unsent = b""
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         inbound = self._inbound
+        if self._unsent:
+            self._send_unsent()
         if not inbound.buffer and not inbound.ended:
             try:
                 with anyio.fail_after(timeout):
@@ -160,16 +166,29 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
         inbound = self._inbound
         if inbound.ended and self._transport.is_closing():
             raise httpcore.WriteError(str(inbound.failure or "the connection is closed"))
+        # A request's head and body come as separate writes and its response is
+        # read next: small ones are held and go out together on that read.
+        if len(self._unsent) + len(buffer) <= _COALESCE_LIMIT:
+            self._unsent += buffer
+            return
+        if self._unsent:
+            self._send_unsent()
         self._transport.write(buffer)
-        try:
-            with anyio.fail_after(timeout):
-                await inbound.writable()
-        except TimeoutError:
-            raise httpcore.WriteTimeout("could not write within the write timeout") from None
+        if inbound.writing_paused:
+            try:
+                with anyio.fail_after(timeout):
+                    await inbound.writable()
+            except TimeoutError:
+                raise httpcore.WriteTimeout("could not write within the write timeout") from None
         if inbound.failure is not None:
             raise httpcore.WriteError(str(inbound.failure)) from inbound.failure
 
+    def _send_unsent(self) -> None:
+        unsent, self._unsent = self._unsent, b""
+        self._transport.write(unsent)  # within the transport's buffer limit: no waiting
+
     async def aclose(self) -> None:
+        self._unsent = b""
         self._transport.close()
 
     async def start_tls(
@@ -178,6 +197,8 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        if self._unsent:
+            self._send_unsent()
         loop = asyncio.get_running_loop()
         try:
             with anyio.fail_after(timeout):
