@@ -40,9 +40,10 @@ class FakeConnection:
 
 
 class FakeRequest:
-    def __init__(self, origin: str, queued: bool) -> None:
+    def __init__(self, label: str, origin: str, queued: bool) -> None:
         self.request = type("R", (), {"url": type("U", (), {"origin": origin})()})()
-        self.connection: FakeConnection | None = None if queued else FakeConnection("busy", origin)
+        # a request not queued is on a connection of its own, outside the pool's list
+        self.connection: FakeConnection | None = None if queued else FakeConnection(label, origin)
 
     def is_queued(self) -> bool:
         return self.connection is None
@@ -57,10 +58,12 @@ class FakePool:
         connections: list[dict[str, Any]],
         requests: list[dict[str, Any]],
         limits: tuple[int, int],
+        http2: bool = False,
     ) -> None:
+        self._http2 = http2
         self._connections = [FakeConnection(f"c{i}", **c) for i, c in enumerate(connections)]
         self.initial = list(self._connections)
-        self._requests = [FakeRequest(**r) for r in requests]
+        self._requests = [FakeRequest(f"busy{i}", **r) for i, r in enumerate(requests)]
         self._max_connections, self._max_keepalive_connections = limits
         self.created = 0
 
@@ -77,6 +80,14 @@ class FakePool:
 
     def assigned(self) -> list[str | None]:
         return [None if r.connection is None else r.connection.label for r in self._requests]
+
+    def misassigned(self, closing: list[FakeConnection]) -> set[str]:
+        """Connections given two requests, or closed with a request on them (a fake's state
+        does not change when it is given a request: a real one's changes only when the
+        request starts on it, so until then it reads as idle)."""
+        labels = [label for label in self.assigned() if label is not None]
+        twice = {label for label in labels if labels.count(label) > 1}
+        return twice | (set(labels) & {c.label for c in closing})
 
 
 def _states(expired: st.SearchStrategy[bool]) -> st.SearchStrategy[dict[str, Any]]:
@@ -117,11 +128,17 @@ _IDLE_ELSEWHERE = {
 }
 
 
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
 @pytest.mark.parametrize("theirs_procedure", HTTPCORE_PROCEDURES, ids=["async", "sync"])
 @settings(max_examples=1000, deadline=None)
 @example(  # the pool is full and two idle connections could make room: the first one goes
     connections=[_IDLE_ELSEWHERE, _IDLE_ELSEWHERE],
     requests=[{"origin": "a", "queued": True}],
+    pool_limits=(2, 2),
+)
+@example(  # two requests queued, one idle connection: httpcore books it twice
+    connections=[{**_IDLE_ELSEWHERE, "origin": "a", "available": True}],
+    requests=[{"origin": "a", "queued": True}, {"origin": "a", "queued": True}],
     pool_limits=(2, 2),
 )
 @given(
@@ -131,16 +148,43 @@ _IDLE_ELSEWHERE = {
 )
 def test_B1_with_no_expired_connection_assignment_is_httpcores(
     theirs_procedure: Any,
+    http2: bool,
     connections: list[dict[str, Any]],
     requests: list[dict[str, Any]],
     pool_limits: tuple[int, int],
 ) -> None:
     """While no connection has expired, both drivers' pools keep, close, create and assign
-    exactly the connections httpcore 1.0's own procedure does, sync and async alike."""
-    theirs = FakePool(connections, requests, pool_limits)
-    ours = FakePool(connections, requests, pool_limits)
-    expected = theirs.outcome(theirs_procedure(theirs))
-    assert ours.outcome(LazyAssignment._assign_requests_to_connections(ours)) == expected  # type: ignore[arg-type]
+    exactly the connections httpcore 1.0's own procedure does, sync and async alike, except
+    that on HTTP/1.1 a connection just given a request is given no other and is not closed
+    to make room. Where httpcore does either (the request then fails
+    ``ConnectionNotAvailable`` and goes round again), ours gets another connection or
+    waits; as many requests are served as httpcore serves properly."""
+    theirs = FakePool(connections, requests, pool_limits, http2)
+    ours = FakePool(connections, requests, pool_limits, http2)
+    theirs_closing = theirs_procedure(theirs)
+    our_closing = LazyAssignment._assign_requests_to_connections(ours)  # type: ignore[arg-type]
+    theirs_wrong = theirs.misassigned(theirs_closing)
+    if http2 or not theirs_wrong:
+        assert ours.outcome(our_closing) == theirs.outcome(theirs_closing)
+        return
+    assert not ours.misassigned(our_closing)
+    served_properly = [label for label in theirs.assigned() if label not in theirs_wrong]
+    assert sum(label is not None for label in ours.assigned()) >= sum(
+        label is not None for label in served_properly
+    )
+
+
+def test_B1_on_http1_a_connection_given_a_request_is_not_given_another() -> None:
+    """The case behind two wasted rounds per call with 32 in flight: one idle connection,
+    two requests queued, room for one more connection."""
+    idle = {**_IDLE_ELSEWHERE, "origin": "a", "available": True}
+    queued = {"origin": "a", "queued": True}
+    pool = FakePool([idle], [queued, queued], (2, 2))
+    LazyAssignment._assign_requests_to_connections(pool)  # type: ignore[arg-type]
+    assert pool.assigned() == ["c0", "new1"]
+    full = FakePool([idle], [queued, queued], (1, 1))
+    LazyAssignment._assign_requests_to_connections(full)  # type: ignore[arg-type]
+    assert full.assigned() == ["c0", None]  # the second waits; c0 is not closed under the first
 
 
 @settings(max_examples=1500, deadline=None)
@@ -163,19 +207,22 @@ def test_B1_an_expired_connection_is_never_used_and_checked_only_when_about_to_b
     pool_limits: tuple[int, int],
 ) -> None:
     """With connections that have expired (the server closed them while idle): no request
-    is put on one, every request httpcore would serve is served, and ``has_expired`` (a
+    is put on one, as many requests are served as httpcore serves properly, and ``has_expired`` (a
     socket poll per idle connection in httpcore) is asked only of a connection a queued
     request could use next; with no request queued, of none."""
     theirs = FakePool(connections, requests, pool_limits)
     ours = FakePool(connections, requests, pool_limits)
-    httpcore.ConnectionPool._assign_requests_to_connections(theirs)  # type: ignore[arg-type]
+    theirs_closing = httpcore.ConnectionPool._assign_requests_to_connections(theirs)  # type: ignore[arg-type]
     closing = LazyAssignment._assign_requests_to_connections(ours)  # type: ignore[arg-type]
 
     for request in ours._requests:
         assert request.connection is None or not request.connection.state.get("expired")
         assert request.connection is None or not request.connection.state.get("closed")
-    for mine, httpcores in zip(ours.assigned(), theirs.assigned(), strict=True):
-        assert mine is not None or httpcores is None
+    assert not ours.misassigned(closing)
+    theirs_wrong = theirs.misassigned(theirs_closing)  # type: ignore[arg-type]
+    assert sum(label is not None for label in ours.assigned()) >= sum(
+        label is not None and label not in theirs_wrong for label in theirs.assigned()
+    )
     # besides expired connections, only idle ones are closed (to make room, or past keep-alive)
     assert all(c.state.get("expired") or c.state.get("idle") for c in closing)
 
