@@ -69,6 +69,15 @@ def test_t1_ascii_lower_only_touches_a_to_z() -> None:
     assert "\u212a".lower() == "k"
 
 
+@given(st.text())
+def test_t1_ascii_lower_changes_exactly_a_to_z_for_any_text(text: str) -> None:
+    """T1: whichever path it takes (ASCII text or not), only A-Z change, each to a-z."""
+    lowered = ascii_lower(text)
+    assert len(lowered) == len(text)
+    for before, after in zip(text, lowered, strict=True):
+        assert after == (chr(ord(before) + 32) if "A" <= before <= "Z" else before)
+
+
 def test_t1_tightened_pattern() -> None:
     """T1: a host may tighten the grammar (64 chars of [a-z0-9_-])."""
     tight = re.compile(r"^[a-z0-9_-]{1,64}$")
@@ -518,3 +527,44 @@ def test_t2_property_listing_never_raises(items: list[object]) -> None:
         assert is_valid_segment(tool.id.removeprefix("s/"))
         assert isinstance(tool.parameters, dict)
         assert tool.description
+
+
+@given(
+    name=st.from_regex(r"[A-Za-z0-9_.\-]{1,20}", fullmatch=True),
+    description=st.none() | st.text(max_size=20),
+    title=st.none() | st.text(max_size=20),
+    annotations=st.none()
+    | st.dictionaries(
+        st.sampled_from(["title", "readOnlyHint"]), st.text(max_size=5) | st.booleans()
+    ),
+    output_schema=st.none() | st.just({"type": "object"}),
+)
+def test_t3_a_listed_tool_is_the_tool_the_constructor_builds(
+    name: str,
+    description: str | None,
+    title: str | None,
+    annotations: dict[str, Any] | None,
+    output_schema: dict[str, Any] | None,
+) -> None:
+    """T3: listing builds its tools without the dataclass constructor (B3: thousands of
+    them); each has exactly the constructor's fields and compares, hashes and prints the same."""
+    import dataclasses
+
+    item = raw(name, description=description, title=title, annotations=annotations)
+    if output_schema is not None:
+        item["outputSchema"] = output_schema
+    (listed,) = Catalogue.from_listing("srv", [item], validate_schemas=False)
+    built = Tool(
+        id=listed.id,
+        name=listed.name,
+        server=listed.server,
+        description=listed.description,
+        parameters=listed.parameters,
+        output_schema=listed.output_schema,
+        annotations=listed.annotations,
+        title=listed.title,
+    )
+    assert vars(listed).keys() == {f.name for f in dataclasses.fields(Tool) if f.init}
+    assert vars(listed) == vars(built)
+    assert listed == built and hash(listed) == hash(built) and repr(listed) == repr(built)
+    assert listed.id == "srv/" + ascii_lower(name)

@@ -56,7 +56,9 @@ def _shown(value: object) -> str:
 
 def ascii_lower(text: str) -> str:
     """Lowercase ``A``–``Z`` only; every other character (non-ASCII too) is kept as is."""
-    return text.translate(_LOWER)
+    # On ASCII text str.lower() changes exactly A-Z, and is several times faster
+    # than translate (a listing lowercases every name).
+    return text.lower() if text.isascii() else text.translate(_LOWER)
 
 
 def is_valid_segment(text: object, pattern: re.Pattern[str] | None = None) -> bool:
@@ -312,7 +314,7 @@ def _build(
         _log.warning("%s: dropped tool %s: its name is not a string", where, _shown(name))
         return None
     segment = ascii_lower(name)
-    if not is_valid_segment(segment, pattern):
+    if (DEFAULT_SEGMENT_PATTERN if pattern is None else pattern).fullmatch(segment) is None:
         _log.warning("%s: dropped tool %s: not a valid tool name", where, _shown(name))
         return None
     parameters = item.get("inputSchema")
@@ -333,7 +335,7 @@ def _build(
     title = _text(item.get("title")) or _text(annotations.get("title"))
     description = _text(item.get("description")) or title or name
     output_schema, compiled = _output_schema(where, name, item, validate_schemas)
-    tool = Tool(
+    tool = _listed_tool(
         id=f"{server}{separator}{segment}",
         name=name,
         server=server,
@@ -346,6 +348,19 @@ def _build(
     if compiled is not None:
         # Compiled at listing: cache it so calls do not compile again.
         object.__setattr__(tool, "_compiled", compiled)
+    return tool
+
+
+def _listed_tool(**fields: Any) -> Tool:
+    """``Tool(...)`` with every constructor field given, for listings that build thousands.
+
+    A frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``, most of a listed tool's cost; this fills the new
+    instance's dict at once. A test checks it builds the same tools as the
+    constructor, field for field.
+    """
+    tool = object.__new__(Tool)
+    tool.__dict__.update(fields)
     return tool
 
 
