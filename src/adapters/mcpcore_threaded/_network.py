@@ -1,4 +1,4 @@
-"""The threaded driver's network layer over httpcore: abortable reads, stream ends.
+"""The threaded driver's network layer over httpcore: its pool, abortable reads, stream ends.
 
 Imported on a client's first remote start rather than with the driver, so a
 program that never talks to a remote server never loads httpcore (B5).
@@ -16,8 +16,6 @@ import httpcore
 
 from mcpcore_httpcore import REPLACES_HTTPCORE_POOL, LazyAssignment
 
-_UNSET = object()
-
 if TYPE_CHECKING:
     from ._client import _Readers
 
@@ -30,6 +28,8 @@ except ImportError:  # pragma: no cover - a later httpcore: every read goes thro
 
 # Writes smaller than this are held until the response is read (see ``write``).
 _COALESCE_LIMIT = 64 * 1024
+
+_UNSET = object()  # a socket timeout not set yet
 
 
 class AbortableStream(httpcore.NetworkStream):
