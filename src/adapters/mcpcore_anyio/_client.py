@@ -622,7 +622,8 @@ class McpClient(ClientBase):
             here = await self._dispatch(perform_here=call_id)
             if here is not None:
                 await self._exchange(*here, caller=waiter)
-            await waiter.done.wait()
+            if not waiter.done.is_set():  # usually set by now: no event-loop turn then
+                await waiter.done.wait()
         except BaseException:
             # K6: the caller gave up (cancel scope, task cancel, KeyboardInterrupt).
             if not waiter.done.is_set():

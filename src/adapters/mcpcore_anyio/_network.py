@@ -7,6 +7,7 @@ program that never talks to a remote server never loads httpcore (B5).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import socket
 import ssl
@@ -35,6 +36,8 @@ def connection_pool(
 class LazyPool(LazyAssignment, httpcore.AsyncConnectionPool):
     """httpcore's async pool, idle connections checked only when about to be used."""
 
+
+_NO_DEADLINE = contextlib.nullcontext()
 
 # Writes smaller than this are held until the response is read (``_AsyncioStream.write``).
 _COALESCE_LIMIT = 64 * 1024
@@ -144,7 +147,9 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
             self._send_unsent()
         if not inbound.buffer and not inbound.ended:
             try:
-                with anyio.fail_after(timeout):
+                # the drivers' exchanges pass no timeout (the engine keeps the deadlines):
+                # no cancel scope for those
+                with _NO_DEADLINE if timeout is None else anyio.fail_after(timeout):
                     while not inbound.buffer and not inbound.ended:
                         await inbound.readable()
             except TimeoutError:
