@@ -10,7 +10,8 @@ from typing import Any
 import httpcore
 import pytest
 
-from mcpcore_anyio._network import _COALESCE_LIMIT, _HIGH_WATER, _AsyncioStream, _Inbound
+from mcpcore_anyio._network import _HIGH_WATER, _AsyncioStream, _Inbound
+from mcpcore_httpcore import COALESCE_LIMIT
 
 
 class FakeTransport(asyncio.Transport):
@@ -112,7 +113,7 @@ def test_B1_a_requests_head_and_body_go_out_together_on_the_read() -> None:
     asyncio.run(main())
 
 
-BIG = b"x" * (_COALESCE_LIMIT + 1)  # large writes are not held
+BIG = b"x" * (COALESCE_LIMIT + 1)  # large writes are not held
 
 
 def test_a_write_waits_while_the_transport_is_full() -> None:

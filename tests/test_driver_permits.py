@@ -7,12 +7,21 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import anyio
 import pytest
 
 from mcpcore_anyio._client import _Permits as AsyncPermits
 from mcpcore_threaded._client import _Permits as ThreadPermits
+
+
+def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait for another thread to bring ``condition`` about (polled; fails past ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
 
 
 def test_threaded_permits_are_handed_over_in_order_of_asking() -> None:
@@ -32,10 +41,7 @@ def test_threaded_permits_are_handed_over_in_order_of_asking() -> None:
         thread = threading.Thread(target=caller, args=(i,))
         thread.start()
         threads.append(thread)
-        deadline = time.monotonic() + 5
-        while len(permits._waiting) < i + 1:  # queued in this order
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        _until(lambda queued=i + 1: len(permits._waiting) >= queued)  # queued in this order
     permits.release()
     for thread in threads:
         thread.join(5)
@@ -51,10 +57,7 @@ def test_threaded_a_released_permit_cannot_be_taken_back_past_a_waiter() -> None
         target=lambda: got.append("waiter") if permits.acquire(lambda: False) else None
     )
     waiter.start()
-    deadline = time.monotonic() + 5
-    while not permits._waiting:
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    _until(lambda: bool(permits._waiting))
     permits.release()
     assert not permits.acquire(lambda: True)  # asking again at once: behind the waiter
     waiter.join(5)

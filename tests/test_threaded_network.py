@@ -12,8 +12,9 @@ import httpcore
 import pytest
 from httpcore._backends.sync import SyncStream
 
+from mcpcore_httpcore import COALESCE_LIMIT
 from mcpcore_threaded._client import _Readers
-from mcpcore_threaded._network import _COALESCE_LIMIT, AbortableStream
+from mcpcore_threaded._network import AbortableStream
 
 
 class CountingSocket(socket.socket):
@@ -83,7 +84,7 @@ def test_B1_a_large_write_is_not_held(pair: tuple[CountingSocket, socket.socket]
     """A body past the limit goes out at once, after what was held, in order."""
     sock, peer = pair
     stream = stream_on(sock)
-    head, body = b"HEAD\r\n", b"x" * (_COALESCE_LIMIT + 1)
+    head, body = b"HEAD\r\n", b"x" * (COALESCE_LIMIT + 1)
     stream.write(head)
     stream.write(body)
     got = b""
@@ -120,7 +121,7 @@ def test_failures_map_to_httpcores_errors(pair: tuple[CountingSocket, socket.soc
     with pytest.raises(httpcore.WriteError):  # the held write fails when it is sent
         stream.read(10)
     with pytest.raises(httpcore.WriteError):
-        stream.write(b"y" * (_COALESCE_LIMIT + 1))
+        stream.write(b"y" * (COALESCE_LIMIT + 1))
     sock.close()
     with pytest.raises(httpcore.ReadError):
         stream.read(10)

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import httpcore
 
-from mcpcore_httpcore import REPLACES_HTTPCORE_POOL, LazyAssignment
+from mcpcore_httpcore import COALESCE_LIMIT, REPLACES_HTTPCORE_POOL, LazyAssignment
 
 
 def connection_pool(
@@ -38,9 +38,6 @@ class LazyPool(LazyAssignment, httpcore.AsyncConnectionPool):
 
 
 _NO_DEADLINE = contextlib.nullcontext()
-
-# Writes smaller than this are held until the response is read (``_AsyncioStream.write``).
-_COALESCE_LIMIT = 64 * 1024
 
 # Stop reading from a connection whose unread bytes pass this, until they are read:
 # a large reply then waits in the kernel, not in this process (B4).
@@ -173,7 +170,7 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(str(inbound.failure or "the connection is closed"))
         # A request's head and body come as separate writes and its response is
         # read next: small ones are held and go out together on that read.
-        if len(self._unsent) + len(buffer) <= _COALESCE_LIMIT:
+        if len(self._unsent) + len(buffer) <= COALESCE_LIMIT:
             self._unsent += buffer
             return
         if self._unsent:

@@ -1,5 +1,6 @@
-"""What both drivers add to httpcore's connection pool: request assignment that
-asks a connection whether the server has closed it only when about to use it.
+"""What both drivers add to httpcore: the pool's request assignment (a connection
+is asked whether the server has closed it only when about to be used), and the
+size below which their streams hold a request's writes until its response is read.
 
 Loaded with httpcore, on a client's first remote start (B5). Nothing here is
 about MCP; it is how requests are put on connections.
@@ -10,6 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import httpcore
+
+# Writes smaller than this are held until the response is read, so a request's
+# head and body (two writes from httpcore) leave in one send.
+COALESCE_LIMIT = 64 * 1024
 
 # The httpcore whose private pool procedure ``LazyAssignment`` replaces; with any
 # other the drivers use httpcore's pool unchanged (slower, the same outcome).
@@ -66,41 +71,37 @@ class LazyAssignment:
                 connections.remove(connection)
                 closing.append(connection)
         # On HTTP/1.1 a connection carries one request at a time, and one just given a
-        # request still reads as available until that request's task starts on it.
-        one_each = not self._http2
-        taken = {id(r.connection) for r in self._requests} if one_each else set()
-
-        def book(pool_request: Any, connection: Any) -> None:
-            pool_request.assign_to_connection(connection)
-            if one_each:
-                taken.add(id(connection))
-
+        # request still reads as available until that request's task starts on it:
+        # such connections are passed over (on HTTP/2 a connection takes more).
+        taken = set() if self._http2 else {id(r.connection) for r in self._requests}
         for pool_request in [r for r in self._requests if r.is_queued()]:
             origin = pool_request.request.url.origin
-            available = None
+            chosen = None
             for connection in list(connections):
                 if (
-                    id(connection) not in taken
-                    and connection.can_handle_request(origin)
-                    and connection.is_available()
+                    id(connection) in taken
+                    or not connection.can_handle_request(origin)
+                    or not connection.is_available()
                 ):
-                    if not connection.has_expired():
-                        available = connection
-                        break
-                    connections.remove(connection)
-                    closing.append(connection)
-            if available is not None:
-                book(pool_request, available)
-            elif len(connections) < self._max_connections:
-                connection = self.create_connection(origin)
-                connections.append(connection)
-                book(pool_request, connection)
-            else:
-                idle = next((c for c in connections if c.is_idle() and id(c) not in taken), None)
-                if idle is not None:
+                    continue
+                if not connection.has_expired():
+                    chosen = connection
+                    break
+                connections.remove(connection)
+                closing.append(connection)
+            if chosen is None:
+                if len(connections) >= self._max_connections:
+                    # full: make room by closing an idle connection, if there is one
+                    idle = next(
+                        (c for c in connections if c.is_idle() and id(c) not in taken), None
+                    )
+                    if idle is None:
+                        continue
                     connections.remove(idle)
                     closing.append(idle)
-                    connection = self.create_connection(origin)
-                    connections.append(connection)
-                    book(pool_request, connection)
+                chosen = self.create_connection(origin)
+                connections.append(chosen)
+            pool_request.assign_to_connection(chosen)
+            if not self._http2:
+                taken.add(id(chosen))
         return closing

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpcore
 
-from mcpcore_httpcore import REPLACES_HTTPCORE_POOL, LazyAssignment
+from mcpcore_httpcore import COALESCE_LIMIT, REPLACES_HTTPCORE_POOL, LazyAssignment
 
 if TYPE_CHECKING:
     from ._client import _Readers
@@ -25,9 +25,6 @@ try:  # the plain socket stream of httpcore's sync backend, whose socket we use 
     from httpcore._backends.sync import SyncStream as _SocketStream
 except ImportError:  # pragma: no cover - a later httpcore: every read goes through it
     _SocketStream = None
-
-# Writes smaller than this are held until the response is read (see ``write``).
-_COALESCE_LIMIT = 64 * 1024
 
 _UNSET = object()  # a socket timeout not set yet
 
@@ -77,7 +74,7 @@ class AbortableStream(httpcore.NetworkStream):
             self._readers.reading_ends(ident)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if self._sock is not None and len(self._unsent) + len(buffer) <= _COALESCE_LIMIT:
+        if self._sock is not None and len(self._unsent) + len(buffer) <= COALESCE_LIMIT:
             self._unsent += buffer
             self._unsent_timeout = timeout
             return
