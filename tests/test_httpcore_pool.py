@@ -237,10 +237,57 @@ def test_B1_an_expired_connection_is_never_used_and_checked_only_when_about_to_b
 
 
 def test_B1_the_lazy_pool_is_used_only_with_the_httpcore_it_replaces() -> None:
+    """With the installed httpcore, both drivers' pools use the lazy assignment exactly when
+    it replaces that httpcore's own procedure, and the procedure it replaces is there."""
     from mcpcore_anyio._network import connection_pool as anyio_pool
     from mcpcore_threaded._client import _Readers
     from mcpcore_threaded._network import connection_pool as threaded_pool
 
-    assert httpcore.__version__.startswith("1.0.") == REPLACES_HTTPCORE_POOL
     for pool in (anyio_pool(None, 10), threaded_pool(None, 10, _Readers())):
         assert isinstance(pool, LazyAssignment) == REPLACES_HTTPCORE_POOL
+    if REPLACES_HTTPCORE_POOL:
+        for theirs in (httpcore.ConnectionPool, httpcore.AsyncConnectionPool):
+            # what LazyAssignment overrides exists on httpcore's pool: it is not dead code
+            assert callable(theirs.__dict__.get("_assign_requests_to_connections")), theirs
+
+
+_POOLS_UNDER = """
+import json
+import httpcore
+httpcore.__version__ = {version!r}
+from mcpcore_httpcore import REPLACES_HTTPCORE_POOL, LazyAssignment
+from mcpcore_anyio._network import connection_pool as anyio_pool
+from mcpcore_threaded._client import _Readers
+from mcpcore_threaded._network import connection_pool as threaded_pool
+anyio, threaded = anyio_pool(None, 10), threaded_pool(None, 10, _Readers())
+print(json.dumps({{
+    "flag": REPLACES_HTTPCORE_POOL,
+    "lazy": [isinstance(p, LazyAssignment) for p in (anyio, threaded)],
+    "httpcore's": [isinstance(anyio, httpcore.AsyncConnectionPool),
+                   isinstance(threaded, httpcore.ConnectionPool)],
+}}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "lazy"),
+    [("1.0.9", True), ("1.0.0", True), ("1.1.0", False), ("0.18.0", False), ("2.0.0", False)],
+)
+def test_B1_another_httpcore_gets_its_own_pool_unchanged(version: str, lazy: bool) -> None:
+    """The decision follows the httpcore version seen on import: with any httpcore but
+    1.0.x both drivers build httpcore's own pool, without the replaced procedure. Run in a
+    fresh interpreter whose httpcore reports ``version``."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _POOLS_UNDER.format(version=version)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen == {"flag": lazy, "lazy": [lazy, lazy], "httpcore's": [True, True]}

@@ -126,8 +126,10 @@ async def common_probes(
             await wait_for(lambda: call_started() or bool(progressed), 10)
             cancelled_at = anyio.current_time()
             group.cancel_scope.cancel()
-        # K6: the caller returns at once, whatever the server does with the stream
-        assert anyio.current_time() - cancelled_at < 0.5
+        # K6: the caller returns without waiting, whatever the server does with the stream:
+        # long before the cancelled tool (20 s or more on every server here) could have
+        # finished. A generous bound for a loaded machine; B6 measures the time itself.
+        assert anyio.current_time() - cancelled_at < 10
         await wait_for(saw_cancel, 10)
 
     await probe.check("cancel", cancel)
@@ -170,9 +172,9 @@ async def test_interop_demo_server() -> None:
                         "structured": ("add", {"a": 1, "b": 2}, lambda t: t == "3"),
                     },
                     ("slow", {"steps": 3, "delay": 0.01}),
-                    ("slow", {"steps": 100, "delay": 0.1}),
+                    ("slow", {"steps": 200, "delay": 0.1}),  # 20 s
                     lambda: any(
-                        r.json["params"].get("arguments", {}).get("steps") == 100
+                        r.json["params"].get("arguments", {}).get("steps") == 200
                         for r in server.requests_for("tools/call")
                     ),
                     lambda: bool(server.requests_for("notifications/cancelled")),

@@ -82,7 +82,9 @@ async def test_sdk_server_progress_and_cancel(driver: str, sdk: Peer) -> None:
             elapsed = await client.call_and_cancel(
                 "sdk/slow", {"seconds": 30}, lambda: sdk.events().count("call slow") > before
             )
-            assert elapsed < 0.5
+            # long before the 30 s tool could have finished: the caller did not wait for it
+            # (a generous bound for a loaded machine; B6 measures the time a cancel takes)
+            assert elapsed < 10
             if "stateless" not in _mode_of(sdk):
                 await wait_for(lambda: sdk.events().count("cancelled") > before, 10)
 
@@ -152,7 +154,9 @@ async def test_everything_server_cancel_midway(driver: str, everything: Peer) ->
                     await wait_for(lambda: len(progress) >= 1, 10)
                     t0 = anyio.current_time()
                     group.cancel_scope.cancel()
-            assert anyio.current_time() - t0 < 0.5
+            # long before the 20 s operation could have finished: the caller did not wait
+            # for it (a generous bound for a loaded machine; B6 measures the time itself)
+            assert anyio.current_time() - t0 < 10
             # the session is still good afterwards
             assert (await client.call("ev/echo", {"message": "still here"})).text.endswith("still here")
 

@@ -91,7 +91,7 @@ async def test_S3_stubborn_child_is_killed_on_close(driver: str, plugin: Path) -
     options = {"allow_local": True, "plugin_root": str(plugin), "startup_timeout": 60.0}
     t0 = anyio.current_time()
     async with open_client(driver, "stubborn", {"command": "./stubborn"}, **options) as client:
-        with anyio.fail_after(2):
+        with anyio.fail_after(10):
             availability = await client.ready(0.5)
         assert not availability.ok
         process = client.client._process.process
@@ -99,4 +99,7 @@ async def test_S3_stubborn_child_is_killed_on_close(driver: str, plugin: Path) -
         pid = process.pid
     elapsed = anyio.current_time() - t0
     assert _gone(pid)
-    assert 3.0 <= elapsed < 8.0
+    # The child ignores TERM, so it can be gone only after the 3 s grace, the terminate,
+    # the 1 s after it and the kill: no earlier than 4 s (less a little slack for clock
+    # granularity). The upper bound is generous; it only says the close did end.
+    assert 4.0 - 0.05 <= elapsed < 30
