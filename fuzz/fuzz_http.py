@@ -29,6 +29,7 @@ from _fuzzlib import SECRET, Reader
 
 from mcpcore._errors import McpError, RemoteProtocolError, TransportError
 from mcpcore._events import AbortExchange, HttpRequest
+from mcpcore._failure import FailureKind, TransportFailure
 from mcpcore._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed, SessionExpired
 from mcpcore._jsonrpc import Notification, Request, Result
 
@@ -158,7 +159,7 @@ def run(steps: list[Step], limits: HttpLimits, split: bool) -> tuple[list[Any], 
         _check_bounds(mapping)
 
     try:
-        mapping.send(Request(id=1, method="initialize", params={"protocolVersion": "2025-11-25"}))
+        mapping.send(Request(id=1, method="initialize", params={"protocolVersion": "2025-11-25"}), now)
         collect()
         for step in steps:
             if step.kind == "reply" and pending:
@@ -175,20 +176,20 @@ def run(steps: list[Step], limits: HttpLimits, split: bool) -> tuple[list[Any], 
                 if reply.finish == 0:
                     mapping.response_ended(xid, now)
                 elif reply.finish == 1:
-                    mapping.response_failed(xid, "connection reset", now)
+                    mapping.response_failed(xid, TransportFailure(FailureKind.RESET), now)
                 collect()
             elif step.kind == "send":
                 mapping.protocol_version = "2025-11-25"
-                mapping.send(Request(id=step.value, method="tools/call", params={"name": "t"}))
+                mapping.send(Request(id=step.value, method="tools/call", params={"name": "t"}), now)
             elif step.kind == "note":
-                mapping.send(Notification(method="notifications/initialized"))
+                mapping.send(Notification(method="notifications/initialized"), now)
             elif step.kind == "abandon":
                 mapping.abandon(step.value)
             elif step.kind == "tick":
                 now += step.value / 50.0
                 mapping.handle_timer(now)
             else:  # a reply with no request waiting: answer a late result instead
-                mapping.send(Result(id="srv", result={}))
+                mapping.send(Result(id="srv", result={}), now)
             collect()
         mapping.drop_exchanges()
         mapping.end_session()

@@ -18,6 +18,7 @@ from typing import Any
 from mcpcore._config import RemoteServer
 from mcpcore._engine import HttpClientEngine
 from mcpcore._events import AbortExchange, Event, HttpRequest
+from mcpcore._failure import FailureKind, TransportFailure
 from mcpcore._http import HttpLimits
 from mcpcore._session import SessionOptions
 
@@ -279,7 +280,7 @@ class Link:
         if reply.finish == "end":
             e.response_ended(xid, self.now)
         elif reply.finish == "fail":
-            e.response_failed(xid, "connection reset", self.now)
+            e.response_failed(xid, TransportFailure(FailureKind.RESET), self.now)
         else:
             self.stalled.add(xid)
 

@@ -1,4 +1,4 @@
-"""Configuration layer: ``mcp.json``, entries, expansion and redaction (DESIGN C1–C8)."""
+"""Configuration layer: ``mcp.json``, entries, expansion and redaction (C1–C8, see docs/behaviours.md)."""
 
 from __future__ import annotations
 
@@ -429,6 +429,26 @@ def test_c5_header_line_break_message_format() -> None:
         name="GitHub",
     )
     assert str(error) == "server 'github': header 'Authorization' value contains a line break"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [" tok-value", "tok-value ", "\ttok-value", "tok-value\t", " ", "Bearer tok-value\t "],
+    ids=["lead-space", "trail-space", "lead-tab", "trail-tab", "only-space", "trail-mixed"],
+)
+def test_C5_X5_header_value_with_edge_whitespace_refused(value: str) -> None:
+    """C5, X5: a pasted token's leading/trailing space or tab is refused here, naming the
+    header and never the value (HTTP would refuse it later, with the value in its message)."""
+    error = refused({"url": "https://x.example", "headers": {"Authorization": value}}, name="GitHub")
+    assert str(error) == "server 'github': header 'Authorization' value begins or ends with whitespace"
+    assert error.key == "headers.Authorization"
+    assert "tok-value" not in repr(error)
+    through_env = refused(
+        {"url": "https://x.example", "headers": {"Authorization": "${env:V}"}}, env={"V": value}
+    )
+    assert "begins or ends with whitespace" in str(through_env) and "tok-value" not in repr(through_env)
+    # Whitespace inside a value is fine.
+    assert remote({"url": "https://x.example", "headers": {"Authorization": "Bearer a\tb c"}})
 
 
 def test_c5_header_value_with_line_break_from_environment() -> None:
@@ -1022,7 +1042,7 @@ def test_c8_error_messages_use_configured_url_without_query() -> None:
 
 
 def test_c1_c8_public_names_exported() -> None:
-    """C1–C8: the config names are part of ``mcpcore``'s public surface (DESIGN §11)."""
+    """C1–C8: the config names are part of ``mcpcore``'s public surface."""
     for name in ("load_mcp_json", "parse_server", "expand", "RemoteServer", "LocalServer"):
         assert name in mcpcore.__all__
         assert getattr(mcpcore, name) is not None

@@ -1,4 +1,4 @@
-"""X3 and DESIGN §1: the core imports only the standard library and does no I/O.
+"""X3: the core imports only the standard library and does no I/O.
 
 Every module of ``src/mcpcore`` is parsed; an import outside the standard
 library, or any use of the clock, sockets, threads, the environment,

@@ -1,7 +1,7 @@
 """The bundled demo MCP server (``mcpcore_demo``), driven with plain httpcore.
 
 Each test is bounded in time and waits on conditions the server records,
-never on sleeps. Behaviour ids (DESIGN.md section 7) are named where a test
+never on sleeps. Behaviour ids (docs/behaviours.md) are named where a test
 exercises the server side of one.
 """
 

@@ -1,7 +1,7 @@
 """The behaviour suite both drivers must pass, over loopback against the demo server.
 
 Every test runs three times: the anyio driver on asyncio and on trio, and the
-threaded driver. Tests name the DESIGN ids they prove.
+threaded driver. Tests name the behaviour ids (docs/behaviours.md) they prove.
 """
 
 from __future__ import annotations
@@ -175,18 +175,22 @@ async def test_K2_K6_deadline_names_tool_and_sends_cancelled(driver: str) -> Non
 
 
 async def test_K6_caller_cancel_sends_cancelled_and_returns_promptly(driver: str) -> None:
-    """K6: cancelling the caller sends notifications/cancelled; the caller returns at once."""
+    """K6: cancelling the caller sends notifications/cancelled; the caller returns without
+    waiting for the tool."""
     async with DemoServer().serve() as running:
         server = running.server
         async with open_client(driver, "demo", entry(running.url)) as client:
-            with anyio.fail_after(20):
+            with anyio.fail_after(30):
                 assert (await client.ready(10)).ok
                 elapsed = await client.call_and_cancel(
                     "demo/slow",
-                    {"steps": 100, "delay": 0.1},
+                    {"steps": 200, "delay": 0.1},  # the tool runs 20 s
                     lambda: bool(server.requests_for("tools/call")),
                 )
-                assert elapsed < 0.5
+                # Returned long before the tool could have finished, so it did not wait for
+                # it (a generous bound for a loaded machine; the time a cancel takes is
+                # measured by the benchmark, B6, not asserted here).
+                assert elapsed < 10
                 await wait_for(lambda: bool(server.requests_for("notifications/cancelled")), 5)
                 # the session stays usable
                 assert (await client.call("demo/echo", {"text": "after"})).text == "after"
@@ -221,7 +225,9 @@ async def test_L3_L4_down_then_up(driver: str) -> None:
                 await client.call("late/echo", {})
             t0 = anyio.current_time()
             again = await client.ready(10)
-            assert not again.ok and anyio.current_time() - t0 < 0.5  # at once while down
+            # At once while down: well before the 10 s it was allowed to wait (the retry
+            # schedule itself is proven exactly with a fake clock in test_session.py).
+            assert not again.ok and anyio.current_time() - t0 < 5
             async with DemoServer().serve(port=port):
                 await wait_for(lambda: bool(client.tools), 10)
                 assert (await client.ready(1)).ok
@@ -403,7 +409,11 @@ async def test_P6_stall_after_headers_hits_the_deadline(driver: str) -> None:
                 t0 = anyio.current_time()
                 with pytest.raises(CallTimeout):
                     await client.call("demo/echo", {"text": "x"}, timeout=0.5)
-                assert anyio.current_time() - t0 < 2.0
+                # The stall never ends, so only the deadline can have ended the call: no
+                # earlier than its 0.5 s (a little slack for clock granularity), and bounded
+                # (generously: the exact firing time is proven with a fake clock in
+                # test_session.py and test_http_mapping.py).
+                assert 0.45 <= anyio.current_time() - t0 < 10
                 await wait_for(lambda: bool(running.server.requests_for("notifications/cancelled")), 5)
 
 
@@ -431,19 +441,25 @@ async def test_P6_stream_held_open_after_the_response_does_not_hold_the_caller(
     from mcpcore import HttpLimits
 
     async with DemoServer(fault=fault).serve() as running:
-        limits = HttpLimits(response_linger=1.0)
+        linger = 4.0
+        limits = HttpLimits(response_linger=linger)
         async with open_client(driver, "demo", entry(running.url), limits=limits) as client:
-            with anyio.fail_after(20):
+            with anyio.fail_after(30):
                 assert (await client.ready(10)).ok
                 before = running.server.open_connections
                 for _ in range(3):
                     t0 = anyio.current_time()
                     output = await client.call("demo/echo", {"text": "x"})
                     assert output.text == "held"
-                    assert anyio.current_time() - t0 < 0.5
-                # the lingering streams are closed by the engine after response_linger
+                    # The stream ends only when the engine closes it, response_linger after
+                    # the response: a caller that waited for the stream's end would take at
+                    # least that long. (The linger's exact timing is proven with a fake
+                    # clock in test_http_mapping.py.)
+                    assert anyio.current_time() - t0 < linger / 2
+                # the streams are still held after the callers returned; the engine closes
+                # them after response_linger
                 assert running.server.open_connections > before
-                await wait_for(lambda: running.server.open_connections <= before, 10)
+                await wait_for(lambda: running.server.open_connections <= before, 20)
 
 
 async def test_P6_oversized_response_names_the_limit(driver: str) -> None:
@@ -654,24 +670,28 @@ async def test_L7_hub_ready_has_one_deadline(driver: str) -> None:
     def fault(request: ReceivedRequest) -> FaultResponse | None:
         return FaultResponse.stall(200, {"content-type": "text/event-stream"})
 
+    timeout = 2.0
     async with DemoServer(fault=fault).serve() as stalled:
         document = json.dumps({"mcpServers": {f"s{i}": {"url": stalled.url} for i in range(3)}})
         module = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
         hub = module.McpHub.from_mcp_json(document)
-        with anyio.fail_after(20):
+        with anyio.fail_after(30):
             if driver == "threaded":
                 await anyio.to_thread.run_sync(hub.start)
                 t0 = anyio.current_time()
-                states = await anyio.to_thread.run_sync(lambda: hub.ready(0.5))
+                states = await anyio.to_thread.run_sync(lambda: hub.ready(timeout))
                 elapsed = anyio.current_time() - t0
                 await anyio.to_thread.run_sync(hub.close)
             else:
                 async with hub:
                     t0 = anyio.current_time()
-                    states = await hub.ready(0.5)
+                    states = await hub.ready(timeout)
                     elapsed = anyio.current_time() - t0
     assert not any(s.ok for s in states.values())
-    assert elapsed < 1.2
+    # Every server stalls, so ready() waited its timeout (no earlier, less a little slack
+    # for clock granularity), and returned well before one timeout per server (3 × 2 s)
+    # would have passed.
+    assert timeout - 0.05 <= elapsed < 2 * timeout
 
 
 async def test_C7_driver_reads_environment_and_home(driver: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -700,13 +720,15 @@ async def test_K6_asyncio_task_cancel_sends_cancelled_and_leaves_no_task(anyio_b
         client = mcpcore_anyio.McpClient("demo", entry(running.url))
         async with client:
             assert (await client.ready(10)).ok
-            task = asyncio.ensure_future(client.call("demo/slow", {"steps": 100, "delay": 0.1}))
+            # the tool runs 20 s
+            task = asyncio.ensure_future(client.call("demo/slow", {"steps": 200, "delay": 0.1}))
             await wait_for(lambda: bool(server.requests_for("tools/call")), 5)
             t0 = anyio.current_time()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert anyio.current_time() - t0 < 0.5
+            # long before the tool could have finished: the task did not wait for it
+            assert anyio.current_time() - t0 < 10
             await wait_for(lambda: bool(server.requests_for("notifications/cancelled")), 5)
     leftover = {t for t in asyncio.all_tasks() - before if not t.done()}
     assert leftover == set()
@@ -736,9 +758,124 @@ async def test_P5_server_that_closes_before_reading_the_request(driver: str) -> 
         async with open_client(driver, "rude", entry(f"http://127.0.0.1:{port}/mcp")) as client:
             with anyio.fail_after(20):
                 availability = await client.ready(10)
-        assert not availability.ok and "connection failed" in (availability.reason or "")
+        assert not availability.ok and "the connection was closed or reset" in (availability.reason or "")
         gc.collect()
     finally:
         stop.set()
         thread.join(5)
         listener.close()
+
+
+# --- C4: one lowercased name for the client, its ids and the hub -------------------------------
+
+
+async def test_C4_client_name_is_lowercased_for_ids_name_and_hub_keys(driver: str) -> None:
+    """C4: McpClient("Py-Peer", ...) is named "py-peer", its tool ids start "py-peer/", and a hub
+    built from a mapping keys it, and routes to it, by that name whatever the mapping's key."""
+    module = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
+    async with DemoServer().serve() as running:
+        client = module.McpClient("Py-Peer", entry(running.url), listen=False)
+        assert client.name == "py-peer"
+        hub = module.McpHub({"Py-Peer": client})
+        assert list(hub.clients) == ["py-peer"] and hub.clients["py-peer"] is client
+        with anyio.fail_after(20):
+            if driver == "threaded":
+                await anyio.to_thread.run_sync(hub.start)
+                try:
+                    states = await anyio.to_thread.run_sync(lambda: hub.ready(10))
+                    out = await anyio.to_thread.run_sync(lambda: hub.call("py-peer/echo", {"text": "hi"}))
+                finally:
+                    await anyio.to_thread.run_sync(hub.close)
+            else:
+                async with hub:
+                    states = await hub.ready(10)
+                    out = await hub.call("py-peer/echo", {"text": "hi"})
+    assert states["py-peer"].ok
+    assert client.tools and all(t.id.startswith("py-peer/") and t.server == "py-peer" for t in client.tools)
+    assert out.text == "hi"
+
+
+async def test_C4_C5_bad_name_or_header_makes_the_client_unavailable_with_the_reason(driver: str) -> None:
+    """C4: a name that is not a valid id, or holds the separator, gives an unavailable client
+    with the reason (never a raise); C5, X5: so does a host-built RemoteServer whose header
+    value has edge whitespace, and the reason names the header, not the value."""
+    from mcpcore import RemoteServer
+
+    padded = RemoteServer(name="r", url="https://example.invalid/mcp", headers={"Authorization": "tok-123 "})
+    cases: list[tuple[str, Any, dict[str, Any], str]] = [
+        ("bad name", entry("https://example.invalid/mcp"), {}, "not a valid id"),
+        ("A.B", entry("https://example.invalid/mcp"), {"separator": "."}, "separator '.'"),
+        ("my__srv", entry("https://example.invalid/mcp"), {"separator": "__"}, "separator '__'"),
+        ("r", padded, {}, "header 'Authorization' value begins or ends with whitespace"),
+    ]
+    for name, server, options, needle in cases:
+        async with open_client(driver, name, server, **options) as client:
+            availability = await client.ready(1)
+        assert not availability.ok and needle in (availability.reason or ""), (name, availability)
+        assert "tok-123" not in (availability.reason or "")
+        assert client.client.name == name.lower() and client.tools == ()
+
+
+async def test_C4_hub_with_dot_separator_does_not_route_a_b_tool_to_server_a(driver: str) -> None:
+    """C4, L7: with separator ".", server "a.b" would list "a.b.tool", and ids are routed by what
+    precedes the first separator: to server "a". So "a.b" is refused (unavailable, with the
+    reason), "a.b.tool" is not listed and reaches no server, and every listed tool routes to the
+    client that lists it."""
+    module = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
+    async with DemoServer(tools=[_tool("echo")]).serve() as one, DemoServer(tools=[_tool("tool")]).serve() as two:
+        document = json.dumps({"mcpServers": {"a": {"url": one.url}, "a.b": {"url": two.url}}})
+        hub = module.McpHub.from_mcp_json(document, separator=".", listen=False)
+
+        def routes() -> tuple[dict[str, Any], dict[str, Any]]:
+            routed = {t.id: hub.client_for(t.id) for t in hub.tools}
+            owners = {t.id: c for c in hub.clients.values() for t in c.tools}
+            return routed, owners
+
+        with anyio.fail_after(20):
+            if driver == "threaded":
+                await anyio.to_thread.run_sync(hub.start)
+                try:
+                    states = await anyio.to_thread.run_sync(lambda: hub.ready(10))
+                    routed, owners = routes()
+                    with pytest.raises(UnknownTool):
+                        await anyio.to_thread.run_sync(lambda: hub.call("a.b.tool", {}))
+                finally:
+                    await anyio.to_thread.run_sync(hub.close)
+            else:
+                async with hub:
+                    states = await hub.ready(10)
+                    routed, owners = routes()
+                    with pytest.raises(UnknownTool):
+                        await hub.call("a.b.tool", {})
+        assert one.server.requests_for("tools/call") == []
+        assert two.server.requests_for("tools/call") == []
+    assert states["a"].ok
+    assert not states["a.b"].ok and "separator '.'" in (states["a.b"].reason or "")
+    assert [t.id for t in hub.tools] == ["a.echo"]
+    assert routed.keys() == owners.keys() and all(routed[i] is owners[i] for i in routed)
+
+
+async def test_seed002_sync_into_a_fresh_registry_adds_everything(driver: str) -> None:
+    """seed 002: a registry's baseline dies with it. After registering into a registry that is
+    then dropped, the client holds none of it (its registrations are collected), and syncing
+    into a fresh registry adds every tool."""
+    import gc
+    import weakref
+
+    class Registry(dict[str, object]):
+        pass
+
+    async with DemoServer(tools=[_tool("a"), _tool("b")]).serve() as running:
+        async with open_client(driver, "demo", entry(running.url), listen=False) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                old = Registry()
+                client.register_into(old)
+                dropped = weakref.ref(old)
+                registration = weakref.ref(old["demo/a"])
+                del old
+                gc.collect()
+                assert dropped() is None and registration() is None
+                fresh = Registry()
+                report = await client.sync_into(fresh)
+    assert report.added == ("demo/a", "demo/b") and sorted(fresh) == ["demo/a", "demo/b"]

@@ -3,30 +3,41 @@
 The test plays the server by hand: it holds every open exchange and chooses what
 arrives on it and when — responses in any order, duplicated or late (after a cancel
 or a timeout), progress, server requests, streams closed with or without an event
-id (resumed by GET), and the fake clock moving past deadlines. Invariants:
+id (resumed by GET), and the fake clock moving past deadlines; the session expiring
+(404) while the server is down, so that setting up a new one fails and is retried (H6);
+notices and answers the server never acknowledges (H10); SSE events of another type
+(P5); floods of server requests (P6); arguments JSON cannot carry (K9). Invariants:
 
 * K6/K2: every call ends exactly once (one CallSucceeded / CallFailed / CallCancelled);
 * K2: no call outlives its deadline;
-* K6: every abandoned call (cancelled or timed out) that was sent produced exactly one
-  ``notifications/cancelled`` with its id, and no other call produced one;
-* P4: every server request got exactly one answer (ping → {}, others → -32601);
+* K6: every abandoned call (cancelled or timed out) that was on the wire of a session
+  that did not expire produced exactly one ``notifications/cancelled`` with its id; no
+  call produced more than one, and no call that never went out produced one;
+* P4: every server request got at most one answer (ping → {}, others → -32601);
+* H6: once the server gave a session id, no request other than ``initialize`` (and no
+  GET) goes out without one;
+* H10: no notice or answer POST stays open longer than its bound;
+* P6: answer POSTs open at once never exceed ``max_answers_in_flight``;
 * nothing is pending (no request, timer or exchange) once every call has ended.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fake_peer import FakeServer, connect
-from mcpcore import CallTimeout
+from mcpcore import CallTimeout, InvalidArguments
 from mcpcore._events import AbortExchange, CallCancelled, CallFailed, CallSucceeded, HttpRequest
+from mcpcore._failure import FailureKind, TransportFailure
 from mcpcore._http import HttpLimits
 from mcpcore._session import SessionOptions
 
@@ -39,15 +50,24 @@ class Open:
     """An exchange the 'server' holds: a call's POST or a resume GET for it."""
 
     cid: int
+    sid: str = ""  # the session id it carried
     started: bool = False
     answered: bool = False  # its own response went out on it (the server may keep it open)
+
+
+NOTICE_BOUND = 3.0
+ANSWERS_IN_FLIGHT = 3
+TOOLS = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
 
 
 class EngineMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         options = SessionOptions(server_name="srv", call_timeout=10)
-        self.link = connect(FakeServer(), options=options, listen=False, limits=HttpLimits(max_reconnects=2))
+        limits = HttpLimits(
+            max_reconnects=2, notice_timeout=NOTICE_BOUND, max_answers_in_flight=ANSWERS_IN_FLIGHT
+        )
+        self.link = connect(FakeServer(), options=options, listen=False, limits=limits)
         self.engine = self.link.engine
         self.now = self.link.now
         self.link.events.clear()
@@ -60,6 +80,17 @@ class EngineMachine(RuleBasedStateMachine):
         self.bad_answers: list[Any] = []
         self.next_event = 0
         self.next_server_id = 0
+        # H6: the session the 'server' knows, whether it is up, and what broke the rule
+        self.sid = "session-1"
+        self.sessions = 1
+        self.server_up = True
+        self.without_session: list[str] = []
+        self.on_wire: dict[int, bool] = {}  # call id -> its POST reached a live session
+        self.expired_during: set[int] = set()  # calls that lived through an expiry
+        # H10, P6: notices and answers the 'server' holds without answering
+        self.stall_notices = False
+        self.open_notices: dict[int, tuple[float, bool]] = {}  # xid -> (opened at, is answer)
+        self.most_answers_open = 0
 
     # --- plumbing ------------------------------------------------------------------
 
@@ -76,25 +107,42 @@ class EngineMachine(RuleBasedStateMachine):
             for action in actions:
                 if isinstance(action, AbortExchange):
                     self.open.pop(action.exchange_id, None)
+                    self.open_notices.pop(action.exchange_id, None)
                     continue
                 assert isinstance(action, HttpRequest)
                 self.perform(action)
 
     def perform(self, req: HttpRequest) -> None:
         e, xid = self.engine, req.exchange_id
+        headers = dict(req.headers)
+        message = json.loads(req.body) if req.body else {}
+        method = message.get("method")
+        if (req.method == "GET" or ("id" in message and method not in (None, "initialize"))) and (
+            headers.get(b"mcp-session-id") != self.sid.encode()
+        ):
+            self.without_session.append(f"{req.method} {method}")
         if req.method == "GET":
-            headers = dict(req.headers)
             last = headers[b"last-event-id"].decode()
-            self.open[xid] = Open(cid=int(last.split("-")[0]))
+            sid = headers.get(b"mcp-session-id", b"").decode()
+            self.open[xid] = Open(cid=int(last.split("-")[0]), sid=sid)
             return
         assert req.method == "POST" and req.body is not None
-        message = json.loads(req.body)
-        if message.get("method") == "tools/call":
-            self.open[xid] = Open(cid=message["id"])
+        if method == "initialize":
+            self.initialize(xid, message["id"])
             return
-        if message.get("method") == "notifications/cancelled":
+        if method == "tools/list":
+            e.response_started(xid, 200, JSON, self.now)
+            body = {"jsonrpc": "2.0", "id": message["id"], "result": TOOLS}
+            e.response_data(xid, json.dumps(body).encode(), self.now)
+            e.response_ended(xid, self.now)
+            return
+        if method == "tools/call":
+            self.open[xid] = Open(cid=message["id"], sid=headers.get(b"mcp-session-id", b"").decode())
+            self.on_wire[message["id"]] = True
+            return
+        if method == "notifications/cancelled":
             self.notices[message["params"]["requestId"]] += 1
-        elif "method" not in message:  # our answer to a server request
+        if "method" not in message:  # our answer to a server request
             rid = message["id"]
             self.answers[rid] += 1
             expected = self.server_requests.get(rid)
@@ -105,7 +153,27 @@ class EngineMachine(RuleBasedStateMachine):
             )
             if not ok:
                 self.bad_answers.append(message)
+        if self.stall_notices:
+            self.open_notices[xid] = (self.now, "method" not in message)
+            answers_open = sum(1 for _, answer in self.open_notices.values() if answer)
+            self.most_answers_open = max(self.most_answers_open, answers_open)
+            return
         e.response_started(xid, 202, [], self.now)
+        e.response_ended(xid, self.now)
+
+    def initialize(self, xid: int, rid: int) -> None:
+        """H6: the 'server' sets up a new session, or fails while it is down."""
+        e = self.engine
+        if not self.server_up:
+            e.response_started(xid, 503, [(b"content-type", b"text/plain")], self.now)
+            e.response_data(xid, b"down", self.now)
+            e.response_ended(xid, self.now)
+            return
+        self.sessions += 1
+        self.sid = f"session-{self.sessions}"
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
+        e.response_started(xid, 200, [*JSON, (b"mcp-session-id", self.sid.encode())], self.now)
+        e.response_data(xid, json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), self.now)
         e.response_ended(xid, self.now)
 
     def sse_to(self, xid: int, *blocks: str) -> None:
@@ -236,7 +304,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.sse_to(xid)
         self.open.pop(xid)
         if broken:
-            self.engine.response_failed(xid, "reset", self.now)
+            self.engine.response_failed(xid, TransportFailure(FailureKind.RESET), self.now)
         else:
             self.engine.response_ended(xid, self.now)
         self.process()
@@ -247,6 +315,61 @@ class EngineMachine(RuleBasedStateMachine):
         """A malformed message fails only its own exchange (P5)."""
         xid = self.pick_open(index)
         self.sse_to(xid, "data: {not json\n\n")
+
+    @precondition(lambda self: any(not ex.started for ex in self.open.values()))
+    @rule(index=st.integers(0, 100))
+    def session_expires(self, index: int) -> None:
+        """H6: the server forgot the session; an exchange not yet answered gets 404."""
+        waiting = sorted(x for x, ex in self.open.items() if not ex.started)
+        xid = waiting[index % len(waiting)]
+        ex = self.open.pop(xid)
+        if ex.sid == self.sid:  # else: a session forgotten before, answering late
+            self.sid = "forgotten"
+        self.expired_during.update(self.running())
+        self.on_wire[ex.cid] = False  # a 404 means the server did not process it
+        self.engine.response_started(xid, 404, [(b"content-type", b"text/plain")], self.now)
+        self.process()
+
+    @rule(up=st.booleans())
+    def server_up_or_down(self, up: bool) -> None:
+        """While down, setting up a new session fails (HTTP 503) and is retried (H6, L4)."""
+        self.server_up = up
+
+    @rule(stall=st.booleans())
+    def notices_go_unanswered(self, stall: bool) -> None:
+        """H10: from now on notices and answers get no reply (or get one at once again)."""
+        self.stall_notices = stall
+
+    @precondition(lambda self: self.open)
+    @rule(index=st.integers(0, 100), count=st.integers(1, 30))
+    def server_request_flood(self, index: int, count: int) -> None:
+        """P6: many pings in one chunk."""
+        xid = self.pick_open(index)
+        cid = self.open[xid].cid
+        blocks = []
+        for _ in range(count):
+            self.next_server_id += 1
+            rid = f"s{self.next_server_id}"
+            self.server_requests[rid] = "ping"
+            blocks.append(self.event_block(cid, {"jsonrpc": "2.0", "id": rid, "method": "ping"}))
+        self.sse_to(xid, "".join(blocks))
+
+    @precondition(lambda self: self.open)
+    @rule(index=st.integers(0, 100), kind=st.sampled_from(["ping", "endpoint", "custom"]))
+    def other_event_type(self, index: int, kind: str) -> None:
+        """P5: an event of another type with data that is not JSON fails nothing."""
+        xid = self.pick_open(index)
+        self.next_event += 1
+        self.sse_to(xid, f"event: {kind}\nid: {self.open[xid].cid}-{self.next_event}\ndata: {{no json\n\n")
+
+    @rule(bad=st.sampled_from([float("nan"), {1, 2}, object(), [float("inf")]]))
+    def unencodable_arguments(self, bad: object) -> None:
+        """K9: refused at once; nothing is registered, sent or scheduled."""
+        pending = list(self.engine.session.pending_call_ids)
+        with pytest.raises(InvalidArguments):
+            self.engine.call("srv/echo", {"value": bad}, self.now)
+        assert self.engine.take_actions() == []
+        assert list(self.engine.session.pending_call_ids) == pending
 
     @rule(seconds=st.sampled_from([0.001, 0.5, 1.0, 2.5, 10.0, 30.0]))
     def advance(self, seconds: float) -> None:
@@ -282,38 +405,66 @@ class EngineMachine(RuleBasedStateMachine):
                 isinstance(events[0], CallCancelled)
                 or (isinstance(events[0], CallFailed) and isinstance(events[0].error, CallTimeout))
             )
-            assert self.notices[cid] == (1 if abandoned else 0), (cid, events, self.notices[cid])
+            on_wire = self.on_wire.get(cid, False)
+            assert self.notices[cid] <= (1 if abandoned and on_wire else 0), (cid, events)
+            if abandoned and on_wire and cid not in self.expired_during:
+                assert self.notices[cid] == 1, (cid, events, self.notices[cid])
         assert set(self.notices) <= set(self.deadline)
 
     @invariant()
-    def server_requests_answered_once(self) -> None:
+    def server_requests_answered_at_most_once(self) -> None:
         assert self.bad_answers == []
         assert all(n == 1 for n in self.answers.values())
 
     @invariant()
+    def no_request_without_a_session_once_one_was_given(self) -> None:
+        assert self.without_session == []
+
+    @invariant()
+    def nothing_held_longer_than_its_bound(self) -> None:
+        for xid, (opened, _) in self.open_notices.items():
+            assert self.now - opened < NOTICE_BOUND, (xid, opened, self.now)
+
+    @invariant()
+    def answers_in_flight_are_bounded(self) -> None:
+        assert self.most_answers_open <= ANSWERS_IN_FLIGHT
+
+    @invariant()
     def engine_and_server_agree_on_open_exchanges(self) -> None:
-        assert self.engine.http.active_exchanges == sorted(self.open)
+        assert self.engine.http.active_exchanges == sorted([*self.open, *self.open_notices])
 
     @invariant()
     def nothing_pending_when_idle(self) -> None:
         if self.running():
             return
         session = self.engine.session
-        assert session.is_idle
+        if session.reinitializing or not session.is_idle:
+            # Setting up a new session (retried on the backoff while the server is
+            # down) or the re-list after it: work in progress, never without a deadline.
+            assert session.next_deadline() is not None or self.open or self.open_notices
+            return
         # only streams whose own response went out may linger, each for a bounded
         # grace (HttpLimits.response_linger), which is then the only deadline left
         assert all(ex.answered for ex in self.open.values()), self.open
-        assert self.engine.next_deadline() is None or self.open
+        assert self.engine.next_deadline() is None or self.open or self.open_notices
 
     def teardown(self) -> None:
-        # Every call started eventually ends: let the clock run out.
+        # Every call started eventually ends: let the clock run out, with the server up.
+        self.server_up = True
+        self.stall_notices = False
         self.advance(60.0)
         for cid in self.deadline:
             assert len(self.outcomes.get(cid, [])) == 1
         self.every_call_ends_at_most_once_and_pending_matches()
         self.abandoned_calls_sent_exactly_one_cancel()
+        self.no_request_without_a_session_once_one_was_given()
+        assert not self.engine.session.reinitializing
         self.nothing_pending_when_idle()
 
 
-EngineMachine.TestCase.settings = settings(max_examples=500, stateful_step_count=30, deadline=None)
+EngineMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("MCPCORE_MACHINE_EXAMPLES", "500")),
+    stateful_step_count=30,
+    deadline=None,
+)
 test_engine_state_machine = EngineMachine.TestCase

@@ -86,3 +86,17 @@ def test_X1_escape_shows_sequences() -> None:
     assert excerpt(b"\x1b[31m" + b"x" * 500, 10) == "\\x1b[31mxxxxx…"
     assert excerpt("short") == "short"
     assert excerpt("x" * 300).endswith("…")
+
+
+def test_X1_X5_backend_error_message_is_a_short_escaped_excerpt() -> None:
+    """X1, X5: BackendError's message holds an escaped, bounded excerpt; ``.text`` stays raw."""
+    raw = "\x1b[31m" + "x" * 100_000
+    error = BackendError(raw, tool="s/t")
+    message = str(error)
+    assert len(message) < 1000
+    assert "\x1b" not in message and "\\x1b[31m" in message
+    assert message.endswith("…") and "'s/t'" in message
+    assert error.text == raw and error.args == (message,)
+    # Newlines are kept; a short text is shown whole, without a cut mark.
+    assert str(BackendError("line\nnext\x07")) == "the tool reported an error: line\nnext\\x07"
+    assert str(BackendError("")) == "the tool reported an error"

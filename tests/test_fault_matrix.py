@@ -9,10 +9,10 @@ after headers, oversized reply, non-JSON data, cursor loop) are not repeated.
 
 | case | expected outcome |
 | --- | --- |
-| down at start | unavailable ("connection failed"); attempts 1 s, then 2 s apart (L4) |
+| down at start | unavailable ("closed or reset"); attempts 1 s, then 2 s apart (L4) |
 | refused during handshake | unavailable, reason names the connect failure |
-| reset during handshake (close, RST, body cut) | unavailable, "connection failed" / "before the response arrived" |
-| garbage bytes instead of HTTP | TransportError "connection failed", session goes on |
+| reset during handshake (close, RST, body cut) | unavailable, "closed or reset" / "before the response arrived" (X5) |
+| garbage bytes instead of HTTP | TransportError "not valid HTTP", session goes on (X5) |
 | drop mid-SSE with event ids | resumed by GET + Last-Event-ID, call succeeds, POSTed once (H4) |
 | drop mid-SSE without ids | TransportError "before the response arrived" |
 | resume answered empty forever | LimitExceeded max_reconnects after max_reconnects + 1 GETs |
@@ -31,14 +31,10 @@ after headers, oversized reply, non-JSON data, cursor loop) are not repeated.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import socket
-import struct
-import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -52,6 +48,10 @@ from mcpcore import (
     TransportError,
 )
 from mcpcore_demo import DemoServer, FaultResponse, JsonRpcError, ReceivedRequest
+from raw_servers import close_at_once as _close_at_once
+from raw_servers import garbage as _garbage
+from raw_servers import reset as _reset
+from raw_servers import socket_server
 
 pytestmark = pytest.mark.anyio
 
@@ -96,93 +96,29 @@ def calls_to(server: DemoServer) -> list[ReceivedRequest]:
     return server.requests_for("tools/call")
 
 
-@contextlib.contextmanager
-def socket_server(behaviour: Callable[[socket.socket], None]) -> Iterator[tuple[int, list[float]]]:
-    """A bare TCP server on loopback: ``behaviour(conn)`` per connection; yields (port, accept times)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.05)
-    accepted: list[float] = []
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            accepted.append(time.monotonic())
-            with conn:
-                conn.settimeout(2.0)
-                with contextlib.suppress(OSError):
-                    behaviour(conn)
-
-    thread = threading.Thread(target=loop, name="fault-socket-server")
-    thread.start()
-    try:
-        yield int(listener.getsockname()[1]), accepted
-    finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
-
-
-def _read_request(conn: socket.socket) -> None:
-    """Read one whole request (head and Content-Length body)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(body) < length:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return
-        body += chunk
-
-
-def _close_at_once(conn: socket.socket) -> None:
-    # The request is read first: closing before the client finished sending its
-    # body makes httpcore drop its request-body generator unexhausted, which trio
-    # reports as a ResourceWarning (an httpcore/driver issue, see the report).
-    _read_request(conn)  # then leaving the `with` closes: no response at all
-
-
-def _reset(conn: socket.socket) -> None:
-    _read_request(conn)
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close → RST
-
-
-def _garbage(conn: socket.socket) -> None:
-    _read_request(conn)
-    conn.sendall(b"\x16\x03\x01 \xff\xfe garbage, not HTTP at all\r\n\r\n")
-
-
 # --- L4: down at start, and the retry schedule ------------------------------------------------
 
 
 async def test_L4_backoff_schedule_when_down_at_start(driver: str) -> None:
-    """L4: the first retry comes 1 s after the first failure, the next 2 s after that."""
+    """L4: the first retry comes 1 s after the first failure, the next 2 s after that.
+
+    Over real sockets only what a loaded machine cannot blur is asserted: each retry no
+    earlier than its delay after the attempt before it (an attempt fails only after the
+    server has accepted it), and the second wait longer than the first. The exact
+    schedule (1, 2, 4, ... s) is proven with a fake clock in test_session.py and
+    test_errors.py."""
     with socket_server(_close_at_once) as (port, accepted):
         async with open_client(driver, "down", entry(f"http://127.0.0.1:{port}/mcp")) as client:
-            with anyio.fail_after(8):
+            with anyio.fail_after(30):
                 availability = await client.ready(5)
                 assert not availability.ok
-                assert "connection failed" in (availability.reason or "")
-                await wait_for(lambda: len(accepted) >= 3, 6)
+                assert "the connection was closed or reset" in (availability.reason or "")
+                await wait_for(lambda: len(accepted) >= 3, 20)
     first, second, third = accepted[:3]
-    assert 0.8 <= second - first <= 1.6, accepted
-    assert 1.7 <= third - second <= 2.8, accepted
+    slack = 0.05  # clock granularity between the server's thread and the driver's timer
+    assert second - first >= 1.0 - slack, accepted
+    assert third - second >= 2.0 - slack, accepted
+    assert third - second > second - first, accepted  # the wait grows
 
 
 # --- handshake broken by the network ---------------------------------------------------------
@@ -195,8 +131,7 @@ async def test_handshake_connection_refused(driver: str) -> None:
             availability = await client.ready(5)
     assert not availability.ok
     reason = availability.reason or ""
-    assert "connection failed" in reason and "before the response arrived" in reason
-    assert "Connect" in reason or "refused" in reason.lower(), reason
+    assert reason == "the connection was refused (Connection refused) before the response arrived"
 
 
 @pytest.mark.parametrize("behaviour", [_close_at_once, _reset], ids=["closed", "reset"])
@@ -208,7 +143,7 @@ async def test_handshake_connection_reset(driver: str, behaviour: Callable[[sock
                 availability = await client.ready(5)
     assert not availability.ok
     reason = availability.reason or ""
-    assert reason.startswith("the connection failed (") and reason.endswith("before the response arrived")
+    assert reason == "the connection was closed or reset before the response arrived"
 
 
 async def test_handshake_stream_cut_without_event_ids(driver: str) -> None:
@@ -236,7 +171,7 @@ async def test_garbage_bytes_instead_of_http(driver: str) -> None:
             with anyio.fail_after(10):
                 availability = await client.ready(5)
     assert not availability.ok
-    assert (availability.reason or "").startswith("the connection failed (")
+    assert availability.reason == "the reply was not valid HTTP before the response arrived"
 
 
 async def test_garbage_bytes_mid_session_fail_only_that_call(driver: str) -> None:
@@ -255,7 +190,7 @@ async def test_garbage_bytes_mid_session_fail_only_that_call(driver: str) -> Non
                 assert (await client.ready(10)).ok
                 with pytest.raises(TransportError) as info:
                     await client.call("demo/echo", {"text": "x"})
-                assert "connection failed" in str(info.value)
+                assert "the reply was not valid HTTP" in str(info.value)
                 assert (await client.call("demo/echo", {"text": "ok"})).text == "ok"
 
 
@@ -311,7 +246,7 @@ async def test_H4_drop_mid_sse_without_ids_is_a_transport_error(driver: str) -> 
                 with pytest.raises(TransportError) as info:
                     await client.call("demo/echo", {"text": "x"})
         text = str(info.value)
-        assert text.startswith("the connection failed (") and text.endswith("before the response arrived")
+        assert text == "the connection was closed or reset before the response arrived"
         assert [r.method for r in running.server.received].count("GET") == 0
         assert len(calls_to(running.server)) == 1
 
@@ -531,11 +466,11 @@ async def test_T2_invalid_and_duplicate_names_dropped_with_warnings(
             with anyio.fail_after(15):
                 assert (await client.ready(10)).ok
                 ids = sorted(t.id for t in client.tools)
-                assert ids == ["Demo/echo", "Demo/fine.tool-1"] or ids == ["demo/echo", "demo/fine.tool-1"]
+                assert ids == ["demo/echo", "demo/fine.tool-1"]  # C4: the name, lowercased once
                 assert next(t for t in client.tools if t.id.endswith("/echo")).name == "Echo"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     for dropped in ["echo", "ECHO", "bad name", "x" * 129, "ünï"]:
-        assert any(repr(dropped) in w and "Demo" in w for w in warnings), (dropped, warnings)
+        assert any(repr(dropped) in w and "'demo'" in w for w in warnings), (dropped, warnings)
 
 
 # --- P4: server requests to a client that declared nothing ------------------------------------------

@@ -20,6 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcpcore._failure import FailureKind, TransportFailure
+
 FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
 CORPUS = FUZZ / "corpus"
 TARGETS = ["sse", "jsonrpc", "http", "session", "config"]
@@ -220,12 +222,12 @@ def test_H4_resume_uses_the_last_dispatched_event_id_not_a_pending_one() -> None
     )
     for pieces in ([body], [body[i : i + 1] for i in range(len(body))]):
         mapping = HttpMapping("https://example.test/mcp", limits=HttpLimits(default_retry=0.5))
-        mapping.send(Request(id=1, method="tools/call", params={"name": "t"}))
+        mapping.send(Request(id=1, method="tools/call", params={"name": "t"}), 0.0)
         (post,) = mapping.take_actions()
         mapping.response_started(post.exchange_id, 200, [(b"content-type", b"text/event-stream")], 0.0)
         for piece in pieces:
             mapping.response_data(post.exchange_id, piece, 0.0)
-        mapping.response_failed(post.exchange_id, "connection reset", 0.0)
+        mapping.response_failed(post.exchange_id, TransportFailure(FailureKind.RESET), 0.0)
         mapping.handle_timer(1.0)
         (resume,) = [a for a in mapping.take_actions() if isinstance(a, HttpRequest)]
         assert resume.method == "GET"

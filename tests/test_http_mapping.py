@@ -24,6 +24,7 @@ from fake_peer import (
     text_result,
 )
 from mcpcore import (
+    CallTimeout,
     HandshakeError,
     LimitExceeded,
     RemoteProtocolError,
@@ -40,6 +41,7 @@ from mcpcore._events import (
     StartFailed,
     ToolsListChanged,
 )
+from mcpcore._failure import FailureKind, TransportFailure
 from mcpcore._http import HttpLimits
 from mcpcore._session import SessionOptions, SessionState
 
@@ -426,12 +428,13 @@ def test_h6_expired_session_reinitializes_and_resends_once() -> None:
     done = outcome(link, cid)
     assert isinstance(done, CallSucceeded) and json.loads(done.output.text) == {"a": 1}
     posts = [s for s in server.seen if s.method == "POST"]
-    tail = posts[-4:]
+    tail = posts[-5:]
     assert [s.message["method"] for s in tail] == [  # type: ignore[index]
         "tools/call",
         "initialize",
         "notifications/initialized",
         "tools/call",
+        "tools/list",  # the new session may offer other tools: re-listed (H6)
     ]
     assert tail[0].headers["mcp-session-id"] == "session-1"
     assert "mcp-session-id" not in tail[1].headers and "mcp-protocol-version" not in tail[1].headers
@@ -528,16 +531,57 @@ def test_h6_two_calls_expire_together_one_new_session() -> None:
     assert len(server.requests("tools/call")) == 6
 
 
-def test_h6_new_session_cannot_be_set_up() -> None:
-    """H6: the re-initialization fails → the parked requests fail with the reason."""
+def requests_without_session(server: FakeServer) -> list[str]:
+    """Requests other than initialize that reached the server without a session id."""
+    return [
+        s.message["method"]
+        for s in posts(server)
+        if s.message
+        and "id" in s.message
+        and s.message.get("method") not in (None, "initialize")
+        and "mcp-session-id" not in s.headers
+    ]
+
+
+def test_h6_new_session_that_cannot_be_set_up_is_retried_until_the_server_is_back() -> None:
+    """H6, L4: the re-initialization fails (HTTP 500) → it is retried on the backoff
+    schedule while the call waits within its deadline; once the server is back the
+    same call succeeds, a later call too, and no request ever went out without a session."""
     server = FakeServer()
     link = connect(server)
     server.sessions.clear()
     server.hook = on("initialize", Reply(500, [(b"content-type", b"text/plain")], [b"down"]))
     cid = call(link)
-    error = failed_with(link, cid, TransportError)
-    assert "could not be set up" in str(error) and "HTTP 500" in str(error)
-    assert link.engine.state is SessionState.READY
+    link.advance(1.0)  # first retry (1 s) fails too
+    assert len(server.requests("initialize")) == 3
+    link.advance(1.9)  # the second retry is due 2 s after the second failure
+    assert len(server.requests("initialize")) == 3
+    late = call(link)  # a call made meanwhile waits as well
+    assert not [e for e in link.events if getattr(e, "call_id", None) in (cid, late)]
+    server.hook = None  # the server is back
+    link.advance(0.1)
+    assert len(server.requests("initialize")) == 4
+    assert isinstance(outcome(link, cid), CallSucceeded)
+    assert isinstance(outcome(link, late), CallSucceeded)
+    assert isinstance(outcome(link, call(link)), CallSucceeded)
+    assert requests_without_session(server) == []
+
+
+def test_h6_a_call_waiting_for_a_new_session_ends_at_its_own_deadline() -> None:
+    """H6, K2: while the new session cannot be set up, a waiting call ends at its own
+    deadline with CallTimeout, and was never sent without a session."""
+    server = FakeServer()
+    link = connect(server)
+    server.sessions.clear()
+    server.hook = on("initialize", Reply(503, [(b"content-type", b"text/plain")], [b"down"]))
+    cid = call(link, timeout=4.0)
+    link.advance(3.9)
+    assert not [e for e in link.events if getattr(e, "call_id", None) == cid]
+    link.advance(0.2)
+    error = failed_with(link, cid, CallTimeout)
+    assert "4 s budget" in str(error)
+    assert requests_without_session(server) == []
+    assert len(server.cancelled) == 0  # resent only on a new session: nothing to cancel
 
 
 def test_h6_calls_wait_while_the_session_is_re_initialized() -> None:
@@ -569,15 +613,21 @@ def test_h6_calls_wait_while_the_session_is_re_initialized() -> None:
     assert refresh == rid
 
 
-def test_h6_reinitialize_times_out() -> None:
+def test_h6_reinitialize_that_times_out_is_retried() -> None:
+    """H6: a new session's initialize that never answers is given up after the start-up
+    timeout and tried again; the waiting call then succeeds."""
     server = FakeServer()
     link = connect(server, options=SessionOptions(server_name="srv", startup_timeout=5, call_timeout=600))
     server.sessions.clear()
     server.hook = on("initialize")
     cid = call(link)
     link.advance(5)
-    error = failed_with(link, cid, TransportError)
-    assert "could not be set up" in str(error)
+    assert len(server.requests("initialize")) == 2
+    server.hook = None
+    link.advance(1)
+    assert len(server.requests("initialize")) == 3
+    assert isinstance(outcome(link, cid), CallSucceeded)
+    assert requests_without_session(server) == []
 
 
 def test_h6_expiry_on_the_get_stream_sets_up_a_new_session() -> None:
@@ -585,7 +635,7 @@ def test_h6_expiry_on_the_get_stream_sets_up_a_new_session() -> None:
     link = connect(server)
     xid = next(r for r in link.requests if r.method == "GET").exchange_id
     server.sessions.clear()
-    link.engine.response_failed(xid, "reset", link.now)
+    link.engine.response_failed(xid, TransportFailure(FailureKind.RESET), link.now)
     link.advance(1)  # the GET stream reconnects and meets 404
     link.pump()
     assert len(server.requests("initialize")) == 2
@@ -909,7 +959,7 @@ def test_inputs_for_unknown_exchanges_are_ignored() -> None:
     engine.response_started(999, 200, [], link.now)
     engine.response_data(999, b"x", link.now)
     engine.response_ended(999, link.now)
-    engine.response_failed(999, "x", link.now)
+    engine.response_failed(999, TransportFailure(FailureKind.RESET), link.now)
     assert engine.take_actions() == [] and engine.take_events() == []
 
 

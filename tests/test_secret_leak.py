@@ -6,8 +6,11 @@ strings. Then every error path is driven: config errors (bad header names and
 values, client-owned headers, bad URLs built from the environment, unset
 variables, reserved local env keys), and, live on both drivers, a successful
 exchange, HTTP 401/500 (the server's bodies do not echo headers), a call
-timeout, an unauthorised handshake, a refused connection and a refused entry,
-all with DEBUG logging on the ``mcpcore`` logger.
+timeout, an unauthorised handshake, a refused entry, and every kind of network
+failure (refused, closed, reset, bytes that are not HTTP, a TLS handshake that
+fails), all with DEBUG logging on the ``mcpcore`` logger. The failure
+classification itself is checked over every kind with secrets planted in the
+exceptions' own text (X5).
 
 Nowhere may the secret, or any 12-character piece of it, appear: exception
 text and ``repr``, ``repr`` of clients, servers, requests and tools,
@@ -34,10 +37,11 @@ from drivers import DRIVERS, backend_of, open_client
 from mcpcore import (
     CallTimeout,
     ConfigError,
+    FailureKind,
     LocalServer,
-    McpError,
     RemoteServer,
     TransportError,
+    TransportFailure,
     Unavailable,
     load_mcp_json,
     parse_server,
@@ -45,6 +49,7 @@ from mcpcore import (
 from mcpcore._events import HttpRequest
 from mcpcore._http import HttpMapping
 from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
+from raw_servers import close_at_once, garbage, reset, socket_server
 
 ALPHABET = "QZXJKVWqzxjkvw0123456789-_.~+/="
 secrets = st.text(alphabet=ALPHABET, min_size=12, max_size=40).map(lambda s: "QZX" + s)
@@ -99,7 +104,7 @@ def shown(value: object) -> list[str]:
 
 def config_cases(secret: str) -> list[tuple[dict[str, Any], dict[str, str], bool]]:
     """(entry, env, allow_local) for entries that fail or hold the secret somewhere."""
-    env = {"S": secret, "CRLF": f"{secret}\r\nX-Evil: 1", "NUL": f"a\x00{secret}"}
+    env = {"S": secret, "CRLF": f"{secret}\r\nX-Evil: 1", "NUL": f"a\x00{secret}", "PAD": f"{secret}\t"}
     ok = "https://example.com/mcp"
     return [
         ({"url": ok, "headers": {"bad name": secret}}, env, False),
@@ -107,6 +112,8 @@ def config_cases(secret: str) -> list[tuple[dict[str, Any], dict[str, str], bool
         ({"url": ok, "headers": {"X-Key": f"{secret}\r\nX-Evil: 1"}}, env, False),
         ({"url": ok, "headers": {"X-Key": "${env:CRLF}"}}, env, False),
         ({"url": ok, "headers": {"X-Key": "${env:NUL}"}}, env, False),
+        ({"url": ok, "headers": {"Authorization": f" Bearer {secret}"}}, env, False),
+        ({"url": ok, "headers": {"X-Key": "${env:PAD}"}}, env, False),
         ({"url": ok, "headers": {"Accept": secret}}, env, False),
         ({"url": ok, "headers": {"Mcp-Session-Id": "${env:S}"}}, env, False),
         ({"url": ok, "headers": {"X-Key": 12}}, env, False),
@@ -166,6 +173,42 @@ def test_C8_config_errors_and_objects_never_show_secrets(secret: str) -> None:
     assert leaks(secret, texts + records.texts) == []
 
 
+edge_whitespace = st.tuples(
+    st.text(alphabet=" \t", max_size=3), st.text(alphabet=" \t", max_size=3)
+).filter(lambda pad: pad != ("", ""))
+
+
+@settings(max_examples=50, deadline=None)
+@given(secret=secrets, pad=edge_whitespace, scheme=st.sampled_from(["", "Bearer "]))
+def test_C5_C8_X5_header_values_with_edge_whitespace_are_refused_without_the_value(
+    secret: str, pad: tuple[str, str], scheme: str
+) -> None:
+    """C5, X5, C8: a header value with a leading or trailing space or tab (a pasted token) is
+    refused by the config layer, literal, through ${env:...}, in an mcp.json document and in a
+    RemoteServer a host builds; every refusal names the header and never shows the value."""
+    from mcpcore._setup import prepare_client
+
+    value = pad[0] + scheme + secret + pad[1]
+    env = {"S": value}
+    texts: list[str] = []
+    refusals: list[object] = []
+    with debug_records() as records:
+        for written in (value, "${env:S}"):
+            entry = {"url": "https://example.com/mcp", "headers": {"Authorization": written}}
+            with pytest.raises(ConfigError) as info:
+                parse_server("leaky", entry, env=env, home="/h")
+            refusals.append(info.value)
+            document = json.dumps({"mcpServers": {"leaky": entry}})
+            refusals.append(load_mcp_json(document, env=env, home="/h")["leaky"])
+        built = RemoteServer(name="leaky", url="https://example.com/mcp", headers={"Authorization": value})
+        refusals.append(prepare_client("leaky", built, {}, env={}, home="/h").config_error)
+    for refusal in refusals:
+        assert isinstance(refusal, ConfigError)
+        assert "header 'Authorization' value begins or ends with whitespace" in str(refusal)
+        texts += shown(refusal)
+    assert leaks(secret, texts + records.texts) == []
+
+
 @settings(max_examples=100, deadline=None)
 @given(secret=secrets)
 def test_C8_http_requests_never_show_header_values(secret: str) -> None:
@@ -173,7 +216,7 @@ def test_C8_http_requests_never_show_header_values(secret: str) -> None:
     from mcpcore._jsonrpc import Request
 
     mapping = HttpMapping("https://example.com/mcp?k=" + secret, [("Authorization", f"Bearer {secret}")])
-    mapping.send(Request(id=1, method="initialize", params={}))
+    mapping.send(Request(id=1, method="initialize", params={}), 0.0)
     actions = mapping.take_actions()
     assert actions and all(isinstance(a, HttpRequest) for a in actions)
     texts = [repr(a) for a in actions] + [str(a) for a in actions] + [mapping.display_url]
@@ -236,16 +279,30 @@ async def live_paths(driver: str, base: str, literal: str) -> list[str]:
             with pytest.raises(CallTimeout) as timeout:
                 await client.call("leak/echo", {"text": "stall"}, timeout=0.2)
             texts += shown(timeout.value)
-        # An unauthorised handshake; a refused connection; a refused entry.
-        for url in (base + "?mode=init401&token=${env:" + ENV_NAME + "}", f"http://127.0.0.1:{free_port()}/mcp{query}"):
-            async with open_client(driver, "leak", {"url": url, "headers": headers}) as client:
-                availability = await client.ready(10)
-                assert not availability.ok
-                texts += [repr(client.client), availability.reason or "", repr(availability)]
-                with pytest.raises(Unavailable) as unavailable:
-                    await client.call("leak/echo", {"text": "x"})
-                texts += shown(unavailable.value)
-        for bad in ({"url": base, "headers": {"bad name": literal}}, {"url": "ftp://${env:" + ENV_NAME + "}/x"}):
+        # An unauthorised handshake, and every kind of network failure (X5).
+        with contextlib.ExitStack() as stack:
+            ports = [stack.enter_context(socket_server(b))[0] for b in (close_at_once, reset, garbage)]
+            urls = [
+                base + "?mode=init401&token=${env:" + ENV_NAME + "}",
+                f"http://127.0.0.1:{free_port()}/mcp{query}",  # refused
+                *(f"http://127.0.0.1:{port}/mcp{query}" for port in ports),  # closed, reset, not HTTP
+                f"https://127.0.0.1:{ports[2]}/mcp{query}",  # the TLS handshake fails
+            ]
+            for url in urls:
+                async with open_client(driver, "leak", {"url": url, "headers": headers}) as client:
+                    availability = await client.ready(10)
+                    assert not availability.ok
+                    texts += [repr(client.client), availability.reason or "", repr(availability)]
+                    with pytest.raises(Unavailable) as unavailable:
+                        await client.call("leak/echo", {"text": "x"})
+                    texts += shown(unavailable.value)
+        refused_entries: list[Any] = [
+            {"url": base, "headers": {"bad name": literal}},
+            {"url": "ftp://${env:" + ENV_NAME + "}/x"},
+            {"url": base, "headers": {"Authorization": f" Bearer {literal} "}},  # pasted with spaces
+            RemoteServer(name="leak", url=base, headers={"Authorization": f"Bearer {literal}\t"}),
+        ]
+        for bad in refused_entries:
             async with open_client(driver, "leak", bad) as client:
                 availability = await client.ready(1)
                 assert not availability.ok
@@ -270,7 +327,70 @@ def test_C8_live_error_paths_never_show_secrets(driver: str, leak_server: str, l
     assert leaks(from_env, everything) == []
 
 
-def test_C8_errors_are_mcp_errors_with_safe_text() -> None:
-    """The hierarchy used above: every error raised on these paths is an McpError."""
-    for kind in (TransportError, CallTimeout, Unavailable, ConfigError):
-        assert issubclass(kind, McpError)
+class _Named(Exception):
+    """An exception of a library the core does not import, known by its class name."""
+
+
+def _library_error(name: str, text: str, cause: BaseException | None = None) -> BaseException:
+    exc = type(name, (_Named,), {})(text)
+    exc.__cause__ = cause
+    return exc
+
+
+def _failures(secret: str) -> list[tuple[BaseException, FailureKind]]:
+    """One exception chain per kind, each carrying the secret in its own text."""
+    import ssl
+
+    cert = ssl.SSLCertVerificationError(1, f"verify failed {secret}")
+    cert.verify_message = "certificate has expired"
+    return [
+        (ConnectionRefusedError(111, f"refused {secret}"), FailureKind.REFUSED),
+        (_library_error("ConnectError", f"connect {secret}", ConnectionRefusedError(111, secret)), FailureKind.REFUSED),
+        (_library_error("ConnectError", secret, __import__("socket").gaierror(-2, "Name or service not known")),
+         FailureKind.NAME_RESOLUTION),
+        (_library_error("ConnectError", secret, cert), FailureKind.TLS),
+        (ssl.SSLError(1, f"[SSL] {secret}"), FailureKind.TLS),
+        (_library_error("ReadTimeout", secret), FailureKind.TIMEOUT),
+        (TimeoutError(secret), FailureKind.TIMEOUT),
+        (ConnectionResetError(104, secret), FailureKind.RESET),
+        (_library_error("ReadError", secret), FailureKind.RESET),
+        (_library_error("RemoteProtocolError", "Server disconnected without sending a response."), FailureKind.RESET),
+        (_library_error("RemoteProtocolError", f"illegal status line: {secret}"), FailureKind.PROTOCOL),
+        # h11 quotes a header value it refuses (a pasted token with a trailing space):
+        (_library_error("LocalProtocolError", f"Illegal header value b'Bearer {secret} '"), FailureKind.REQUEST),
+        (OSError(f"something {secret}"), FailureKind.OTHER),
+        (_library_error("Whatever", secret), FailureKind.OTHER),
+    ]
+
+
+@settings(max_examples=50, deadline=None)
+@given(secret=secrets)
+def test_X5_every_failure_kind_is_worded_by_the_core_without_the_exceptions_text(secret: str) -> None:
+    """X5: a failure's reason comes from its kind and system text, never from ``str()``
+    of the exception, whatever that text holds; the reason reaches the caller as is."""
+    from fake_peer import FakeServer, Reply, connect
+
+    for exc, kind in _failures(secret):
+        failure = TransportFailure.from_exception(exc)
+        assert failure.kind is kind, (exc, failure)
+        assert leaks(secret, [failure.describe(), repr(failure)]) == [], exc
+        server = FakeServer()
+        server.hook = lambda seen: Reply(200, [], [], finish="before-headers")
+        link = connect(server, start=True)
+        initialize = link.requests[0].exchange_id
+        link.engine.response_failed(initialize, failure, link.now)
+        availability = link.engine.availability
+        assert availability is not None and not availability.ok
+        assert failure.describe() in (availability.reason or "")
+        assert leaks(secret, [availability.reason or ""]) == []
+
+
+def test_X5_response_failed_refuses_a_plain_string() -> None:
+    """X5: a driver cannot hand the engine free text (which may echo a header value)."""
+    from fake_peer import FakeServer, connect
+
+    link = connect(FakeServer(), start=False)
+    link.engine.start(link.now)
+    [request] = link.engine.take_actions()
+    with pytest.raises(TypeError, match="TransportFailure"):
+        link.engine.response_failed(request.exchange_id, "Illegal header value", link.now)  # type: ignore[arg-type]

@@ -820,7 +820,7 @@ def test_l5_failure_after_ready_is_a_call_error_and_stays_ready() -> None:
     link.pump()
     [failed] = link.of_type(CallFailed)
     assert failed.call_id == cid and isinstance(failed.error, TransportError)
-    assert "connection failed (connection reset)" in str(failed.error)
+    assert "the connection was closed or reset" in str(failed.error)
     assert link.engine.state is SessionState.READY
     assert link.engine.availability == Availability(True)
     assert not link.of_type(StartFailed)
@@ -955,8 +955,9 @@ def test_s1_stdio_connection_lost_and_overlong_line() -> None:
 # --- H6 at the session level: a new session after expiry ----------------------------------
 
 
-def test_h6_reinitialize_refused_fails_parked_calls_and_refreshes() -> None:
-    """H6: the new session's handshake fails (P2) → the waiting call and re-list fail with the reason."""
+def test_h6_reinitialize_refused_is_retried_on_the_backoff_and_parked_requests_wait() -> None:
+    """H6, L4: the new session's handshake fails (P2) → retried 1 s, then 2 s later, with
+    now from the caller (never 0); the waiting call and re-list are sent once it works."""
     session = ready()
     cid = session.call("srv/echo", None, NOW)
     [request] = session.take_outgoing()
@@ -967,12 +968,29 @@ def test_h6_reinitialize_refused_fails_parked_calls_and_refreshes() -> None:
     session.session_expired([], NOW)  # a second expiry notice: still one initialize
     assert session.take_outgoing() == []  # the re-list waits too
     session.receive_message(Result(id=init.id, result={**INIT_RESULT, "protocolVersion": "1999-01-01"}), NOW)
-    call_failed, refresh_failed = session.take_events()
-    assert isinstance(call_failed, CallFailed) and call_failed.call_id == cid
-    assert isinstance(call_failed.error, TransportError)
-    assert "could not be set up" in str(call_failed.error) and "1999-01-01" in str(call_failed.error)
-    assert isinstance(refresh_failed, RefreshFailed) and refresh_failed.refresh_id == rid
-    assert session.state is SessionState.READY and not session.reinitializing and session.is_idle
+    assert session.take_events() == []  # nothing fails: the call has 300 s
+    assert session.reinitializing and not session.is_idle
+    assert session.next_deadline() == NOW + 1.0
+    session.handle_timer(NOW + 0.5)
+    assert session.take_outgoing() == []
+    session.handle_timer(NOW + 1.0)
+    again = only_request(session)
+    assert again.method == "initialize"
+    session.request_failed(again.id, TransportError("refused"), NOW + 1.0)  # type: ignore[arg-type]
+    assert session.next_deadline() == NOW + 3.0
+    session.handle_timer(NOW + 3.0)
+    third = only_request(session)
+    session.receive_message(Result(id=third.id, result=INIT_RESULT), NOW + 3.0)
+    sent = session.take_outgoing()
+    assert [m.method for m in sent] == [  # type: ignore[union-attr]
+        "notifications/initialized",
+        "tools/call",
+        "tools/list",
+    ]
+    assert sent[1] == request  # the same request, same id
+    assert not session.reinitializing
+    assert session.take_events() == []
+    assert cid in session.pending_call_ids and rid
 
 
 def test_h6_expiry_outside_start_up_and_ready_is_ignored() -> None:

@@ -87,13 +87,89 @@ def test_describe_failure_walks_the_chain() -> None:
     assert describe_failure(TimeoutError()) == "TimeoutError"
 
 
-def test_L7_C2_hub_entries_name_each_outcome() -> None:
-    """L7, C2: valid entries by server name, invalid ones by their key; C1 raises."""
+def test_L7_C2_C4_hub_entries_name_each_outcome() -> None:
+    """L7, C2, C4: every outcome by its key lowercased (its client's name); C1 raises."""
     from mcpcore._setup import hub_entries
 
     text = '{"mcpServers": {"Good": {"url": "https://g.example/mcp"}, "Bad": {"url": "ftp://x"}}}'
     entries = hub_entries(text, {}, env={}, home="/h")
     assert isinstance(entries["good"], RemoteServer)
-    assert isinstance(entries["Bad"], ConfigError)
+    assert isinstance(entries["bad"], ConfigError)
     with pytest.raises(ConfigError):
         hub_entries('{"extra": 1}', {}, env={}, home="/h")
+
+
+def test_C5_X5_host_built_remote_server_headers_are_checked() -> None:
+    """C5, X5: a RemoteServer a host constructs goes through the same header checks as an
+    entry; a refusal leaves the client unavailable with the reason (naming the header only)."""
+    for headers, needle in (
+        ({"Authorization": " Bearer tok-secret"}, "header 'Authorization' value begins or ends with whitespace"),
+        ({"Authorization": "Bearer tok-secret\t"}, "header 'Authorization' value begins or ends with whitespace"),
+        ({"X-Key": "tok-secret\r\nX-Evil: 1"}, "header 'X-Key' value contains a line break"),
+        ({"Accept": "tok-secret"}, "header 'Accept' is set by the client"),
+        ({"bad name": "tok-secret"}, "RFC 9110 token"),
+    ):
+        server = RemoteServer(name="r", url="https://a.example/mcp", headers=headers)
+        setup = prepare_client("r", server, {}, env={}, home="/h")
+        assert setup.server is None and isinstance(setup.config_error, ConfigError), headers
+        assert needle in str(setup.config_error)
+        assert "tok-secret" not in repr(setup.config_error)
+    good = RemoteServer(name="r", url="https://a.example/mcp", headers={"Authorization": "Bearer ${x} y"})
+    setup = prepare_client("r", good, {}, env={}, home="/h")
+    assert setup.server is good and setup.config_error is None
+
+
+def test_C4_prepare_client_lowercases_the_name_once() -> None:
+    """C4: the client name is lowercased in ASCII once; that form is the client's name and
+    the session's server name (so tool ids), whatever the server argument is."""
+    remote = RemoteServer(name="py-peer", url="https://a.example/mcp")
+    for server in ({"url": "https://a.example/mcp"}, remote):
+        setup = prepare_client("Py-Peer", server, {}, env={}, home="/h")
+        assert setup.config_error is None
+        assert setup.name == setup.session.server_name == "py-peer"
+    # Only A-Z are lowered; an invalid name still names the client, lowered the same way.
+    setup = prepare_client("Bad Name", {"url": "https://a.example/mcp"}, {}, env={}, home="/h")
+    assert setup.name == setup.session.server_name == "bad name"
+
+
+@pytest.mark.parametrize(
+    ("name", "separator", "needle"),
+    [
+        ("bad name", "/", "not a valid id"),
+        ("", "/", "not a valid id"),
+        ("x" * 129, "/", "not a valid id"),
+        ("\u212a", "/", "not a valid id"),  # KELVIN SIGN: not ASCII, stays invalid
+        ("a.b", ".", "contains the tool-id separator '.'"),
+        ("A.B", ".", "contains the tool-id separator '.'"),
+        ("my__srv", "__", "contains the tool-id separator '__'"),
+        ("a_", "__", "runs into the tool-id separator '__'"),
+        ("a-", "-", "contains the tool-id separator '-'"),
+    ],
+)
+def test_C4_bad_client_name_is_a_config_error_not_a_raise(name: str, separator: str, needle: str) -> None:
+    """C4: an invalid name, or one holding the separator (ids are routed by what precedes the
+    first separator), leaves the client unavailable with the reason; nothing is raised."""
+    for server in ({"url": "https://a.example/mcp"}, RemoteServer(name="r", url="https://a.example/mcp")):
+        setup = prepare_client(name, server, {"separator": separator}, env={}, home="/h")
+        assert setup.server is None and isinstance(setup.config_error, ConfigError)
+        assert needle in str(setup.config_error)
+    # With the default separator the dotted and underscored names are fine.
+    for good in ("a.b", "my__srv", "a_"):
+        assert prepare_client(good, {"url": "https://a.example/mcp"}, {}, env={}, home="/h").config_error is None
+
+
+def test_C4_C2_hub_entries_refuse_a_name_holding_the_separator() -> None:
+    """C4, C2: an entry whose name holds the separator is a ConfigError on its own; two keys
+    equal after lowercasing are one name, refused with the duplicate's error."""
+    from mcpcore._setup import hub_entries
+
+    text = '{"mcpServers": {"a": {"url": "https://a.example/mcp"}, "A.B": {"url": "https://b.example/mcp"}}}'
+    entries = hub_entries(text, {"separator": "."}, env={}, home="/h")
+    assert list(entries) == ["a", "a.b"]
+    assert isinstance(entries["a"], RemoteServer)
+    assert isinstance(entries["a.b"], ConfigError) and "separator '.'" in str(entries["a.b"])
+    assert all(isinstance(e, RemoteServer) for e in hub_entries(text, {}, env={}, home="/h").values())
+    twice = '{"mcpServers": {"dup": {"url": "https://a.example/mcp"}, "DUP": {"url": "https://b.example/mcp"}}}'
+    entries = hub_entries(twice, {}, env={}, home="/h")
+    assert list(entries) == ["dup"] and isinstance(entries["dup"], ConfigError)
+    assert "same name" in str(entries["dup"])

@@ -362,6 +362,55 @@ def test_k5_listing_without_jsonschema(
     assert caplog.text.count("jsonschema is not installed") == 1
 
 
+def test_k5_concurrent_first_probes_all_get_a_validator(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """K5: the once-per-process jsonschema probe is safe under threads.
+
+    Eight threads start together on a fresh probe and every import waits until
+    all eight are inside it, so each first caller runs while no result has been
+    published: every one must still get a validator, and nothing may say
+    "not installed".
+    """
+    import importlib
+    import threading
+    import types
+
+    count = 8
+    start = threading.Barrier(count)
+    inside_import = threading.Barrier(count, timeout=2)
+
+    def import_module(name: str, package: str | None = None) -> types.ModuleType:
+        if name == "jsonschema.validators":
+            try:
+                inside_import.wait()
+            except threading.BrokenBarrierError:
+                pass  # not every thread imported: the assertions below say so
+        return importlib.import_module(name, package)
+
+    monkeypatch.setattr(_schema, "importlib", types.SimpleNamespace(import_module=import_module))
+    results: list[object] = []
+    errors: list[BaseException] = []
+
+    def probe() -> None:
+        start.wait()
+        try:
+            results.append(_schema.compile_schema({"type": "object"}))
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    with caplog.at_level(logging.WARNING, logger="mcpcore.schema"):
+        threads = [threading.Thread(target=probe) for _ in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+    assert errors == []
+    assert len(results) == count and all(result is not None for result in results)
+    assert "not installed" not in caplog.text
+    assert _schema.compile_schema({"type": "object"}) is not None  # published for later callers
+
+
 # --- T6: diff --------------------------------------------------------------------
 
 

@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "CallTimeout": "_errors",
     "ConfigError": "_errors",
     "HandshakeError": "_errors",
+    "InvalidArguments": "_errors",
     "LimitExceeded": "_errors",
     "LocalProtocolError": "_errors",
     "McpError": "_errors",
@@ -43,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "Unavailable": "_errors",
     "UnknownTool": "_errors",
     "escape_text": "_escape",
+    "FailureKind": "_failure",
+    "TransportFailure": "_failure",
     "AbortExchange": "_events",
     "CallCancelled": "_events",
     "CallFailed": "_events",
@@ -90,10 +93,12 @@ __all__ = [
     "Catalogue",
     "ConfigError",
     "ErrorResponse",
+    "FailureKind",
     "HandshakeError",
     "HttpClientEngine",
     "HttpLimits",
     "HttpRequest",
+    "InvalidArguments",
     "LimitExceeded",
     "LineFramer",
     "LocalProtocolError",
@@ -122,6 +127,7 @@ __all__ = [
     "ToolsListChanged",
     "ToolsRefreshed",
     "TransportError",
+    "TransportFailure",
     "Unavailable",
     "UnknownTool",
     "__version__",
@@ -162,6 +168,7 @@ if TYPE_CHECKING:
         CallTimeout,
         ConfigError,
         HandshakeError,
+        InvalidArguments,
         LimitExceeded,
         LocalProtocolError,
         McpError,
@@ -185,6 +192,7 @@ if TYPE_CHECKING:
         ToolsListChanged,
         ToolsRefreshed,
     )
+    from ._failure import FailureKind, TransportFailure
     from ._http import HttpLimits
     from ._jsonrpc import (
         ErrorResponse,

@@ -8,7 +8,7 @@ re-list; the rules themselves live here and in ``_registry.py``.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientBase", "Registration"]
 
+# The attribute under which each registration object holds its ledger.
+_LEDGER = "_mcpcore_ledger"
+
 
 class Registration(Protocol):
     """What a driver's registration object offers: its tool and its contract."""
@@ -29,14 +32,33 @@ class Registration(Protocol):
     contract: RegistrationContract
 
 
+class _Ledger:
+    """One client's registrations in one registry: the baseline ``sync_into`` diffs against.
+
+    It is held by the registration objects it lists (each has it as an
+    attribute), never by the client, so it lives only as long as they do: no
+    per-registry state outlives the registry, and the client keeps no
+    reference to a registry (only its ``id``, to tell ledgers apart). A new
+    registry holds none of this client's registrations, so it starts with an
+    empty ledger even when it reuses a dead registry's ``id``.
+    """
+
+    __slots__ = ("baseline", "owner", "registry_id")
+
+    def __init__(self, owner: ClientBase, registry_id: int) -> None:
+        self.owner = owner
+        self.registry_id = registry_id
+        self.baseline: dict[str, object] = {}
+
+
 class ClientBase:
     """Catalogue, settings and registries of one client (no I/O)."""
 
     _options: SessionOptions
     _engine: HttpClientEngine | StdioClientEngine | None
-    _baselines: dict[int, dict[str, object]]
 
     def _make_registration(self, tool: Tool) -> Registration:
+        """A registration object for ``tool``; it must accept new attributes (the ledger)."""
         raise NotImplementedError
 
     @property
@@ -78,14 +100,14 @@ class ClientBase:
         engine = self._engine
         if engine is None or engine.catalogue is None:
             return
-        baseline = self._baselines.setdefault(id(registry), {})
-        register_catalogue(registry, engine.catalogue, self._make_registration, baseline)
+        ledger = self._ledger_for(registry)
+        register_catalogue(registry, engine.catalogue, self._maker(ledger), ledger.baseline)
 
     def _mirror_into(self, registry: MutableMapping[str, object]) -> SyncReport:
         """After a re-list: mirror the catalogue into ``registry`` (seed 002)."""
         engine = self._engine
         assert engine is not None and engine.catalogue is not None
-        baseline = self._baselines.setdefault(id(registry), {})
+        ledger = self._ledger_for(registry)
 
         def contract_of(registration: object) -> RegistrationContract:
             contract: RegistrationContract = registration.contract  # type: ignore[attr-defined]
@@ -94,8 +116,37 @@ class ClientBase:
         return sync_registry(
             registry,
             engine.catalogue,
-            baseline,
-            make=self._make_registration,
+            ledger.baseline,
+            make=self._maker(ledger),
             contract_of=contract_of,
             wanted=self._contract_for,
         )
+
+    def _ledger_for(self, registry: MutableMapping[str, object]) -> _Ledger:
+        """This client's ledger for ``registry``, found through its registrations in it.
+
+        A registration counts only under the id it was registered with. When
+        the registry holds none of them (a new registry, or every one taken by
+        another owner), the ledger starts empty.
+        """
+        registry_id = id(registry)
+        for tool_id, value in registry.items():
+            ledger = getattr(value, _LEDGER, None)
+            if (
+                isinstance(ledger, _Ledger)
+                and ledger.owner is self
+                and ledger.registry_id == registry_id
+                and ledger.baseline.get(tool_id) is value
+            ):
+                return ledger
+        return _Ledger(self, registry_id)
+
+    def _maker(self, ledger: _Ledger) -> Callable[[Tool], object]:
+        """``_make_registration`` whose registrations hold ``ledger``."""
+
+        def make(tool: Tool) -> object:
+            registration = self._make_registration(tool)
+            setattr(registration, _LEDGER, ledger)
+            return registration
+
+        return make

@@ -35,9 +35,11 @@ __all__ = [
     "LOCAL_NOT_SUPPORTED",
     "LocalServer",
     "RemoteServer",
+    "check_remote_headers",
     "expand",
     "load_mcp_json",
     "parse_server",
+    "server_name",
 ]
 
 _log = logging.getLogger("mcpcore.config")
@@ -434,6 +436,21 @@ class _Entry:
         return value
 
 
+def server_name(name: str) -> str:
+    """A server's name from its key: ``name`` lowercased in ASCII, a valid tool-id segment (C4).
+
+    Raises :class:`ConfigError` (``key=name``) when it is not one.
+    """
+    lowered = name.translate(_ASCII_LOWER)
+    if not _SEGMENT.fullmatch(lowered):
+        raise ConfigError(
+            f"server {_show_key(name)}: the name is not a valid id "
+            "(1–128 characters from a-z, 0-9, '_', '-', '.' after lowercasing)",
+            key=name,
+        )
+    return lowered
+
+
 def parse_server(
     name: str,
     entry: Mapping[str, object] | object,
@@ -451,13 +468,7 @@ def parse_server(
     segment (C4). An entry with ``url`` is remote (C5), one with ``command`` is
     local (C6, refused unless ``allow_local``). Raises :class:`ConfigError`.
     """
-    lowered = name.translate(_ASCII_LOWER)
-    if not _SEGMENT.fullmatch(lowered):
-        raise ConfigError(
-            f"server {_show_key(name)}: the name is not a valid id "
-            "(1–128 characters from a-z, 0-9, '_', '-', '.' after lowercasing)",
-            key=name,
-        )
+    lowered = server_name(name)
     ctx = _Entry(lowered, env, home, plugin_root, plugin_data)
     obj = ctx.check_object(entry, "the entry", name)
 
@@ -537,33 +548,61 @@ def _parse_remote(
 
     headers: dict[str, str] = {}
     if "headers" in obj:
-        seen: dict[str, str] = {}
-        for hname, value in ctx.check_object(obj["headers"], "'headers'", "headers").items():
-            key = f"headers.{hname}"
-            label = f"header {_show_key(hname)}"
-            if not _TOKEN.fullmatch(hname):
-                ctx.fail(f"{label}: the name is not a valid HTTP field name (RFC 9110 token)", key)
-            lower = hname.lower()
-            if lower in CLIENT_OWNED_HEADERS:
-                ctx.fail(f"{label} is set by the client and may not be configured", key)
-            if lower in seen:
-                ctx.fail(
-                    f"{label} repeats {_show_key(seen[lower])} (names are case-insensitive)", key
-                )
-            seen[lower] = hname
-            if not isinstance(value, str):
-                ctx.fail(f"{label} value must be a string, not {_type_name(value)}", key)
-            value = ctx.expand(value, f"{label} value", key, plugin_dirs=False)
-            if "\r" in value or "\n" in value:
-                ctx.fail(f"{label} value contains a line break", key)
-            if "\x00" in value:
-                ctx.fail(f"{label} value contains a NUL character", key)
-            if _HEADER_BAD_CHAR.search(value):
-                ctx.fail(f"{label} value contains a control character", key)
-            if not value.isascii():
-                ctx.fail(f"{label} value contains non-ASCII characters", key)
-            headers[hname] = value
+        headers = _checked_headers(
+            ctx, ctx.check_object(obj["headers"], "'headers'", "headers"), expand=True
+        )
     return RemoteServer(name=ctx.name, url=url, headers=headers, display_url=_display_url(raw))
+
+
+def check_remote_headers(server: RemoteServer) -> None:
+    """C5 for a ``RemoteServer`` a host built itself: its headers pass the entry's checks.
+
+    The values are taken as final (nothing is expanded). Raises
+    :class:`ConfigError` naming the server and the header, never the value.
+    """
+    _checked_headers(_Entry(server.name, {}, "", None, None), server.headers, expand=False)
+
+
+def _checked_headers(ctx: _Entry, headers: Mapping[str, object], *, expand: bool) -> dict[str, str]:
+    """C5: configured headers, checked one by one (and expanded when ``expand``).
+
+    The one place header names and values are checked, for ``mcp.json`` entries
+    and for servers a host constructs. A refusal names the header, never its
+    value (C8).
+    """
+    checked: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for hname, value in headers.items():
+        if not isinstance(hname, str):  # a host-built server may break its type
+            ctx.fail(f"a header name must be a string, not {_type_name(hname)}", "headers")
+        key = f"headers.{hname}"
+        label = f"header {_show_key(hname)}"
+        if not _TOKEN.fullmatch(hname):
+            ctx.fail(f"{label}: the name is not a valid HTTP field name (RFC 9110 token)", key)
+        lower = hname.lower()
+        if lower in CLIENT_OWNED_HEADERS:
+            ctx.fail(f"{label} is set by the client and may not be configured", key)
+        if lower in seen:
+            ctx.fail(f"{label} repeats {_show_key(seen[lower])} (names are case-insensitive)", key)
+        seen[lower] = hname
+        if not isinstance(value, str):
+            ctx.fail(f"{label} value must be a string, not {_type_name(value)}", key)
+        if expand:
+            value = ctx.expand(value, f"{label} value", key, plugin_dirs=False)
+        if "\r" in value or "\n" in value:
+            ctx.fail(f"{label} value contains a line break", key)
+        if "\x00" in value:
+            ctx.fail(f"{label} value contains a NUL character", key)
+        if _HEADER_BAD_CHAR.search(value):
+            ctx.fail(f"{label} value contains a control character", key)
+        if not value.isascii():
+            ctx.fail(f"{label} value contains non-ASCII characters", key)
+        if value != value.strip(" \t"):
+            # A pasted token often carries a space or tab; HTTP would refuse it later,
+            # with the value in its message.
+            ctx.fail(f"{label} value begins or ends with whitespace", key)
+        checked[hname] = value
+    return checked
 
 
 def _inside(base: str, path: str) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 from ._config import RemoteServer
 from ._errors import McpError, TransportError
 from ._events import Action, Event, StartFailed
+from ._failure import TransportFailure
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import decode_message, encode_message
 from ._session import ClientSession, SessionOptions, SessionState
@@ -152,9 +153,13 @@ class HttpClientEngine(_EngineBase):
         self.http.response_ended(exchange_id, now)
         self._pump(now)
 
-    def response_failed(self, exchange_id: int, reason: str, now: float) -> None:
-        """The exchange could not be performed or broke; ``reason`` must hold no secret."""
-        self.http.response_failed(exchange_id, reason, now)
+    def response_failed(self, exchange_id: int, failure: TransportFailure, now: float) -> None:
+        """The exchange could not be performed or broke.
+
+        ``failure`` is its kind and safe text (``TransportFailure.from_exception``);
+        the engine words the reason, so no text of a library's exception reaches it.
+        """
+        self.http.response_failed(exchange_id, failure, now)
         self._pump(now)
 
     def handle_timer(self, now: float) -> None:
@@ -202,9 +207,9 @@ class HttpClientEngine(_EngineBase):
                 moved = True
                 http.abandon(request_id)
             http.protocol_version = session.protocol_version
-            for message in session.take_outgoing():
+            for message, body in session.take_outgoing_encoded():
                 moved = True
-                http.send(message)
+                http.send(message, now, body)
             for event in session.take_events():
                 moved = True
                 if isinstance(event, StartFailed):
@@ -269,9 +274,9 @@ class StdioClientEngine(_EngineBase):
         while True:
             moved = False
             session.take_abandoned()  # nothing to drop on stdio beyond the notice
-            for message in session.take_outgoing():
+            for message, body in session.take_outgoing_encoded():
                 moved = True
-                self._outgoing += frame_message(encode_message(message))
+                self._outgoing += frame_message(body or encode_message(message))
             for event in session.take_events():
                 moved = True
                 self._events.append(event)

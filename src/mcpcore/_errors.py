@@ -11,11 +11,14 @@ Rules that every subclass follows:
 
 from __future__ import annotations
 
+from ._escape import escape_text
+
 __all__ = [
     "BackendError",
     "CallTimeout",
     "ConfigError",
     "HandshakeError",
+    "InvalidArguments",
     "LimitExceeded",
     "LocalProtocolError",
     "McpError",
@@ -50,6 +53,18 @@ class LocalProtocolError(ProtocolError):
     """The caller drove the engine in a way the protocol does not allow."""
 
 
+class InvalidArguments(LocalProtocolError, TypeError):
+    """A call's arguments cannot be sent as JSON (K9): NaN, a set, an object...
+
+    ``path`` names the offending argument (``arguments['x'][2]``); the call was
+    never registered or sent. Also a ``TypeError``: it is a caller's mistake.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the call's arguments cannot be sent as JSON: {path} is not a JSON value")
+        self.path = path
+
+
 class RemoteProtocolError(ProtocolError):
     """The server sent something the protocol does not allow (P0, P5)."""
 
@@ -82,14 +97,31 @@ class CallTimeout(TransportError):
         self.budget = budget
 
 
+#: How much of a tool's error text a ``BackendError`` message shows (X1, X5).
+_BACKEND_EXCERPT = 300
+
+
 class BackendError(McpError):
-    """The tool ran and reported ``isError: true``; ``text`` is its rendered output (K4)."""
+    """The tool ran and reported ``isError: true`` (K4).
+
+    ``text`` is the tool's rendered output, raw and complete. It is **untrusted
+    server text**: it may be very long and may hold terminal escapes or other
+    control characters, so escape it (``mcpcore.escape_text``) before showing
+    it. The message (``str(exc)``) holds only an escaped excerpt of it, newlines
+    kept, cut at a few hundred characters with "…" (X1, X5).
+    """
 
     def __init__(self, text: str, *, tool: str | None = None) -> None:
         prefix = f"tool {tool!r} reported an error" if tool else "the tool reported an error"
-        super().__init__(f"{prefix}: {text}" if text else prefix)
+        super().__init__(f"{prefix}: {_excerpt(text)}" if text else prefix)
         self.text = text
         self.tool = tool
+
+
+def _excerpt(text: str) -> str:
+    """``text`` escaped (newlines kept) and cut to ``_BACKEND_EXCERPT`` characters."""
+    cut = len(text) > _BACKEND_EXCERPT
+    return escape_text(text[:_BACKEND_EXCERPT]) + ("…" if cut else "")
 
 
 class Unavailable(McpError):

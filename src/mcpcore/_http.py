@@ -15,7 +15,10 @@ driver must do out of ``take_actions``.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -30,6 +33,7 @@ from ._errors import (
 )
 from ._escape import excerpt
 from ._events import AbortExchange, Action, HttpRequest
+from ._failure import TransportFailure
 from ._jsonrpc import (
     ErrorResponse,
     Message,
@@ -39,7 +43,7 @@ from ._jsonrpc import (
     decode_message,
     encode_message,
 )
-from ._sse import SSEDecoder
+from ._sse import SSEDecoder, SSEEvent
 
 __all__ = ["HttpLimits", "HttpMapping", "MessageArrived", "RequestFailed", "SessionExpired"]
 
@@ -60,6 +64,12 @@ class HttpLimits:
     default_retry: float = 1.0  # seconds, when the server sent no `retry`
     delete_timeout: float = 2.0
     response_linger: float = 5.0  # seconds a stream may stay open after its response
+    # H10: seconds a notification or answer POST may take before it is dropped.
+    notice_timeout: float = 10.0
+    # P6: answers to server requests (ping, ...) on their way at once; more wait in
+    # a queue of at most max_queued_answers, beyond which an answer is dropped.
+    max_answers_in_flight: int = 4
+    max_queued_answers: int = 1024
 
 
 # --- what goes up to the session ------------------------------------------------------
@@ -106,6 +116,7 @@ class _Stream:
     """A logical response stream: one POST's replies, across resumptions."""
 
     request_id: int | None  # the request whose response it carries (None: GET stream)
+    session_id: str | None = None  # the session it belongs to
     last_event_id: str | None = None
     retry: float | None = None
     quiet_reconnects: int = 0
@@ -129,9 +140,17 @@ class _Exchange:
 
 @dataclass(slots=True)
 class _Timer:
+    """A stream to reopen with GET once ``at`` has come (H4, H8)."""
+
     at: float
     stream: _Stream
     kind: _Kind  # RESUME or LISTEN
+
+
+# What the deadline heap holds: (when, tie-breaker, what). ``what`` is an exchange
+# id (its bound: a lingering stream, or a notice POST) or a _Timer. An entry is
+# stale once that exchange's bound changed or ended, or the timer was cancelled.
+_HeapEntry = tuple[float, int, "int | _Timer"]
 
 
 class HttpMapping:
@@ -156,9 +175,24 @@ class HttpMapping:
         self._next_xid = 1
         self._exchanges: dict[int, _Exchange] = {}
         self._by_request: dict[int, int] = {}  # request id -> exchange id
-        self._timers: list[_Timer] = []
-        self._lingering: dict[int, float] = {}  # exchange id -> when to stop waiting
-        self._resent: set[int] = set()
+        # Streams waiting to be reopened: request id (None: the GET stream) -> timer.
+        self._timers: dict[int | None, _Timer] = {}
+        # Exchanges with a bound of their own: a stream lingering after its
+        # response, or a notice/answer POST (H10). Exchange id -> when to drop it.
+        self._bounded: dict[int, float] = {}
+        self._heap: list[_HeapEntry] = []
+        self._tie = itertools.count()
+        self._resent: set[int] = set()  # requests resent once after a 404 (H6)
+        # P6: answers to server requests on their way, and those waiting their turn.
+        self._answers_open: set[int] = set()
+        self._answers_waiting: deque[Message] = deque()
+        self._answers_dropped = 0
+        # H6: a session had been given and expired; until the new one is set up,
+        # notices and answers (which belong to the old one) are not sent.
+        self._awaiting_session = False
+        # The latest ``now`` any input brought: bounds of messages sent later from
+        # inside the mapping (released from a queue) start from it.
+        self._last_now = 0.0
         self._actions: list[Action] = []
         self._upward: list[Upward] = []
         self._listening = False
@@ -168,6 +202,8 @@ class HttpMapping:
         # H8: the session whose GET stream was refused or gave up; not retried.
         self._listen_refused_for: str | None = None
         self._held: list[Message] = []
+        # Requests abandoned while held: their cancel notice, which follows, is dropped.
+        self._never_sent: set[int] = set()
 
     # --- outputs -------------------------------------------------------------------
 
@@ -180,9 +216,34 @@ class HttpMapping:
         return out
 
     def next_deadline(self) -> float | None:
-        times = [t.at for t in self._timers]
-        times.extend(self._lingering.values())
-        return min(times, default=None)
+        heap = self._heap
+        while heap:
+            at, _, what = heap[0]
+            if self._is_live(at, what):
+                return at
+            heapq.heappop(heap)
+        return None
+
+    def _is_live(self, at: float, what: int | _Timer) -> bool:
+        if isinstance(what, int):
+            return self._bounded.get(what) == at
+        return self._timers.get(what.stream.request_id) is what
+
+    def _push(self, at: float, what: int | _Timer) -> None:
+        heap = self._heap
+        heapq.heappush(heap, (at, next(self._tie), what))
+        live = len(self._bounded) + len(self._timers)
+        if len(heap) > 64 and len(heap) > 2 * live:
+            self._heap = [e for e in heap if self._is_live(e[0], e[2])]
+            heapq.heapify(self._heap)
+
+    def _bound_exchange(self, xid: int, at: float) -> None:
+        self._bounded[xid] = at
+        self._push(at, xid)
+
+    def _schedule(self, timer: _Timer) -> None:
+        self._timers[timer.stream.request_id] = timer
+        self._push(timer.at, timer)
 
     @property
     def active_exchanges(self) -> list[int]:
@@ -190,15 +251,35 @@ class HttpMapping:
 
     # --- commands ------------------------------------------------------------------
 
-    def send(self, message: Message) -> None:
-        """H1: one message per POST."""
+    def send(self, message: Message, now: float, body: bytes | None = None) -> None:
+        """H1: one message per POST. ``body``: the message already encoded, if it was."""
+        self._last_now = now
         if self._gate is not None:
             self._held.append(message)
             return
+        is_request = isinstance(message, Request)
+        if self._never_sent and _cancels(message, self._never_sent):
+            return
+        if not is_request and self._awaiting_session:
+            # H6: a notice or answer for the session that expired means nothing
+            # to the next one (and would be refused for its missing session id).
+            _log.debug("dropped a %s for the expired session", _what(message))
+            return
+        # P6: a flood of server requests must not become a flood of POSTs.
+        if (
+            isinstance(message, (Result, ErrorResponse))
+            and len(self._answers_open) >= self.limits.max_answers_in_flight
+        ):
+            if len(self._answers_waiting) < self.limits.max_queued_answers:
+                self._answers_waiting.append(message)
+            else:
+                self._drop_answer()
+            return
         stream = None
-        if isinstance(message, Request) and isinstance(message.id, int):
-            stream = _Stream(request_id=message.id)
-        body = encode_message(message)
+        if is_request and isinstance(message.id, int):  # type: ignore[union-attr]
+            stream = _Stream(request_id=message.id, session_id=self.session_id)  # type: ignore[union-attr]
+        if body is None:
+            body = encode_message(message)
         xid = self._open(_Kind.POST, message, stream)
         headers = self._headers(_ACCEPT_BOTH)
         headers.append((b"content-type", b"application/json"))
@@ -212,12 +293,36 @@ class HttpMapping:
                 request_id=None if stream is None else stream.request_id,
             )
         )
+        if not is_request:
+            self._bound_exchange(xid, now + self.limits.notice_timeout)  # H10
+            if isinstance(message, (Result, ErrorResponse)):
+                self._answers_open.add(xid)
         if isinstance(message, Notification) and message.method == "notifications/initialized":
             self._gate = xid
 
+    def _drop_answer(self) -> None:
+        self._answers_dropped += 1
+        if self._answers_dropped == 1:
+            _log.warning(
+                "%s: the server sent more requests than max_queued_answers (%d) allows "
+                "to wait for an answer; the excess is not answered",
+                self.display_url,
+                self.limits.max_queued_answers,
+            )
+
     def abandon(self, request_id: int) -> None:
-        """Stop waiting for ``request_id``: close its stream (K6)."""
-        self._timers = [t for t in self._timers if t.stream.request_id != request_id]
+        """Stop waiting for ``request_id``: close its stream (K6).
+
+        A request still held back (behind ``notifications/initialized``) is never
+        sent, and neither is the cancel notice that follows it.
+        """
+        self._timers.pop(request_id, None)
+        self._resent.discard(request_id)
+        for index, message in enumerate(self._held):
+            if isinstance(message, Request) and message.id == request_id:
+                del self._held[index]
+                self._never_sent.add(request_id)
+                break
         xid = self._by_request.pop(request_id, None)
         if xid is not None and xid in self._exchanges:
             self._abort(xid)
@@ -231,7 +336,7 @@ class HttpMapping:
             and self._listen_refused_for != self.session_id
         ):
             self._listening = True
-            self._open_get(_Stream(request_id=None), _Kind.LISTEN)
+            self._open_get(_Stream(request_id=None, session_id=self.session_id), _Kind.LISTEN)
 
     def drop_exchanges(self, *, keep_notices: bool = False) -> None:
         """Abort every exchange and forget every pending resume.
@@ -248,6 +353,8 @@ class HttpMapping:
         self._listening = False
         self._gate = None
         self._held.clear()
+        self._never_sent.clear()
+        self._answers_waiting.clear()
 
     def reset(self) -> None:
         """Forget the HTTP session and drop every exchange (a new start-up attempt)."""
@@ -255,6 +362,7 @@ class HttpMapping:
         self._resent.clear()
         self.session_id = None
         self.protocol_version = None
+        self._awaiting_session = False
 
     def end_session(self) -> None:
         """H9: DELETE the session when there is one (best effort, short timeout)."""
@@ -273,21 +381,42 @@ class HttpMapping:
         self.session_id = None
 
     def handle_timer(self, now: float) -> None:
-        for xid, at in list(self._lingering.items()):
-            if at <= now:
-                self._abort(xid)
-        due = [t for t in self._timers if t.at <= now]
-        if not due:
-            return
-        self._timers = [t for t in self._timers if t.at > now]
-        for timer in due:
-            self._open_get(timer.stream, timer.kind)
+        self._last_now = now
+        while (at := self.next_deadline()) is not None and at <= now:
+            _, _, what = heapq.heappop(self._heap)
+            if isinstance(what, int):
+                ex = self._exchanges.get(what)
+                if ex is not None and ex.kind is _Kind.POST and ex.stream is None:
+                    # H10: a notice or answer that was never acknowledged.
+                    _log.debug(
+                        "dropped a %s POST unanswered after %g s",
+                        _what(ex.message),
+                        self.limits.notice_timeout,
+                    )
+                self._abort(what)
+            else:
+                del self._timers[what.stream.request_id]
+                self._reopen(what)
+
+    def _reopen(self, timer: _Timer) -> None:
+        """H4: reopen a stream with GET, on the session it belongs to (H6)."""
+        stream = timer.stream
+        if stream.session_id == self.session_id:
+            self._open_get(stream, timer.kind)
+        elif timer.kind is _Kind.RESUME:
+            # The session ended while the request ran: never resumed on another
+            # session (or on none), and never sent again.
+            assert stream.request_id is not None
+            self._upward.append(RequestFailed(stream.request_id, _may_have_run()))
+        else:
+            self._listening = False  # start_listening() opens one on the new session
 
     # --- inputs from the driver --------------------------------------------------------
 
     def response_started(
         self, exchange_id: int, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
     ) -> None:
+        self._last_now = now
         ex = self._exchanges.get(exchange_id)
         if ex is None:
             return
@@ -360,6 +489,7 @@ class HttpMapping:
             ex.candidate_session_id = _header(headers, b"mcp-session-id") or None
 
     def response_data(self, exchange_id: int, data: bytes, now: float) -> None:
+        self._last_now = now
         ex = self._exchanges.get(exchange_id)
         if ex is None or not data:
             return
@@ -374,7 +504,7 @@ class HttpMapping:
                 self._fail(ex, exc, now)
                 return
             for event in events:
-                if not self._on_event(ex, event.id, event.data, now):
+                if not self._on_event(ex, event, now):
                     return
         elif ex.mode is _Mode.JSON:
             if len(ex.body) + len(data) > self.limits.max_message_size:
@@ -394,6 +524,7 @@ class HttpMapping:
                 self._http_error(ex, now)
 
     def response_ended(self, exchange_id: int, now: float) -> None:
+        self._last_now = now
         ex = self._exchanges.get(exchange_id)
         if ex is None:
             return
@@ -419,7 +550,7 @@ class HttpMapping:
             assert ex.decoder is not None
             try:
                 for event in ex.decoder.end():
-                    if not self._on_event(ex, event.id, event.data, now):
+                    if not self._on_event(ex, event, now):
                         return
             except McpError as exc:
                 self._fail(ex, exc, now)
@@ -432,14 +563,22 @@ class HttpMapping:
         else:
             self._finish(ex)
 
-    def response_failed(self, exchange_id: int, reason: str, now: float) -> None:
+    def response_failed(self, exchange_id: int, failure: TransportFailure, now: float) -> None:
+        """The exchange could not be performed or broke: the core words why (X5)."""
+        self._last_now = now
+        if not isinstance(failure, TransportFailure):
+            raise TypeError(
+                "response_failed takes a TransportFailure (its kind and safe text), "
+                f"not {type(failure).__name__}: build one with "
+                "TransportFailure.from_exception(exc)"
+            )
         ex = self._exchanges.get(exchange_id)
         if ex is None:
             return
         if ex.kind is _Kind.DELETE or ex.mode is _Mode.IGNORE:
             self._finish(ex)
             return
-        self._stream_broke(ex, f"the connection failed ({excerpt(reason, 200)})", now)
+        self._stream_broke(ex, failure.describe(), now)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -483,7 +622,7 @@ class HttpMapping:
     def _open_get(self, stream: _Stream, kind: _Kind) -> None:
         xid = self._open(kind, None, stream)
         headers = self._headers(b"text/event-stream")
-        if stream.last_event_id is not None:
+        if stream.last_event_id:  # an empty id means none (WHATWG sends no header)
             headers.append((b"last-event-id", stream.last_event_id.encode("utf-8")))
         self._actions.append(
             HttpRequest(exchange_id=xid, method="GET", url=self.url, headers=headers)
@@ -491,12 +630,16 @@ class HttpMapping:
 
     def _finish(self, ex: _Exchange) -> None:
         self._exchanges.pop(ex.id, None)
-        self._lingering.pop(ex.id, None)
+        self._bounded.pop(ex.id, None)
+        if ex.id in self._answers_open:
+            self._answers_open.discard(ex.id)
+            if self._answers_waiting and ex.id not in self._exchanges:
+                self.send(self._answers_waiting.popleft(), self._last_now)
         if ex.id == self._gate:
             self._gate = None
             held, self._held = self._held, []
             for message in held:
-                self.send(message)
+                self.send(message, self._last_now)
         request_id = ex.stream.request_id if ex.stream is not None else None
         if request_id is not None and self._by_request.get(request_id) == ex.id:
             del self._by_request[request_id]
@@ -507,17 +650,18 @@ class HttpMapping:
         ex = self._exchanges.get(xid)
         if ex is None:
             return
-        self._finish(ex)
+        # The abort goes first: finishing may release what waited for this exchange.
         self._actions.append(AbortExchange(exchange_id=xid))
+        self._finish(ex)
 
     def _fail(self, ex: _Exchange, error: McpError, now: float) -> None:
         """The exchange failed: its request (if any) fails with ``error`` (P5)."""
-        still_open = ex.id in self._exchanges
-        self._finish(ex)
-        if still_open:
+        if ex.id in self._exchanges:
             self._actions.append(AbortExchange(exchange_id=ex.id))
+        self._finish(ex)
         request_id = ex.stream.request_id if ex.stream is not None else None
         if request_id is not None and not ex.stream.got_response:  # type: ignore[union-attr]
+            self._resent.discard(request_id)
             self._upward.append(RequestFailed(request_id, error))
         elif ex.kind is _Kind.LISTEN:
             self._listen_refused_for = ex.sent_session_id
@@ -531,15 +675,15 @@ class HttpMapping:
 
     def _expired(self, ex: _Exchange, now: float) -> None:
         """H6: a 404 on a request that carried a session id."""
-        still_open = ex.id in self._exchanges
-        self._finish(ex)
-        if still_open:
+        if ex.id in self._exchanges:
             self._actions.append(AbortExchange(exchange_id=ex.id))
+        self._finish(ex)
         stale = ex.sent_session_id != self.session_id
         if not stale:
             self.session_id = None
             self.protocol_version = None
             self._listening = False
+            self._awaiting_session = True
         request_id = ex.stream.request_id if ex.stream is not None else None
         if ex.kind is _Kind.POST and isinstance(ex.message, Request):
             assert request_id is not None
@@ -556,29 +700,22 @@ class HttpMapping:
                 return
             self._resent.add(request_id)
             if stale and self.session_id is not None:
-                self.send(ex.message)  # a new session is already up: resend on it
+                self.send(ex.message, now)  # a new session is already up: resend on it
             else:
                 self._upward.append(SessionExpired([ex.message]))
         elif ex.kind is _Kind.RESUME and request_id is not None:
             # The call was already running: it may have run, so it is never replayed.
-            self._upward.append(
-                RequestFailed(
-                    request_id,
-                    TransportError(
-                        "the session expired while the request was running; "
-                        "it may have run, so it was not sent again"
-                    ),
-                )
-            )
+            self._upward.append(RequestFailed(request_id, _may_have_run()))
             if not stale:
                 self._upward.append(SessionExpired([]))
         elif not stale:
             self._upward.append(SessionExpired([]))
 
-    def _on_event(self, ex: _Exchange, event_id: str | None, data: str, now: float) -> bool:
+    def _on_event(self, ex: _Exchange, event: SSEEvent, now: float) -> bool:
         """One SSE event. Returns False when it ended the exchange."""
         stream = ex.stream
         assert stream is not None and ex.decoder is not None
+        event_id, data = event.id, event.data
         if event_id is not None:
             # H4: only an id not seen before counts as progress, so a server that
             # re-sends the same priming event on every resume still hits the bound.
@@ -592,6 +729,11 @@ class HttpMapping:
         if not data:
             return True  # H4: a priming event carries an id and no message
         ex.new_event = True
+        if event.event != "message":
+            # P5: only `message` events carry JSON-RPC; others (a `ping`, say) are
+            # skipped, though their id and retry above still count.
+            _log.debug("skipped an SSE event of type %r", excerpt(event.event, 40))
+            return True
         try:
             message = decode_message(data)
         except McpError as exc:
@@ -609,12 +751,20 @@ class HttpMapping:
             and message.id == stream.request_id
         ):
             stream.got_response = True
-            if ex.candidate_session_id is not None and isinstance(message, Result):
-                self.session_id = ex.candidate_session_id
+            self._resent.discard(stream.request_id)
+            if (
+                isinstance(message, Result)
+                and isinstance(ex.message, Request)
+                and ex.message.method == "initialize"
+            ):
+                # H2: a session id only from a result; H6: the new session is up.
+                self._awaiting_session = False
+                if ex.candidate_session_id is not None:
+                    self.session_id = ex.candidate_session_id
             if ex.mode is _Mode.SSE:
                 # The server should now end the stream; one that keeps it open
                 # would hold a pooled connection forever, so it gets a short grace.
-                self._lingering[ex.id] = now + self.limits.response_linger
+                self._bound_exchange(ex.id, now + self.limits.response_linger)
         elif isinstance(message, (Result, ErrorResponse)) and isinstance(message.id, int):
             # A response that came on another stream ends its own request: stop
             # waiting on that request's stream and forget its pending resume.
@@ -632,7 +782,7 @@ class HttpMapping:
             return
         if ex.kind is _Kind.LISTEN and self.session_id is None:
             return
-        if stream.last_event_id is None and ex.kind is not _Kind.LISTEN:
+        if not stream.last_event_id and ex.kind is not _Kind.LISTEN:
             if stream.request_id is not None:
                 self._upward.append(
                     RequestFailed(
@@ -661,7 +811,31 @@ class HttpMapping:
         kind = _Kind.LISTEN if stream.request_id is None else _Kind.RESUME
         if kind is _Kind.LISTEN:
             self._listening = True
-        self._timers.append(_Timer(at=now + delay, stream=stream, kind=kind))
+        self._schedule(_Timer(at=now + delay, stream=stream, kind=kind))
+
+
+def _cancels(message: Message, never_sent: set[int]) -> bool:
+    """Whether ``message`` cancels a request that never went out (and forget it)."""
+    if not (isinstance(message, Notification) and message.method == "notifications/cancelled"):
+        return False
+    request_id = (message.params or {}).get("requestId")
+    if isinstance(request_id, int) and request_id in never_sent:
+        never_sent.discard(request_id)
+        return True
+    return False
+
+
+def _may_have_run() -> TransportError:
+    return TransportError(
+        "the session expired while the request was running; "
+        "it may have run, so it was not sent again"
+    )
+
+
+def _what(message: Message | None) -> str:
+    if isinstance(message, Notification):
+        return excerpt(message.method, 60)
+    return "answer" if isinstance(message, (Result, ErrorResponse)) else "message"
 
 
 def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str:

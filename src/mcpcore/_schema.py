@@ -61,11 +61,23 @@ class Violation:
 
 
 class _Probe:
-    """Whether ``jsonschema`` was looked for, and what was found (once per process)."""
+    """Whether ``jsonschema`` was looked for, and what was found (once per process).
+
+    Safe under threads without a lock (the core never touches threads): a
+    result is published only once its import has finished, ``module`` before
+    ``checked``, so a caller that sees ``checked`` also sees the module. Callers
+    that arrive before that each import (Python's import system is itself
+    thread-safe and runs the module once); ``warned`` is claimed with one atomic
+    ``dict.setdefault``, so the absence is logged once, and only by a caller
+    whose import really failed.
+    """
 
     checked: bool = False
     module: ModuleType | None = None
-    warned: bool = False
+    warned: dict[str, object]
+
+    def __init__(self) -> None:
+        self.warned = {}
 
 
 _probe = _Probe()
@@ -75,20 +87,25 @@ def _reset() -> None:
     """Forget the probe and the once-warning flag (for tests)."""
     _probe.checked = False
     _probe.module = None
-    _probe.warned = False
+    _probe.warned = {}
 
 
 def _validators() -> ModuleType | None:
-    if not _probe.checked:
-        _probe.checked = True
+    if _probe.checked:
+        module = _probe.module
+    else:
         try:
-            _probe.module = importlib.import_module("jsonschema.validators")
+            module = importlib.import_module("jsonschema.validators")
         except ImportError:
-            _probe.module = None
-    if _probe.module is None and not _probe.warned:
-        _probe.warned = True
-        _log.warning(_ABSENT_MESSAGE)
-    return _probe.module
+            module = None
+        if module is not None or not _probe.checked:  # a found module is never unpublished
+            _probe.module = module
+            _probe.checked = True
+    if module is None:
+        claim = object()
+        if _probe.warned.setdefault("absent", claim) is claim:
+            _log.warning(_ABSENT_MESSAGE)
+    return module
 
 
 def compile_schema(schema: object) -> Validator | None:

@@ -18,9 +18,12 @@ an input with no entry there raises ``LocalProtocolError``.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
+import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -31,6 +34,7 @@ from ._errors import (
     BackendError,
     CallTimeout,
     HandshakeError,
+    InvalidArguments,
     LimitExceeded,
     LocalProtocolError,
     McpError,
@@ -51,7 +55,7 @@ from ._events import (
     ToolsListChanged,
     ToolsRefreshed,
 )
-from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result
+from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
 from ._render import render_result
 from ._tools import Catalogue, Tool
 
@@ -70,6 +74,9 @@ _log = logging.getLogger("mcpcore.session")
 _server_log = logging.getLogger("mcpcore.server")
 
 _METHOD_NOT_FOUND = -32601
+# Ids of abandoned requests kept to word a late response's debug log; older ones are
+# forgotten (a late response for them is then logged as unknown, which it also is).
+_ABANDONED_REMEMBERED = 1024
 
 
 class SessionState(Enum):
@@ -180,8 +187,16 @@ class ClientSession:
         self.last_error: McpError | None = None
         self._next_id = 1
         self._pending: dict[int, _Pending] = {}
-        self._abandoned: set[int] = set()
+        # Deadlines of pending requests as a heap of (deadline, request id). An entry
+        # is stale once its request ended or its deadline moved; stale entries are
+        # dropped when they reach the top, so next_deadline() and handle_timer()
+        # cost O(log n) per request rather than a scan of every pending one.
+        self._deadlines: list[tuple[float, int]] = []
+        self._abandoned: OrderedDict[int, None] = OrderedDict()
         self._outgoing: list[Message] = []
+        # K9: the bytes of a call request, encoded (and so checked) before it was
+        # registered; the engine sends them as they are rather than encoding twice.
+        self._encoded: dict[int, bytes] = {}
         self._dropped: list[int] = []
         self._events: list[Event] = []
         self._startup_deadline: float | None = None
@@ -189,9 +204,15 @@ class ClientSession:
         self._listing: _Listing | None = None
         self._queued_refreshes: list[int] = []
         self._next_refresh_id = 1
-        # H6: while a fresh session is being set up, requests wait here.
+        # H6: while a fresh session is being set up, requests wait here, each within
+        # its own deadline; a failed set-up is retried on the backoff schedule (L4).
         self._reinitializing = False
+        self._reinit_failures = 0
+        self._reinit_at: float | None = None
         self._parked: list[Request] = []
+        # P4: a tools/list_changed that came during the start-up listing, re-listed
+        # once that listing is done (auto_refresh).
+        self._relist_after_start = False
 
     # --- the table ---------------------------------------------------------------
 
@@ -207,7 +228,22 @@ class ClientSession:
 
     def take_outgoing(self) -> list[Message]:
         out, self._outgoing = self._outgoing, []
+        self._encoded.clear()
         return out
+
+    def take_outgoing_encoded(self) -> list[tuple[Message, bytes | None]]:
+        """Like ``take_outgoing``, with the bytes of each message already encoded.
+
+        ``None`` where the message was not encoded yet (the caller encodes it).
+        """
+        out, self._outgoing = self._outgoing, []
+        encoded, self._encoded = self._encoded, {}
+        if not encoded:
+            return [(message, None) for message in out]
+        return [
+            (m, encoded.get(m.id) if isinstance(m, Request) and isinstance(m.id, int) else None)
+            for m in out
+        ]
 
     def take_abandoned(self) -> list[int]:
         """Request ids whose exchanges the transport should drop (K6)."""
@@ -219,12 +255,40 @@ class ClientSession:
         return out
 
     def next_deadline(self) -> float | None:
-        times = [p.deadline for p in self._pending.values() if p.deadline is not None]
-        if self._startup_deadline is not None:
-            times.append(self._startup_deadline)
-        if self._retry_at is not None:
-            times.append(self._retry_at)
+        times = [
+            t
+            for t in (
+                self._earliest_request_deadline(),
+                self._startup_deadline,
+                self._retry_at,
+                self._reinit_at,
+            )
+            if t is not None
+        ]
         return min(times) if times else None
+
+    def _earliest_request_deadline(self) -> float | None:
+        heap, pending = self._deadlines, self._pending
+        while heap:
+            at, request_id = heap[0]
+            entry = pending.get(request_id)
+            if entry is not None and entry.deadline == at:
+                return at
+            heapq.heappop(heap)
+        return None
+
+    def _track_deadline(self, request_id: int, deadline: float | None) -> None:
+        if deadline is None:
+            return
+        heap = self._deadlines
+        heapq.heappush(heap, (deadline, request_id))
+        # Deadlines pushed out by progress leave stale entries behind; rebuild the
+        # heap when they outnumber the live ones, so it stays O(pending) in size.
+        if len(heap) > 64 and len(heap) > 2 * len(self._pending):
+            self._deadlines = [
+                (p.deadline, rid) for rid, p in self._pending.items() if p.deadline is not None
+            ]
+            heapq.heapify(self._deadlines)
 
     @property
     def pending_call_ids(self) -> list[int]:
@@ -233,7 +297,12 @@ class ClientSession:
     @property
     def is_idle(self) -> bool:
         """Nothing is waiting for the server."""
-        return not self._pending and not self._parked and self._listing is None
+        return (
+            not self._pending
+            and not self._parked
+            and self._listing is None
+            and self._reinit_at is None
+        )
 
     @property
     def reinitializing(self) -> bool:
@@ -270,8 +339,7 @@ class ClientSession:
         budget = self.options.call_timeout if timeout is None else float(timeout)
         if not budget > 0:
             raise LocalProtocolError("a call timeout must be a positive number of seconds")
-        self._transition(SessionInput.CALL)
-        request_id = self._new_id()
+        request_id = self._next_id
         request = Request(
             id=request_id,
             method="tools/call",
@@ -281,6 +349,14 @@ class ClientSession:
                 "_meta": {"progressToken": request_id},
             },
         )
+        # K9: encoded before anything is registered, so arguments JSON cannot carry
+        # (NaN, a set, an object) fail this call alone and leave nothing behind.
+        try:
+            body = encode_message(request)
+        except LocalProtocolError:
+            raise InvalidArguments(_unencodable_path(arguments)) from None
+        self._transition(SessionInput.CALL)
+        self._next_id += 1
         pending = _Pending(
             kind="call",
             request=request,
@@ -290,7 +366,9 @@ class ClientSession:
             started=now,
         )
         self._pending[request_id] = pending
-        self._send_request(pending)
+        self._track_deadline(request_id, pending.deadline)
+        if self._send_request(pending):
+            self._encoded[request_id] = body
         return request_id
 
     def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
@@ -318,7 +396,10 @@ class ClientSession:
             self.cancel(call_id, now, "the client is closing")
         self._transition(SessionInput.CLOSE)
         self._pending.clear()
+        self._deadlines.clear()
         self._parked.clear()
+        self._reinit_at = None
+        self._reinitializing = False
         self._listing = None
         self._startup_deadline = None
         self._retry_at = None
@@ -365,6 +446,7 @@ class ClientSession:
         if not self._reinitializing:
             self._reinitializing = True
             self.protocol_version = None
+            _log.debug("the server ended the session (HTTP 404); setting up a new one")
             self._send_initialize(now, deadline=now + self.options.startup_timeout)
 
     def handle_timer(self, now: float) -> None:
@@ -378,11 +460,13 @@ class ClientSession:
             self._fail_start(
                 CallTimeout(f"start-up did not finish within {budget:g} s", budget=budget), now
             )
-        for request_id, pending in list(self._pending.items()):
-            if pending.deadline is None or now < pending.deadline:
-                continue
-            if request_id not in self._pending:
-                continue  # ended by an earlier failure in this loop
+        if self._reinit_at is not None and now >= self._reinit_at:
+            self._reinit_at = None
+            _log.debug("setting up a new session again (attempt %d)", self._reinit_failures + 1)
+            self._send_initialize(now, deadline=now + self.options.startup_timeout)
+        while (due := self._earliest_request_deadline()) is not None and due <= now:
+            _, request_id = heapq.heappop(self._deadlines)
+            pending = self._pending[request_id]
             if pending.kind == "call":
                 assert pending.tool is not None
                 error = CallTimeout(
@@ -409,12 +493,14 @@ class ClientSession:
         self._next_id += 1
         return request_id
 
-    def _send_request(self, pending: _Pending) -> None:
+    def _send_request(self, pending: _Pending) -> bool:
+        """Send now, or park until the new session is up (H6). True when sent."""
         if self._reinitializing and pending.kind != "initialize":
             pending.sent = False
             self._parked.append(pending.request)
-        else:
-            self._outgoing.append(pending.request)
+            return False
+        self._outgoing.append(pending.request)
+        return True
 
     def _begin_handshake(self, now: float) -> None:
         self.protocol_version = None
@@ -436,6 +522,7 @@ class ClientSession:
             },
         )
         self._pending[request_id] = _Pending(kind="initialize", request=request, deadline=deadline)
+        self._track_deadline(request_id, deadline)
         self._outgoing.append(request)
 
     def _abandon(self, request_id: int, pending: _Pending, reason: str) -> None:
@@ -446,7 +533,7 @@ class ClientSession:
         if not pending.sent:
             self._parked = [r for r in self._parked if r.id != request_id]
             return
-        self._abandoned.add(request_id)
+        self._remember_abandoned(request_id)
         self._dropped.append(request_id)
         self._outgoing.append(
             Notification(
@@ -455,15 +542,22 @@ class ClientSession:
             )
         )
 
+    def _remember_abandoned(self, request_id: int) -> None:
+        abandoned = self._abandoned
+        abandoned[request_id] = None
+        if len(abandoned) > _ABANDONED_REMEMBERED:
+            abandoned.popitem(last=False)
+
     # --- internals: start-up ---------------------------------------------------------
 
     def _fail_start(self, error: McpError, now: float) -> None:
         for request_id, pending in list(self._pending.items()):
             del self._pending[request_id]
             if pending.kind == "list":
-                self._abandoned.add(request_id)
+                self._remember_abandoned(request_id)
                 self._dropped.append(request_id)
         self._listing = None
+        self._relist_after_start = False
         self._startup_deadline = None
         self.failures += 1
         self.last_error = error
@@ -481,7 +575,7 @@ class ClientSession:
             self._events.append(CallFailed(call_id=pending.request.id, error=error))  # type: ignore[arg-type]
         elif pending.kind == "initialize":
             if self._reinitializing:
-                self._reinit_failed(error)
+                self._reinit_failed(error, now)
             else:
                 self._fail_start(error, now)
         else:
@@ -500,41 +594,54 @@ class ClientSession:
         else:
             self._fail_start(error, now)
 
-    def _reinit_failed(self, error: McpError) -> None:
-        self._reinitializing = False
-        parked, self._parked = self._parked, []
-        for request in parked:
-            pending = self._pending.pop(request.id, None)  # type: ignore[arg-type]
-            if pending is None:
-                continue
-            wrapped = TransportError(
-                f"the session expired and a new one could not be set up: {error}"
-            )
-            if pending.kind == "call":
-                self._events.append(CallFailed(call_id=pending.request.id, error=wrapped))  # type: ignore[arg-type]
-            else:
-                self._fail_pending(pending, wrapped, 0.0)
+    def _reinit_failed(self, error: McpError, now: float) -> None:
+        """H6, L4: the new session could not be set up; try again after the backoff.
+
+        The session stays re-initialising: requests keep waiting (parked), each
+        within its own deadline, and none goes out without the new session.
+        """
+        self._reinit_failures += 1
+        delay = backoff_delay(
+            self._reinit_failures,
+            first=self.options.backoff_first,
+            maximum=self.options.backoff_max,
+        )
+        self._reinit_at = now + delay
+        self.last_error = error
+        _log.info(
+            "server %r: a new session could not be set up (%s); retrying in %g s",
+            self.options.server_name,
+            error,
+            delay,
+        )
 
     def _handle_initialize_result(self, pending: _Pending, result: object, now: float) -> None:
         try:
             version, capabilities, info = _parse_initialize_result(result)
         except HandshakeError as exc:
             if self._reinitializing:
-                self._reinit_failed(exc)
+                self._reinit_failed(exc, now)
             else:
                 self._fail_start(exc, now)
             return
         self.protocol_version = version
         self._outgoing.append(Notification(method="notifications/initialized"))
         if self._reinitializing:
-            # H6: the new session is set up; send what was waiting, once.
+            # H6: the new session is set up; send what was waiting, once, then
+            # re-list: the new session may offer other tools than the old one.
             self._reinitializing = False
+            self._reinit_failures = 0
+            self.last_error = None
+            self.server_capabilities = capabilities
+            self.server_info = info
             parked, self._parked = self._parked, []
             for request in parked:
                 waiting = self._pending.get(request.id)  # type: ignore[arg-type]
                 if waiting is not None:
                     waiting.sent = True
                     self._outgoing.append(request)
+            if "tools" in capabilities:
+                self._queue_refresh(-1, now)
             return
         self.server_capabilities = capabilities
         self.server_info = info
@@ -574,6 +681,7 @@ class ClientSession:
         )
         pending = _Pending(kind="list", request=request, deadline=deadline)
         self._pending[request_id] = pending
+        self._track_deadline(request_id, deadline)
         self._send_request(pending)
 
     def _handle_list_result(self, pending: _Pending, result: object, now: float) -> None:
@@ -634,6 +742,9 @@ class ClientSession:
                     server_info=self.server_info,
                 )
             )
+            if self._relist_after_start:
+                self._relist_after_start = False
+                self._queue_refresh(-1, now)
         else:
             previous = self.catalogue
             assert previous is not None
@@ -683,7 +794,9 @@ class ClientSession:
                 extended = min(
                     now + pending.budget, pending.started + self.options.call_timeout_max
                 )
-                pending.deadline = max(pending.deadline, extended)
+                if extended > pending.deadline:
+                    pending.deadline = extended
+                    self._track_deadline(pending.request.id, extended)  # type: ignore[arg-type]
             self._events.append(
                 ProgressReceived(
                     call_id=pending.request.id,  # type: ignore[arg-type]
@@ -694,8 +807,14 @@ class ClientSession:
             )
         elif note.method == "notifications/tools/list_changed":
             self._events.append(ToolsListChanged())
-            if self.options.auto_refresh and self.state is SessionState.READY:
+            if not self.options.auto_refresh:
+                return
+            if self.state is SessionState.READY:
                 self._queue_refresh(-1, now)
+            elif self.state is SessionState.LISTING:
+                # The listing under way may already be out of date: list again
+                # once it is done rather than lose the change.
+                self._relist_after_start = True
         elif note.method == "notifications/message":
             _forward_server_log(self.options.server_name, params)
         else:
@@ -755,6 +874,43 @@ class ClientSession:
 
 
 # --- pure helpers -----------------------------------------------------------------
+
+
+def _unencodable_path(arguments: Mapping[str, Any]) -> str:
+    """K9: where in ``arguments`` the first value JSON cannot carry sits.
+
+    Names keys and indexes only, never a value (an argument may hold a secret).
+    """
+    seen: set[int] = set()
+
+    def find(value: object, path: str, depth: int) -> str | None:
+        if value is None or isinstance(value, (str, bool, int)):
+            return None
+        if isinstance(value, float):
+            return None if math.isfinite(value) else f"{path} (NaN or an infinity)"
+        if depth > 200 or id(value) in seen:
+            return path  # nested too deeply, or a cycle
+        if isinstance(value, Mapping):
+            seen.add(id(value))
+            for key, item in value.items():
+                if not isinstance(key, (str, int, float, bool)) and key is not None:
+                    return f"{path} (a key of type {type(key).__name__})"
+                found = find(item, f"{path}[{excerpt(repr(key), 60)}]", depth + 1)
+                if found is not None:
+                    return found
+            seen.discard(id(value))
+            return None
+        if isinstance(value, (list, tuple)):
+            seen.add(id(value))
+            for index, item in enumerate(value):
+                found = find(item, f"{path}[{index}]", depth + 1)
+                if found is not None:
+                    return found
+            seen.discard(id(value))
+            return None
+        return f"{path} (a {type(value).__name__})"
+
+    return find(arguments, "arguments", 0) or "arguments"
 
 
 def _is_number(value: object) -> bool:

@@ -15,10 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from ._config import LocalServer, RemoteServer, load_mcp_json, parse_server
+from ._config import (
+    LocalServer,
+    RemoteServer,
+    check_remote_headers,
+    load_mcp_json,
+    parse_server,
+    server_name,
+)
 from ._errors import ConfigError
 from ._http import HttpLimits
 from ._session import SessionOptions
+from ._tools import ascii_lower
 
 __all__ = [
     "LOCAL_REFUSED",
@@ -60,8 +68,14 @@ class ClientOptions(TypedDict, total=False):
 
 @dataclass(frozen=True, slots=True)
 class ClientSetup:
-    """A validated client: its session options, limits and server, or why it has none."""
+    """A validated client: its session options, limits and server, or why it has none.
 
+    ``name`` is the client's name lowercased in ASCII, the one form used
+    everywhere (``session.server_name``, tool ids, the client's ``name``, hub
+    keys), even when it is invalid and the client is unavailable for it.
+    """
+
+    name: str
     session: SessionOptions
     limits: HttpLimits
     listen: bool
@@ -81,14 +95,16 @@ def prepare_client(
     unknown = set(options) - set(ClientOptions.__annotations__)
     if unknown:
         raise TypeError(f"unknown McpClient option(s): {', '.join(sorted(unknown))}")
+    lowered = ascii_lower(name)
+    separator = options.get("separator", "/")
     session = SessionOptions(
-        server_name=name,
+        server_name=lowered,
         client_name=options.get("client_name", "mcpcore"),
         startup_timeout=options.get("startup_timeout", 120.0),
         call_timeout=options.get("call_timeout", 300.0),
         extend_on_progress=options.get("extend_on_progress", False),
         call_timeout_max=options.get("call_timeout_max", 3600.0),
-        separator=options.get("separator", "/"),
+        separator=separator,
         policy=options.get("policy", "error"),
         auto_refresh=options.get("auto_refresh", False),
         max_pages=options.get("max_pages", 1000),
@@ -100,9 +116,14 @@ def prepare_client(
     try:
         if isinstance(server, ConfigError):
             raise server
+        server_name(name)  # C4: a valid tool-id segment once lowercased
+        _check_separator(name, lowered, separator)
         if isinstance(server, LocalServer) and not allow_local:
             raise ConfigError(LOCAL_REFUSED, key="command")  # C6
-        if isinstance(server, (RemoteServer, LocalServer)):
+        if isinstance(server, RemoteServer):
+            check_remote_headers(server)  # C5: a host-built server's headers are checked too
+            resolved = server
+        elif isinstance(server, LocalServer):
             resolved = server
         else:
             resolved = parse_server(
@@ -134,12 +155,32 @@ def prepare_client(
             )
         )
     return ClientSetup(
+        name=lowered,
         session=session,
         limits=options.get("limits") or HttpLimits(),
         listen=listen,
         max_connections=max_connections,
         server=resolved,
         config_error=error,
+    )
+
+
+def _check_separator(name: str, lowered: str, separator: str) -> None:
+    """C4: refuse a name that would make its tool ids route to another server.
+
+    Ids are ``<name><separator><tool>`` and are routed by what comes before the
+    first separator, so the name may neither contain the separator nor end with
+    a part of it that, with the separator after it, holds one earlier (``a_``
+    with ``__``: ``a___x`` splits after ``a``).
+    """
+    if not separator or separator not in lowered + separator[:-1]:
+        return
+    how = "contains" if separator in lowered else "runs into"
+    raise ConfigError(
+        f"server {name!r}: the name {how} the tool-id separator {separator!r}, so its tool "
+        "ids could not be told apart from another server's; rename the server or choose "
+        "another separator",
+        key=name,
     )
 
 
@@ -175,9 +216,12 @@ def hub_entries(
 ) -> dict[str, RemoteServer | LocalServer | ConfigError]:
     """L7, C2: an ``mcp.json`` document → one outcome per server, keyed by client name.
 
-    A valid entry is named by its server name (the key lowercased in ASCII); an
-    invalid one keeps its key as written. Raises ``ConfigError`` when the top
-    level is invalid (C1).
+    Every outcome is keyed by its key lowercased in ASCII: the name its client
+    gets, so a hub routes by the same name its tool ids start with. Keys equal
+    after lowercasing are one name, whose outcome is the later entry's error
+    (the two entries cannot both be honoured). A valid entry whose name holds
+    the ``separator`` option becomes a ``ConfigError`` on its own (C2). Raises
+    ``ConfigError`` when the top level is invalid (C1).
     """
     outcomes = load_mcp_json(
         text,
@@ -188,7 +232,14 @@ def hub_entries(
         allow_local=options.get("allow_local", False),
         allow_insecure_http=options.get("allow_insecure_http", False),
     )
-    return {
-        (key if isinstance(outcome, ConfigError) else outcome.name): outcome
-        for key, outcome in outcomes.items()
-    }
+    separator = options.get("separator", "/")
+    entries: dict[str, RemoteServer | LocalServer | ConfigError] = {}
+    for key, outcome in outcomes.items():
+        name = ascii_lower(key)
+        if not isinstance(outcome, ConfigError):
+            try:
+                _check_separator(key, name, separator)
+            except ConfigError as exc:
+                outcome = exc
+        entries[name] = outcome
+    return entries

@@ -48,12 +48,13 @@ from mcpcore import (
     Tool,
     ToolOutput,
     ToolsRefreshed,
+    TransportFailure,
     Unavailable,
 )
 from mcpcore._client_base import ClientBase
 from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract
-from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
+from mcpcore._setup import ClientOptions, child_environment, prepare_client
 
 if TYPE_CHECKING:
     import ssl
@@ -224,9 +225,9 @@ class McpClient(ClientBase):
         asgi_app: AsgiApp | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
-        self.name = name
         self._asgi_app = asgi_app
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
+        self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._limits = setup.limits
         self._max_connections = setup.max_connections
@@ -249,7 +250,6 @@ class McpClient(ClientBase):
         self._main_scope: anyio.CancelScope | None = None
         self._started = False
         self._closed = False
-        self._baselines: dict[int, dict[str, object]] = {}
         self._process: _ChildProcess | None = None
 
     def __repr__(self) -> str:
@@ -520,7 +520,7 @@ class McpClient(ClientBase):
                         pass
                 engine.response_ended(xid, self._now())
             except Exception as exc:
-                engine.response_failed(xid, describe_failure(exc), self._now())
+                engine.response_failed(xid, TransportFailure.from_exception(exc), self._now())
             finally:
                 if not handed_off:
                     self._exchange_done(xid, scope)
@@ -556,7 +556,7 @@ class McpClient(ClientBase):
                         pass
                 engine.response_ended(xid, self._now())
             except Exception as exc:
-                engine.response_failed(xid, describe_failure(exc), self._now())
+                engine.response_failed(xid, TransportFailure.from_exception(exc), self._now())
             finally:
                 self._exchange_done(xid, scope)
         if not scope.cancel_called:
@@ -693,7 +693,7 @@ class _ChildProcess:
             engine = self.client._engine
             assert isinstance(engine, StdioClientEngine)
             engine.connection_lost(
-                f"could not start the server: {describe_failure(exc)}", self.client._now()
+                f"could not start the server: {TransportFailure.from_exception(exc).describe()}", self.client._now()
             )
             return
         self.client._task_group.start_soon(self._read_stdout, self.process)

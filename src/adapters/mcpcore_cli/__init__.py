@@ -1,4 +1,4 @@
-"""The ``mcpcore`` command line (DESIGN §11): ``demo``, ``tools``, ``call``, ``check``.
+"""The ``mcpcore`` command line: ``demo``, ``tools``, ``call``, ``check``.
 
 Run ``mcpcore --help`` (or ``python -m mcpcore_cli --help``). ``main(argv)``
 returns the exit status: 0 success; 1 the tool reported an error (``isError``)

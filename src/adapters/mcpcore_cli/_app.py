@@ -1,4 +1,4 @@
-"""The ``mcpcore`` commands: demo, tools, call, check (DESIGN §11).
+"""The ``mcpcore`` commands: demo, tools, call, check.
 
 Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
 found a server not ready; 2 bad usage, an unknown tool or an invalid

@@ -40,13 +40,13 @@ from mcpcore import (
     Tool,
     ToolOutput,
     ToolsRefreshed,
+    TransportFailure,
     Unavailable,
 )
 from mcpcore._client_base import ClientBase
-from mcpcore._escape import excerpt
 from mcpcore._events import AbortExchange, Event, HttpRequest
 from mcpcore._registry import RegistrationContract
-from mcpcore._setup import ClientOptions, child_environment, describe_failure, prepare_client
+from mcpcore._setup import ClientOptions, child_environment, prepare_client
 
 if TYPE_CHECKING:
     import ssl
@@ -228,8 +228,8 @@ class McpClient(ClientBase):
         ssl_context: ssl.SSLContext | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
-        self.name = name
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
+        self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._limits = setup.limits
         self._max_connections = setup.max_connections
@@ -256,7 +256,6 @@ class McpClient(ClientBase):
         self._thread: threading.Thread | None = None
         self._started = False
         self._closed = False
-        self._baselines: dict[int, dict[str, object]] = {}
         self._process: _ChildProcess | None = None
 
     def __repr__(self) -> str:
@@ -360,7 +359,7 @@ class McpClient(ClientBase):
                 for _ in response.iter_stream():
                     break
         except Exception as exc:
-            _log.debug("closing request failed: %s", excerpt(describe_failure(exc), 200))
+            _log.debug("closing request failed: %s", TransportFailure.from_exception(exc).describe())
 
     # --- the background thread ----------------------------------------------------------
 
@@ -568,7 +567,7 @@ class McpClient(ClientBase):
     def _report_failed(self, xid: int, exchange: _Exchange, exc: Exception) -> None:
         with self._lock:
             if not exchange.aborted:
-                self._engine_http().response_failed(xid, describe_failure(exc), self._now())
+                self._engine_http().response_failed(xid, TransportFailure.from_exception(exc), self._now())
                 self._dispatch()
 
     def _exchange_done(self, xid: int, exchange: _Exchange) -> None:
@@ -767,7 +766,7 @@ class _ChildProcess:
             assert isinstance(engine, StdioClientEngine)
             with self.client._lock:
                 engine.connection_lost(
-                    f"could not start the server: {describe_failure(exc)}", self.client._now()
+                    f"could not start the server: {TransportFailure.from_exception(exc).describe()}", self.client._now()
                 )
             return
         self.process = process

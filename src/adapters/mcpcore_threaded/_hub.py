@@ -36,7 +36,14 @@ class McpHub:
     """Many servers (L7); each available or unavailable on its own (C2)."""
 
     def __init__(self, clients: Mapping[str, McpClient], *, separator: str = "/") -> None:
-        self.clients = dict(clients)
+        # Keyed by each client's own (lowercased) name, whatever the mapping's keys:
+        # the name its tool ids start with, so a call is routed to the client that
+        # listed the tool (C4).
+        self.clients: dict[str, McpClient] = {}
+        for client in clients.values():
+            if client.name in self.clients:
+                raise ValueError(f"two clients are named {client.name!r}")
+            self.clients[client.name] = client
         self.separator = separator
 
     @classmethod
