@@ -1,4 +1,4 @@
-"""Run every budget (B1–B7) side by side and write bench/report.md + bench/report.png.
+"""Run every budget (B1–B7) side by side, and B8, and write bench/report.md + bench/report.png.
 
     python -m bench            # the full run (takes a while; the report is committed)
     python -m bench --quick    # a smoke run: tiny repeats, no fastmcp, 1 MiB instead of 50 MiB
@@ -219,6 +219,27 @@ def _sdk(peers: Any, mode: str, page_size: int | None = None) -> Iterator[str]:
 def b2(cfg: dict[str, Any]) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-m", "bench.micro", "b2", json.dumps({"repeats": cfg["micro_repeats"]})],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def b8(cfg: dict[str, Any]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.pending",
+            "--json",
+            "--repeats",
+            str(cfg["pending_repeats"]),
+            "--steps",
+            str(cfg["pending_steps"]),
+        ],
         cwd=ROOT,
         env=_env(),
         capture_output=True,
@@ -634,6 +655,33 @@ def write_report(
     w(f"B7: {mark(all(b7_ok) if b7_ok else None)}")
     w("")
 
+    # B8 (no budget: it shows whether a chunk's cost depends on the calls in flight)
+    if "b8" in res:
+        r8 = res["b8"]
+        w("## B8 — cost per chunk against calls in flight")
+        w("")
+        w(
+            "No budget. The engine driven by hand (no network) with N calls in flight, none "
+            "answered; one step is what a driver does per chunk read: `response_data` with a "
+            "small SSE event (a progress notification for one call, on its stream), "
+            "`next_deadline()`, and `handle_timer(now)` when nothing is due (`bench/pending.py`). "
+            "Median over repeats; the parts are timed in a second pass. The target is a flat "
+            "row: a ratio close to 1×."
+        )
+        w("")
+        w("| calls in flight | per step | response_data | next_deadline | handle_timer |")
+        w("| --- | --- | --- | --- | --- |")
+        for key, r in r8.items():
+            if key.isdigit():
+                w(
+                    f"| {int(key):,} | {r['step'] * 1e6:,.1f} µs | {r['response_data'] * 1e6:,.1f} µs | "
+                    f"{r['next_deadline'] * 1e6:,.1f} µs | {r['handle_timer'] * 1e6:,.1f} µs |"
+                )
+        hi, lo = r8["ratio_of"]
+        w("")
+        w(f"B8: {hi:,} in flight ÷ {lo:,} in flight = {r8['ratio']:.2f}× per step")
+        w("")
+
     w("## Verdicts")
     w("")
     for v in verdicts:
@@ -690,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="smoke run: tiny repeats, no fastmcp, 1 MiB"
     )
     ap.add_argument("--out", default=str(HERE / "report.md"), help="where to write the report")
-    ap.add_argument("--only", default="", help="comma-separated budgets to run (b1,...,b7)")
+    ap.add_argument("--only", default="", help="comma-separated budgets to run (b1,...,b8)")
     args = ap.parse_args(argv)
     quick = args.quick
     notes: list[str] = []
@@ -722,6 +770,8 @@ def main(argv: list[str] | None = None) -> int:
         "import_repeats": 1 if quick else 9,
         "cancel_repeats": 1 if quick else 10,
         "pool_calls": 64 if quick else 4000,
+        "pending_repeats": 2 if quick else 11,
+        "pending_steps": 20 if quick else 200,
     }
     only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -735,6 +785,7 @@ def main(argv: list[str] | None = None) -> int:
         ("b4", lambda: b4(cfg, clients)),
         ("b6", lambda: b6(cfg, clients)),
         ("b7", lambda: b7(cfg, clients)),
+        ("b8", lambda: b8(cfg)),
     ]
     raw_path = Path(args.out).with_suffix(".json")
     previous: dict[str, Any] = {}
