@@ -40,6 +40,12 @@ class Face:
             return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs), abandon_on_cancel=False)
         return await fn(*args, **kwargs)
 
+    async def close(self) -> None:
+        if self.threaded:
+            await self._run(self.client.close)
+        else:
+            await self.client.aclose()
+
     async def ready(self, timeout: float | None = None) -> Availability:
         return await self._run(self.client.ready, timeout)  # type: ignore[no-any-return]
 

@@ -21,6 +21,7 @@ from drivers import DRIVERS, backend_of, open_client, threads_named, wait_for
 from mcpcore import (
     BackendError,
     CallTimeout,
+    Cancelled,
     ConfigError,
     LimitExceeded,
     McpError,
@@ -879,3 +880,49 @@ async def test_seed002_sync_into_a_fresh_registry_adds_everything(driver: str) -
                 fresh = Registry()
                 report = await client.sync_into(fresh)
     assert report.added == ("demo/a", "demo/b") and sorted(fresh) == ["demo/a", "demo/b"]
+
+
+# --- K9: one error kind for a cancelled call on every driver ------------------------------------
+
+
+async def test_K9_a_call_cut_off_by_close_raises_cancelled_alike_on_every_driver(driver: str) -> None:
+    """K9: a call still running when the client closes ends with ``Cancelled`` and the same
+    words on every driver (the engine words it; the drivers only hand it over)."""
+    async with DemoServer().serve() as running:
+        server = running.server
+        caught: list[BaseException] = []
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(30):
+                assert (await client.ready(10)).ok
+
+                async def call() -> None:
+                    try:
+                        await client.call("demo/slow", {"steps": 200, "delay": 0.1})
+                    except Exception as exc:
+                        caught.append(exc)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(call)
+                    await wait_for(lambda: bool(server.requests_for("tools/call")), 10)
+                    await client.close()
+        [error] = caught
+        assert type(error) is Cancelled
+        assert str(error) == "a call to server 'demo' was cancelled: the client is closing"
+
+
+@pytest.mark.parametrize("driver", ["threaded"])  # start_call handles: threaded only
+async def test_K9_a_threaded_handle_cancel_raises_cancelled(driver: str) -> None:
+    """K9: ``CallHandle.cancel()`` (threaded) ends the call with ``Cancelled`` naming the caller."""
+    async with DemoServer().serve() as running:
+        server = running.server
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(30):
+                assert (await client.ready(10)).ok
+                handle = await anyio.to_thread.run_sync(
+                    lambda: client.client.start_call("demo/slow", {"steps": 200, "delay": 0.1})
+                )
+                await wait_for(lambda: bool(server.requests_for("tools/call")), 10)
+                handle.cancel()
+                with pytest.raises(Cancelled) as info:
+                    await anyio.to_thread.run_sync(handle.result)
+        assert info.value.reason == "cancelled by the caller"

@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "StdioClientEngine": "_engine",
     "BackendError": "_errors",
     "CallTimeout": "_errors",
+    "Cancelled": "_errors",
     "ConfigError": "_errors",
     "HandshakeError": "_errors",
     "InvalidArguments": "_errors",
@@ -58,6 +59,8 @@ _EXPORTS: dict[str, str] = {
     "ToolsListChanged": "_events",
     "ToolsRefreshed": "_events",
     "HttpLimits": "_http",
+    "call_outcome": "_outcome",
+    "closed_outcome": "_outcome",
     "ErrorResponse": "_jsonrpc",
     "Message": "_jsonrpc",
     "Notification": "_jsonrpc",
@@ -90,6 +93,7 @@ __all__ = [
     "CallFailed",
     "CallSucceeded",
     "CallTimeout",
+    "Cancelled",
     "Catalogue",
     "ConfigError",
     "ErrorResponse",
@@ -132,6 +136,8 @@ __all__ = [
     "UnknownTool",
     "__version__",
     "backoff_delay",
+    "call_outcome",
+    "closed_outcome",
     "decode_message",
     "encode_message",
     "escape_text",
@@ -166,6 +172,7 @@ if TYPE_CHECKING:
     from ._errors import (
         BackendError,
         CallTimeout,
+        Cancelled,
         ConfigError,
         HandshakeError,
         InvalidArguments,
@@ -203,6 +210,7 @@ if TYPE_CHECKING:
         decode_message,
         encode_message,
     )
+    from ._outcome import call_outcome, closed_outcome
     from ._render import OutputSchemaViolation, ToolOutput, render_result
     from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
     from ._sse import SSEDecoder, SSEEvent

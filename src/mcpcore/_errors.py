@@ -16,6 +16,7 @@ from ._escape import escape_text
 __all__ = [
     "BackendError",
     "CallTimeout",
+    "Cancelled",
     "ConfigError",
     "HandshakeError",
     "InvalidArguments",
@@ -122,6 +123,23 @@ def _excerpt(text: str) -> str:
     """``text`` escaped (newlines kept) and cut to ``_BACKEND_EXCERPT`` characters."""
     cut = len(text) > _BACKEND_EXCERPT
     return escape_text(text[:_BACKEND_EXCERPT]) + ("…" if cut else "")
+
+
+class Cancelled(McpError):
+    """The call was cancelled before it finished (K9): by its caller, or by closing.
+
+    The same error on every driver. ``reason`` says who cancelled it. (An anyio
+    caller whose own task is cancelled sees the framework's cancellation instead,
+    as usual.)
+    """
+
+    def __init__(self, reason: str, *, server: str | None = None) -> None:
+        prefix = (
+            f"a call to server {server!r} was cancelled" if server else "the call was cancelled"
+        )
+        super().__init__(f"{prefix}: {reason}")
+        self.reason = reason
+        self.server = server
 
 
 class Unavailable(McpError):

@@ -50,6 +50,8 @@ from mcpcore import (
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
+    call_outcome,
+    closed_outcome,
 )
 from mcpcore._client_base import ClientBase
 from mcpcore._events import AbortExchange, Event, HttpRequest
@@ -316,9 +318,8 @@ class McpClient(ClientBase):
             if self._main_scope is not None:
                 self._main_scope.cancel()
             for waiter in self._calls.values():
-                waiter.error = waiter.error or Unavailable(
-                    "the client was closed", server=self.name
-                )
+                if waiter.output is None:
+                    waiter.error = waiter.error or closed_outcome(server=self.name)
                 waiter.done.set()
             for refresh in self._refreshes.values():
                 refresh.error = Unavailable("the client was closed", server=self.name)
@@ -441,10 +442,11 @@ class McpClient(ClientBase):
                 waiter = self._calls.get(event.call_id)
                 if waiter is None:
                     continue
-                if isinstance(event, CallSucceeded):
-                    waiter.output = event.output
-                elif isinstance(event, CallFailed):
-                    waiter.error = event.error
+                outcome = call_outcome(event, server=self.name)
+                if isinstance(outcome, McpError):
+                    waiter.error = outcome
+                else:
+                    waiter.output = outcome
                 waiter.done.set()
             elif isinstance(event, ProgressReceived):
                 waiter = self._calls.get(event.call_id)
@@ -636,7 +638,7 @@ class McpClient(ClientBase):
         if waiter.error is not None:
             raise waiter.error
         if waiter.output is None:  # cancelled by closing
-            raise Unavailable("the client was closed", server=self.name)
+            raise closed_outcome(server=self.name)
         return waiter.output
 
     async def refresh(self) -> SyncReport:

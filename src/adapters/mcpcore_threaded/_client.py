@@ -30,6 +30,7 @@ from mcpcore import (
     HttpClientEngine,
     LocalProtocolError,
     LocalServer,
+    McpError,
     ProgressReceived,
     RefreshFailed,
     RemoteServer,
@@ -42,6 +43,8 @@ from mcpcore import (
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
+    call_outcome,
+    closed_outcome,
 )
 from mcpcore._client_base import ClientBase
 from mcpcore._events import AbortExchange, Event, HttpRequest
@@ -318,7 +321,7 @@ class McpClient(ClientBase):
                 self._route_events(engine.take_events())
             running = list(self._exchanges.values())
             for handle in self._calls.values():
-                handle._finish(None, Unavailable("the client was closed", server=self.name))
+                handle._finish(None, closed_outcome(server=self.name))
             for waiter in self._refreshes.values():
                 waiter[1] = Unavailable("the client was closed", server=self.name)
                 waiter[0].set()
@@ -586,18 +589,14 @@ class McpClient(ClientBase):
                     self._process.kill_soon()
             elif isinstance(event, SessionReady):
                 pass
-            elif isinstance(event, CallSucceeded):
+            elif isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
                 handle = self._calls.pop(event.call_id, None)
                 if handle is not None:
-                    handle._finish(event.output, None)
-            elif isinstance(event, CallFailed):
-                handle = self._calls.pop(event.call_id, None)
-                if handle is not None:
-                    handle._finish(None, event.error)
-            elif isinstance(event, CallCancelled):
-                handle = self._calls.pop(event.call_id, None)
-                if handle is not None:
-                    handle._finish(None, Unavailable("the call was cancelled: " + event.reason))
+                    outcome = call_outcome(event, server=self.name)
+                    if isinstance(outcome, McpError):
+                        handle._finish(None, outcome)
+                    else:
+                        handle._finish(outcome, None)
             elif isinstance(event, ProgressReceived):
                 handle = self._calls.get(event.call_id)
                 if handle is not None and handle.on_progress is not None:

@@ -1,0 +1,36 @@
+"""One mapping from a call's ending event to what its caller gets (K4, K9).
+
+Every driver hands a caller the result of ``call_outcome``: the ``ToolOutput``
+to return, or the ``McpError`` to raise. So a cancelled call ends with the same
+error on every driver, and no driver words an outcome of its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._errors import Cancelled, McpError
+from ._events import CallCancelled, CallFailed, CallSucceeded
+
+if TYPE_CHECKING:
+    from ._render import ToolOutput
+
+__all__ = ["CLOSED_REASON", "call_outcome", "closed_outcome"]
+
+CLOSED_REASON = "the client was closed"
+
+
+def call_outcome(
+    event: CallSucceeded | CallFailed | CallCancelled, *, server: str | None = None
+) -> ToolOutput | McpError:
+    """The output to return, or the error to raise, for a call that ended with ``event``."""
+    if isinstance(event, CallSucceeded):
+        return event.output
+    if isinstance(event, CallFailed):
+        return event.error
+    return Cancelled(event.reason, server=server)
+
+
+def closed_outcome(*, server: str | None = None) -> McpError:
+    """What a call still waiting when its client closed ends with."""
+    return Cancelled(CLOSED_REASON, server=server)
