@@ -8,9 +8,11 @@ conditions the demo server records.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -23,7 +25,14 @@ from typing import Any
 
 import pytest
 
-from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest, ToolContext
+from mcpcore_demo import (
+    AUDIO_WAV,
+    IMAGE_PNG,
+    DemoServer,
+    FaultResponse,
+    ReceivedRequest,
+    ToolContext,
+)
 from peers import free_port, sdk_server
 
 RUN_TIMEOUT = 30
@@ -70,6 +79,14 @@ def run(
         input=input,
         timeout=timeout,
     )
+
+
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def visible(text: str) -> list[str]:
+    """A terminal's lines without their colour codes."""
+    return [SGR.sub("", line) for line in text.replace("\r\n", "\n").splitlines()]
 
 
 def run_with_pty(
@@ -163,9 +180,19 @@ def test_version_and_help() -> None:
     assert run("--version").stdout.startswith("mcpcore ")
     result = run("--help")
     assert result.returncode == 0
+    lines = result.stdout.splitlines()
     for command in ("demo", "tools", "call", "check"):
-        assert command in result.stdout
-    assert run("call", "--help").returncode == 0
+        line = next(line for line in lines if line.startswith(f"  {command}  "))
+        assert len(line.split()) > 4, line  # described, not only named
+    assert "130" in result.stdout and "tools --config" in result.stdout
+    call_help = run("call", "--help")
+    assert call_help.returncode == 0
+    text = " ".join(call_help.stdout.split())
+    assert "at most S seconds to connect and list the tools (default 30)" in text
+    assert "at most S seconds for the call itself (default 300)" in text
+    for command in ("tools", "call", "check"):
+        text = run(command, "--help").stdout
+        assert "--allow-local" in text and "--allow-http" in text
 
 
 # ---------------------------------------------------------------- tools
@@ -183,15 +210,45 @@ def test_tools_table(demo_url: str) -> None:
     # aligned: every description starts in the same column
     column = lines[0].index("DESCRIPTION")
     assert all(line[column - 2 : column] == "  " and line[column] != " " for line in lines[1:])
-    # cut to the terminal width (COLUMNS=100)
-    assert all(len(line) <= 100 for line in lines)
-    assert rows["server/slow"].endswith("…")
+    # stdout is not a terminal: nothing is cut, whatever COLUMNS says (100 here)
+    assert rows["server/slow"].endswith("stops early when cancelled.")
+    assert "…" not in result.stdout
+    assert max(len(line) for line in lines) > 100
 
 
 def test_tools_table_is_cut_to_the_terminal_width(demo_url: str) -> None:
-    result = run("tools", demo_url, env={"COLUMNS": "50"})
-    assert result.returncode == 0
-    assert all(len(line) <= 50 for line in result.stdout.splitlines()[1:])
+    status, terminal, _ = run_with_pty("tools", demo_url, on="stdout", env={"COLUMNS": "50"})
+    assert status == 0
+    lines = visible(terminal)
+    assert len(lines) == 1 + len(DEFAULT_TOOLS)
+    assert all(len(line) <= 50 for line in lines)
+    assert any(line.endswith("…") for line in lines)
+
+
+def _columns(line: str, header: str, names: list[str]) -> list[int]:
+    return [header.index(name) for name in names]
+
+
+def test_tables_stay_aligned_with_colour(demo_url: str, tmp_path: Path) -> None:
+    """Coloured cells are padded by their visible width: colour shifts no column."""
+    status, terminal, _ = run_with_pty("tools", demo_url, on="stdout", env={"COLUMNS": "200"})
+    assert status == 0
+    assert "\x1b[32mro\x1b[0m" in terminal  # colour is on
+    lines = visible(terminal)
+    column = lines[0].index("DESCRIPTION")
+    for line in lines[1:]:
+        assert line[column - 2 : column] == "  " and line[column] != " ", line
+    config = write_config(tmp_path, {"good": {"url": demo_url}, "down": {"url": unused_url()}})
+    status, terminal, _ = run_with_pty("check", config, "--timeout", "10", on="stdout")
+    assert status == 1
+    assert "\x1b[32mready\x1b[0m" in terminal and "\x1b[31munavailable\x1b[0m" in terminal
+    lines = visible(terminal)
+    tools, reason = lines[0].index("TOOLS"), lines[0].index("REASON")
+    good = next(line for line in lines if line.startswith("good"))
+    down = next(line for line in lines if line.startswith("down"))
+    assert good[tools : tools + 5] == "   11"  # right-aligned under TOOLS
+    assert down[tools : tools + 5] == "    -"
+    assert down[reason - 2 : reason] == "  " and down[reason] != " "
 
 
 def test_tools_json_and_name(demo_url: str) -> None:
@@ -200,12 +257,27 @@ def test_tools_json_and_name(demo_url: str) -> None:
     tools = json.loads(result.stdout)
     assert [t["id"] for t in tools] == [f"demo/{name}" for name in DEFAULT_TOOLS]
     for tool in tools:
-        assert set(tool) == {"id", "name", "description", "parameters", "read_only"}
+        assert set(tool) == {
+            "id",
+            "name",
+            "title",
+            "description",
+            "parameters",
+            "output_schema",
+            "annotations",
+            "read_only",
+        }
     echo = tools[0]
     assert echo["name"] == "echo"
+    assert echo["title"] == "Echo"
     assert echo["read_only"] is True
+    assert echo["annotations"] == {"readOnlyHint": True, "openWorldHint": False}
+    assert echo["output_schema"] is None
     assert echo["parameters"]["required"] == ["text"]
-    assert tools[DEFAULT_TOOLS.index("fail")]["read_only"] is False
+    add = tools[DEFAULT_TOOLS.index("add")]
+    assert add["output_schema"]["required"] == ["sum"]
+    fail = tools[DEFAULT_TOOLS.index("fail")]
+    assert fail["read_only"] is False and fail["annotations"] == {}
 
 
 def test_tools_from_config(demo_url: str, tmp_path: Path) -> None:
@@ -227,6 +299,44 @@ def test_tools_from_config_with_a_bad_server(demo_url: str, tmp_path: Path) -> N
     assert "server 'down' is unavailable" in result.stderr
 
 
+def test_tools_partial_success_exit_status(demo_url: str, tmp_path: Path) -> None:
+    """tools --config: every ready server's tools are printed; the status is 0 only when
+    every selected server is ready, else 2 for an invalid entry (first), else 3."""
+    servers = {
+        "good": {"url": demo_url},
+        "down": {"url": unused_url()},
+        "bad": {"url": "ftp://example.com/mcp"},
+    }
+    config = write_config(tmp_path, servers)
+    result = run("tools", "--config", config, "--json", "--timeout", "5")
+    assert result.returncode == 2  # an invalid entry outranks an unavailable server
+    assert [t["id"] for t in json.loads(result.stdout)] == [f"good/{n}" for n in DEFAULT_TOOLS]
+    assert "server 'bad' is invalid" in result.stderr
+    assert "server 'down' is unavailable" in result.stderr
+    assert run("tools", "--config", config, "--server", "good").returncode == 0
+    assert run("tools", "--config", config, "--server", "down", "--timeout", "5").returncode == 3
+    result = run("tools", "--config", config, "--server", "bad")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    # the reason, and nothing after it: no "has no tools" for a server that never answered
+    assert "has no tools" not in result.stderr
+    assert result.stderr.splitlines() == [
+        "mcpcore: server 'bad' is invalid: url 'ftp://example.com/mcp' must be an absolute "
+        "http:// or https:// URL"
+    ]
+    help_text = run("tools", "--help").stdout
+    assert "0 only when every selected server is ready" in " ".join(help_text.split())
+
+
+def test_tools_of_a_server_without_tools(tmp_path: Path) -> None:
+    with DemoServer(tools=[]).serve_in_thread() as running:
+        assert run("tools", running.url).stderr == "mcpcore: the server has no tools\n"
+        config = write_config(tmp_path, {"empty": {"url": running.url}})
+        result = run("tools", "--config", config)
+    assert result.returncode == 0
+    assert result.stderr == "mcpcore: the server has no tools\n"
+
+
 def test_dropped_tools_are_warned_on_stderr() -> None:
     async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
         return "ok"
@@ -242,6 +352,56 @@ def test_dropped_tools_are_warned_on_stderr() -> None:
     assert "dropped tool" in result.stderr and "broken" in result.stderr
 
 
+LONG_NAME = "n" * 129  # one character over the limit (T1): dropped, with a note
+
+
+@pytest.fixture(scope="module")
+def noisy_url() -> Iterator[str]:
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        return "ok"
+
+    tools = [
+        ({"name": "fine", "inputSchema": {"type": "object"}}, handler),
+        ({"name": "other", "inputSchema": {"type": "object"}}, handler),
+        ({"name": LONG_NAME, "inputSchema": {"type": "object"}}, handler),
+        ({"name": LONG_NAME, "inputSchema": {"type": "object"}}, handler),
+        ({"name": "broken", "inputSchema": "not an object"}, handler),
+    ]
+    with DemoServer(tools=tools).serve_in_thread() as running:
+        yield running.url
+
+
+def test_X4_tool_notes_once_with_long_names_cut(noisy_url: str) -> None:
+    """X4: each note about the tools is shown once per run, with a long name cut short."""
+    result = run("tools", noisy_url)
+    assert result.returncode == 0, result.stderr
+    notes = result.stderr.splitlines()
+    assert len(notes) == 2, notes  # the two identical notes about LONG_NAME are one
+    long_note = next(line for line in notes if "nnnn" in line)
+    assert LONG_NAME not in long_note
+    assert "…'" in long_note and "not a valid tool name" in long_note
+    assert max(len(line) for line in notes) < 200
+    assert any("'broken'" in line and "inputSchema" in line for line in notes)
+
+
+def test_X4_call_shows_only_the_notes_about_its_tool(noisy_url: str) -> None:
+    """X4: call shows no note about other tools, and the note about the one it asks for."""
+    result = run("call", noisy_url, "fine")
+    assert result.returncode == 0
+    assert result.stdout == "ok\n"
+    assert result.stderr == ""
+    result = run("call", noisy_url, "broken")
+    assert result.returncode == 2
+    notes = result.stderr.splitlines()
+    assert len(notes) == 2
+    assert "'broken'" in notes[0] and "inputSchema is not an object" in notes[0]
+    assert "unknown tool 'server/broken'" in notes[1]
+    result = run("call", noisy_url, LONG_NAME)
+    assert result.returncode == 2
+    assert sum("not a valid tool name" in line for line in result.stderr.splitlines()) == 1
+    assert LONG_NAME not in result.stderr.split("unknown tool", 1)[0]
+
+
 # ---------------------------------------------------------------- call
 
 
@@ -255,7 +415,241 @@ def test_call_prints_text(demo_url: str) -> None:
 def test_call_json(demo_url: str) -> None:
     result = run("call", demo_url, "add", '{"a": 2, "b": 40}', "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"text": "42", "structured": {"sum": 42}, "is_error": False}
+    assert json.loads(result.stdout) == {
+        "text": "42",
+        "structured": {"sum": 42},
+        "is_error": False,
+        "content": [{"type": "text", "text": "42"}],
+    }
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+@pytest.mark.parametrize(
+    ("tool", "block"),
+    [
+        (
+            "image",
+            {
+                "type": "image",
+                "mime_type": "image/png",
+                "size": len(IMAGE_PNG),
+                "data": _b64(IMAGE_PNG),
+            },
+        ),
+        (
+            "audio",
+            {
+                "type": "audio",
+                "mime_type": "audio/wav",
+                "size": len(AUDIO_WAV),
+                "data": _b64(AUDIO_WAV),
+            },
+        ),
+        (
+            "embedded_blob",
+            {
+                "type": "resource",
+                "uri": "demo://blob/data.bin",
+                "mime_type": "application/octet-stream",
+                "size": 16,
+                "data": _b64(bytes(range(16))),
+            },
+        ),
+        (
+            "embedded_text",
+            {
+                "type": "resource",
+                "uri": "demo://text/hello.txt",
+                "mime_type": "text/plain",
+                "text": "Hello from an embedded text resource.",
+            },
+        ),
+        (
+            "resource_link",
+            {
+                "type": "resource_link",
+                "uri": "demo://text/hello.txt",
+                "name": "hello.txt",
+                "mime_type": "text/plain",
+                "description": "A small text resource",
+            },
+        ),
+    ],
+)
+def test_K8_call_json_has_the_content_blocks(
+    demo_url: str, tool: str, block: dict[str, Any]
+) -> None:
+    """K8: call --json lists the typed blocks, bytes as base64 with their MIME type."""
+    result = run("call", demo_url, tool, "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["content"] == [block]
+    plain = run("call", demo_url, tool).stdout  # the text rendering is unchanged (K3)
+    assert plain == payload["text"] + "\n"
+
+
+@pytest.fixture(scope="module")
+def content_url() -> Iterator[str]:
+    """Tools returning hostile or broken content blocks."""
+
+    def returning(content: list[dict[str, Any]]) -> Any:
+        async def handler(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+            return {"content": content}
+
+        return handler
+
+    def resource(uri: str, mime: str, data: bytes) -> dict[str, Any]:
+        return {"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": _b64(data)}}
+
+    tools = [
+        (
+            "traversal",
+            [
+                resource("file:///../../../tmp/evil.sh", "text/x-sh", b"one"),
+                resource("x:..%2F..%2Fevil", "image/png", b"two"),
+                resource("../.bashrc", "application/x-unknown", b"three"),
+                resource("demo://a/%2e%2e", "image/jpeg", b"four"),
+                resource("demo://a/-rf\u202e\x1b[2J.png", "image/png", b"five"),
+                {"type": "image", "data": _b64(b"six"), "mimeType": "image/png\x1b[31m"},
+            ],
+        ),
+        (
+            "broken",
+            [
+                {"type": "text", "text": "before"},
+                {"type": "image", "data": "@@ not base64 @@", "mimeType": "image/png"},
+                {"type": "image", "data": _b64(b"fine"), "mimeType": "image/gif"},
+                {"type": "video", "data": "x"},
+            ],
+        ),
+    ]
+    specs = [
+        ({"name": name, "inputSchema": {"type": "object"}}, returning(content))
+        for name, content in tools
+    ]
+    with DemoServer(tools=specs).serve_in_thread() as running:
+        yield running.url
+
+
+def test_K8_a_block_that_does_not_decode_fails_alone(content_url: str) -> None:
+    """K8: base64 that does not decode spoils only its block: the call succeeds, the text
+    keeps its placeholder, and --json says which block and why."""
+    result = run("call", content_url, "broken")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "before\n\n[image omitted: image/png]\n\n[image omitted: image/gif]\n\n[video omitted]\n"
+    )
+    result = run("call", content_url, "broken", "--json")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["content"] == [
+        {"type": "text", "text": "before"},
+        {"type": "other", "block_type": "image", "reason": "'data' is not valid base64"},
+        {"type": "image", "mime_type": "image/gif", "size": 4, "data": _b64(b"fine")},
+        {
+            "type": "other",
+            "block_type": "video",
+            "reason": "a content type this client does not know",
+        },
+    ]
+
+
+def test_K8_save_writes_binary_blocks_to_fresh_files(demo_url: str, tmp_path: Path) -> None:
+    """K8: --save DIR writes each binary block to a new file named from its kind or URI,
+    with the MIME type's extension; a taken name gets a number; stderr says what it wrote."""
+    out = tmp_path / "out"  # created on demand
+    result = run("call", demo_url, "image", "--save", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[image omitted: image/png]\n"
+    assert (out / "image-1.png").read_bytes() == IMAGE_PNG
+    assert result.stderr == (
+        f"mcpcore: saved image (image/png, {len(IMAGE_PNG)} bytes) to {str(out / 'image-1.png')!r}\n"
+    )
+    # never overwritten, and never written through a symlink planted on the next name
+    (out / "image-1.png").write_bytes(b"mine")
+    target = tmp_path / "elsewhere"
+    (out / "image-1-2.png").symlink_to(target)
+    result = run("call", demo_url, "image", "--save", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    assert (out / "image-1.png").read_bytes() == b"mine"
+    assert not target.exists()
+    assert (out / "image-1-3.png").read_bytes() == IMAGE_PNG
+    assert json.loads(result.stdout)["content"][0]["saved_to"] == str(out / "image-1-3.png")
+    assert run("call", demo_url, "audio", "--save", str(out)).returncode == 0
+    assert (out / "audio-1.wav").read_bytes() == AUDIO_WAV
+    assert run("call", demo_url, "embedded_blob", "--save", str(out)).returncode == 0
+    assert (out / "data.bin").read_bytes() == bytes(range(16))
+    result = run("call", demo_url, "echo", '{"text": "x"}', "--save", str(out))
+    assert result.returncode == 0
+    assert "nothing to save" in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "audio-1.wav",
+        "data.bin",
+        "image-1-2.png",
+        "image-1-3.png",
+        "image-1.png",
+    ]
+
+
+def test_K8_save_names_cannot_leave_the_directory(content_url: str, tmp_path: Path) -> None:
+    """K8/X1: a server's URIs and MIME types name no path outside DIR, no hidden or
+    dash-led file, and reach stderr escaped."""
+    out = tmp_path / "deep" / "out"
+    result = run("call", content_url, "traversal", "--save", str(out))
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "bashrc.bin",  # "../.bashrc": neither up nor hidden; an unknown type is .bin
+        "evil.png",  # "x:..%2F..%2Fevil": decoded, and still only its last segment
+        "evil.sh",  # "file:///../../../tmp/evil.sh"
+        "image-6.bin",  # a MIME type with an escape in it is not a known one
+        "resource-4.jpg",  # "%2e%2e" leaves no name: kind and place instead
+        "rf_2J.png",  # "-rf\u202e\x1b[2J.png": no leading dash, no controls
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["deep"]  # nothing beside DIR
+    assert list((tmp_path / "deep").iterdir()) == [out]
+    assert (out / "bashrc.bin").read_bytes() == b"three"
+    assert (out / "image-6.bin").read_bytes() == b"six"
+    assert "\x1b" not in result.stderr and "\\x1b[31m" in result.stderr
+
+
+def test_save_reports_a_block_it_cannot_write(tmp_path: Path) -> None:
+    """K8: a block that cannot be written is reported and the others are still saved
+    (in-process: the directory goes away between the check and the write)."""
+    import io
+
+    from mcpcore import render_result
+    from mcpcore_cli._app import Cli, _save_blocks
+
+    output = render_result(
+        {
+            "content": [
+                {"type": "image", "data": _b64(b"one"), "mimeType": "image/png"},
+                {"type": "audio", "data": _b64(b"two"), "mimeType": "audio/wav"},
+            ]
+        }
+    )
+    err = io.StringIO()
+    saved, complete = _save_blocks(Cli(io.StringIO(), err), output, tmp_path / "gone")
+    assert (saved, complete) == ({}, False)
+    assert err.getvalue().count("mcpcore: cannot save block") == 2
+    err = io.StringIO()
+    saved, complete = _save_blocks(Cli(io.StringIO(), err), output, tmp_path)
+    assert complete and sorted(Path(p).name for p in saved.values()) == [
+        "audio-2.wav",
+        "image-1.png",
+    ]
+
+
+def test_save_dir_that_cannot_be_used_exits_2(demo: Any, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = run("call", demo.url, "image", "--save", str(blocker))
+    assert result.returncode == 2
+    assert "is not a directory" in result.stderr
+    assert demo.server.requests_for("tools/call") == []  # refused before calling anything
 
 
 def test_call_options_anywhere_and_args_from_stdin(demo_url: str) -> None:
@@ -288,11 +682,9 @@ def test_call_is_error_exits_1(demo_url: str) -> None:
     result = run("call", demo_url, "fail", "--json")
     assert result.returncode == 1
     payload = json.loads(result.stdout)
-    assert payload == {
-        "text": "the demo tool failed on purpose",
-        "structured": None,
-        "is_error": True,
-    }
+    assert payload["text"] == "the demo tool failed on purpose"
+    assert payload["structured"] is None and payload["is_error"] is True
+    assert payload["content"] in ([], [{"type": "text", "text": payload["text"]}])
 
 
 @pytest.mark.parametrize(
@@ -359,6 +751,34 @@ def test_invalid_config_exits_2(tmp_path: Path) -> None:
         assert result.stderr.startswith("mcpcore: ")
 
 
+def test_invalid_config_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "my servers.json"
+    bad.write_text('{"mcpServers": [', encoding="utf-8")
+    result = run("check", str(bad))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"mcpcore: {str(bad)!r} is not valid JSON: ")
+    assert "mcp.json" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"servers": {"a": {"url": "https://example.com/mcp"}}},
+        {"inputs": [], "servers": {"a": {"url": "https://example.com/mcp"}}},
+    ],
+)
+def test_vscode_servers_key_gets_a_suggestion(tmp_path: Path, document: dict[str, Any]) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    for args in (["check", str(path)], ["tools", "--config", str(path)]):
+        result = run(*args)
+        assert result.returncode == 2
+        assert str(path) in result.stderr
+        assert "did you mean 'mcpServers'?" in result.stderr
+    path.write_text('{"mcpServer": {}}', encoding="utf-8")
+    assert "did you mean" not in run("check", str(path)).stderr
+
+
 def test_invalid_entry_exits_2(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"local": {"command": "true"}})
     result = run("call", "--config", config, "local/echo")
@@ -366,6 +786,7 @@ def test_invalid_entry_exits_2(tmp_path: Path) -> None:
     assert (
         "server 'local' is invalid: local MCP servers (command) are not supported" in result.stderr
     )
+    assert "hint: --allow-local" in result.stderr
 
 
 def test_unreachable_server_exits_3_quickly() -> None:
@@ -386,7 +807,18 @@ def test_call_timeout_exits_3(demo_url: str) -> None:
     assert "mcpcore:" in result.stderr
 
 
-def test_ctrl_c_cancels_the_call_and_exits_130(demo: Any) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+@pytest.mark.parametrize("when", ["initialize", "tools/call"])
+def test_ctrl_c_cancels_the_call_and_exits_130(demo: Any, inherited: str, when: str) -> None:
+    """SIGINT ends the run with 130 at any point after start-up, even when the command was
+    started with SIGINT ignored (a background job of a shell without job control, or a
+    test run started that way: Python then leaves it ignored, and the call used to run
+    its 20 s to the end and exit 0). The server's first request is the sign that the
+    command is past start-up; no timing is involved."""
     server: DemoServer = demo.server
     proc = subprocess.Popen(
         [
@@ -401,22 +833,25 @@ def test_ctrl_c_cancels_the_call_and_exits_130(demo: Any) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=_env(),
+        preexec_fn=_ignore_sigint if inherited == "ignored" else None,
     )
     try:
-        server.wait_until_blocking(lambda: server.requests_for("tools/call"), timeout=RUN_TIMEOUT)
+        server.wait_until_blocking(lambda: server.requests_for(when), timeout=RUN_TIMEOUT)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=RUN_TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130
-    assert b"interrupted" in err
-    # The call is abandoned on the server: notifications/cancelled, or the session's
-    # DELETE on close when it overtakes that notification (a threaded-driver race).
-    server.wait_until_blocking(
-        lambda: server.cancelled or server.sessions_ended, timeout=RUN_TIMEOUT
-    )
+    assert proc.returncode == 130, err
+    assert err.endswith(b"mcpcore: interrupted\n"), err
+    assert not any("slow: completed" in str(r) for r in server.received)
+    if server.requests_for("tools/call"):
+        # The call is abandoned on the server: notifications/cancelled, or the session's
+        # DELETE on close when it overtakes that notification (a threaded-driver race).
+        server.wait_until_blocking(
+            lambda: server.cancelled or server.sessions_ended, timeout=RUN_TIMEOUT
+        )
 
 
 def test_progress_on_a_terminal(demo_url: str) -> None:
@@ -444,6 +879,113 @@ def test_colour_only_on_a_terminal_without_no_color(demo_url: str) -> None:
     assert status == 0
     assert "\x1b" not in terminal
     assert "\x1b" not in run("tools", demo_url).stdout
+
+
+# ---------------------------------------------------------------- local servers, plain http
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _readme_block(language: str, marker: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    blocks = re.findall(rf"^```{language}\n(.*?)^```", text, re.S | re.M)
+    return next(block for block in blocks if marker in block)
+
+
+@pytest.fixture
+def recipe(tmp_path: Path) -> dict[str, Any]:
+    """The README's local-server recipe, as written there, in a directory of its own; the
+    command ("python3") is the test's interpreter, first on PATH."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "hello_server.py").write_text(_readme_block("python", "tiny local MCP server"))
+    config = plugin / "mcp.json"
+    config.write_text(_readme_block("json", '"command"'))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {"config": str(config), "env": {"PATH": path}}
+
+
+def test_local_servers_need_allow_local(recipe: dict[str, Any]) -> None:
+    """C6: without --allow-local a command entry is refused with the core's fixed reason,
+    and a hint says which option starts it."""
+    result = run("check", recipe["config"], "--json", env=recipe["env"])
+    assert result.returncode == 1
+    (row,) = json.loads(result.stdout)
+    assert row["status"] == "invalid"
+    assert row["reason"] == "local MCP servers (command) are not supported yet"
+    assert result.stderr == (
+        "mcpcore: hint: --allow-local starts the local servers (entries with a 'command')\n"
+    )
+
+
+def test_local_server_recipe_from_the_readme(recipe: dict[str, Any]) -> None:
+    """C6, S1, S3: the README's recipe runs: check, tools and call with --allow-local."""
+    config, env = recipe["config"], recipe["env"]
+    result = run("check", config, "--allow-local", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].split() == ["hello", "ready", "1"]
+    result = run("tools", "--config", config, "--allow-local", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert [t["id"] for t in json.loads(result.stdout)] == ["hello/hello"]
+    result = run(
+        "call", "--config", config, "--allow-local", "hello/hello", '{"name": "Ada"}', env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Hello, Ada!\n"
+
+
+def test_local_server_plugin_root_is_the_files_directory(tmp_path: Path) -> None:
+    """--allow-local: a './' command and the working directory are the mcp.json's directory."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "hello_server.py").write_text(_readme_block("python", "tiny local MCP server"))
+    script = plugin / "run-hello"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" hello_server.py\n')
+    script.chmod(0o755)
+    config = write_config(plugin, {"Hello": {"command": "./run-hello"}})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpcore_cli",
+            "call",
+            "--config",
+            config,
+            "--allow-local",
+            "hello/hello",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=elsewhere,
+        timeout=RUN_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Hello, world!\n"
+    assert run("call", "http://127.0.0.1:1/mcp", "x", "--allow-local").returncode == 2
+
+
+def test_allow_http_lifts_the_loopback_rule(tmp_path: Path) -> None:
+    """C5: plain http to another host is invalid unless --allow-http (then it is tried;
+    192.0.2.1 is a documentation address that never answers)."""
+    config = write_config(tmp_path, {"plain": {"url": "http://192.0.2.1:9/mcp"}})
+    result = run("check", config, "--json")
+    assert json.loads(result.stdout)[0]["status"] == "invalid"
+    assert "hint: --allow-http" in result.stderr
+    result = run("check", config, "--json", "--allow-http", "--timeout", "1")
+    assert result.returncode == 1
+    assert json.loads(result.stdout)[0]["status"] == "unavailable"
+    assert "hint" not in result.stderr
+    result = run("call", "http://192.0.2.1:9/mcp", "echo")
+    assert result.returncode == 2
+    assert "--allow-http allows it" in result.stderr
+    result = run("call", "http://192.0.2.1:9/mcp", "echo", "--allow-http", "--timeout", "1")
+    assert result.returncode == 3
 
 
 # ---------------------------------------------------------------- check

@@ -1,7 +1,8 @@
-"""Rendering of tools/call results and output-schema policy (K3, K4, K5)."""
+"""Rendering of tools/call results, typed content blocks and output-schema policy (K3–K5, K8)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import sys
@@ -20,7 +21,16 @@ from mcpcore import (
     _schema,
     render_result,
 )
-from mcpcore._render import render_content
+from mcpcore._render import (
+    AudioBlock,
+    ImageBlock,
+    OtherBlock,
+    ResourceBlock,
+    ResourceLinkBlock,
+    TextBlock,
+    content_blocks,
+    render_content,
+)
 
 OCTET = "application/octet-stream"
 
@@ -52,7 +62,9 @@ SCHEMA = {
 def test_k3_text_blocks_joined_with_blank_line() -> None:
     """K3: text blocks → their texts joined with one blank line."""
     out = render_result({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
-    assert out == ToolOutput(text="a\n\nb", structured=None, is_error=False)
+    assert out == ToolOutput(
+        text="a\n\nb", structured=None, is_error=False, content=(TextBlock("a"), TextBlock("b"))
+    )
 
 
 @pytest.mark.parametrize(
@@ -149,13 +161,302 @@ def test_k3_render_content_non_list() -> None:
     assert render_content([]) == ""
 
 
+# --- K8: typed content blocks -----------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x01\x02"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+@pytest.mark.parametrize(
+    ("block", "typed"),
+    [
+        ({"type": "text", "text": "hi"}, TextBlock("hi")),
+        (
+            {"type": "image", "data": b64(PNG), "mimeType": "image/png"},
+            ImageBlock(PNG, "image/png"),
+        ),
+        ({"type": "image", "data": b64(PNG)}, ImageBlock(PNG, None)),
+        ({"type": "image", "data": "", "mimeType": 7}, ImageBlock(b"", None)),
+        (
+            {"type": "audio", "data": b64(b"RIFF"), "mimeType": "audio/wav"},
+            AudioBlock(b"RIFF", "audio/wav"),
+        ),
+        (
+            {
+                "type": "resource",
+                "resource": {"uri": "file:///a", "mimeType": "text/plain", "text": "t"},
+            },
+            ResourceBlock("file:///a", "text/plain", text="t"),
+        ),
+        (
+            {"type": "resource", "resource": {"uri": "u", "blob": b64(b"\x00\xff")}},
+            ResourceBlock("u", None, data=b"\x00\xff"),
+        ),
+        (
+            {"type": "resource", "resource": {"uri": 3, "text": "t", "blob": "AA=="}},
+            ResourceBlock(None, None, text="t"),
+        ),
+        (
+            {"type": "resource_link", "uri": "https://x/y", "name": "y", "mimeType": "text/html"},
+            ResourceLinkBlock("https://x/y", "y", "text/html"),
+        ),
+        (
+            {"type": "resource_link", "uri": "u", "name": 1, "description": "d"},
+            ResourceLinkBlock("u", None, None, "d"),
+        ),
+    ],
+)
+def test_K8_each_block_is_typed(block: dict[str, Any], typed: object) -> None:
+    """K8: each well-formed block becomes its typed, frozen object; bytes are decoded."""
+    out = render_result({"content": [block]})
+    assert out.content == (typed,)
+
+
+@pytest.mark.parametrize(
+    ("block", "kind", "reason"),
+    [
+        ({"type": "video", "data": "x"}, "video", "a content type this client does not know"),
+        ({"type": "text"}, "text", "'text' is missing or not a string"),
+        ({"type": "image", "mimeType": "image/png"}, "image", "'data' is missing or not a string"),
+        ({"type": "image", "data": "not base64!"}, "image", "'data' is not valid base64"),
+        ({"type": "audio", "data": "A"}, "audio", "'data' is not valid base64"),
+        ({"type": "audio", "data": "AAAA=AAA"}, "audio", "'data' is not valid base64"),
+        ({"type": "image", "data": "QUJD\u00e9"}, "image", "'data' is not valid base64"),
+        (
+            {"type": "resource", "resource": {"uri": "u", "blob": "%%"}},
+            "resource",
+            "'blob' is not valid base64",
+        ),
+        (
+            {"type": "resource", "resource": {"uri": "u"}},
+            "resource",
+            "the resource has neither 'text' nor 'blob'",
+        ),
+        (
+            {"type": "resource", "resource": "x"},
+            "resource",
+            "'resource' is missing or not an object",
+        ),
+        (
+            {"type": "resource_link", "name": "n"},
+            "resource_link",
+            "'uri' is missing or not a string",
+        ),
+        ({"type": ""}, None, "the block has no type"),
+        ({"text": "no type"}, None, "the block has no type"),
+        ("just a string", None, "the block is not an object"),
+        (None, None, "the block is not an object"),
+    ],
+)
+def test_K8_other_block_says_why(block: object, kind: str | None, reason: str) -> None:
+    """K8: an unknown or malformed block is an OtherBlock with its type and a reason."""
+    (typed,) = render_result({"content": [block]}).content
+    assert isinstance(typed, OtherBlock)
+    assert (typed.type, typed.reason) == (kind, reason)
+    assert typed.raw == block
+    assert typed.kind == "other"
+
+
+def test_K8_undecodable_base64_fails_only_that_block() -> None:
+    """K8: base64 that does not decode spoils only its block: it renders as the
+    placeholder, is an OtherBlock saying why, and the call's other blocks are intact."""
+    content = [
+        {"type": "text", "text": "before"},
+        {"type": "image", "data": "@@not-base64@@", "mimeType": "image/png"},
+        {"type": "image", "data": b64(PNG), "mimeType": "image/png"},
+        {"type": "resource", "resource": {"uri": "u", "blob": "!", "mimeType": "app/x"}},
+        {"type": "text", "text": "after"},
+    ]
+    out = render_result({"content": content})
+    assert out.text == (
+        "before\n\n[image omitted: image/png]\n\n[image omitted: image/png]"
+        "\n\n[resource omitted: app/x]\n\nafter"
+    )
+    first, bad, good, bad_blob, last = out.content
+    assert first == TextBlock("before") and last == TextBlock("after")
+    assert isinstance(bad, OtherBlock) and bad.reason == "'data' is not valid base64"
+    assert good == ImageBlock(PNG, "image/png")
+    assert isinstance(bad_blob, OtherBlock) and bad_blob.reason == "'blob' is not valid base64"
+
+
+def test_K8_base64_may_be_wrapped_or_unpadded() -> None:
+    """K8: line-wrapped base64 and base64 without its '=' padding decode."""
+    data = bytes(range(256)) * 3
+    wrapped = base64.encodebytes(data).decode("ascii")  # 76-character lines
+    assert "\n" in wrapped
+    unpadded = b64(b"ab").rstrip("=")
+    out = render_result(
+        {
+            "content": [
+                {"type": "image", "data": wrapped},
+                {"type": "audio", "data": unpadded},
+                {"type": "image", "data": " " + b64(b"x") + "\r\n"},
+            ]
+        }
+    )
+    assert out.content == (ImageBlock(data), AudioBlock(b"ab"), ImageBlock(b"x"))
+
+
+def test_K8_reprs_show_sizes_not_bytes() -> None:
+    """K8: a block's repr shows the size of its bytes and cuts long text: never megabytes."""
+    big = b"\x00" * 3_000_000
+    text = "y" * 3_000_000
+    blocks: list[object] = [
+        ImageBlock(big, "image/png"),
+        AudioBlock(big, "audio/wav"),
+        ResourceBlock("u" * 10_000, "application/octet-stream", data=big),
+        ResourceBlock("u", "text/plain", text=text),
+        TextBlock(text),
+        ResourceLinkBlock("l" * 10_000, "n" * 10_000, "m" * 10_000),
+        OtherBlock("video", "a content type this client does not know", {"data": text}),
+    ]
+    for block in blocks:
+        shown = repr(block)
+        assert len(shown) < 400, shown[:400]
+        assert type(block).__name__ in shown
+    assert "<3000000 bytes>" in repr(blocks[0])
+    assert "3000000 chars" in repr(blocks[4])
+    output = render_result({"content": [{"type": "image", "data": b64(big)}]})
+    assert len(repr(output)) < 400
+
+
+def test_K8_blocks_are_frozen_and_hashable() -> None:
+    """K8: blocks are frozen values: equal by content, hashable, not assignable."""
+    import dataclasses
+
+    block = ImageBlock(PNG, "image/png")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        block.data = b""  # type: ignore[misc]
+    assert block == ImageBlock(PNG, "image/png") and hash(block) == hash(
+        ImageBlock(PNG, "image/png")
+    )
+    other = OtherBlock("video", "why", {"type": "video"})
+    assert hash(other) == hash(OtherBlock("video", "why", {"type": "video"}))
+    kinds = [TextBlock, ImageBlock, AudioBlock, ResourceBlock, ResourceLinkBlock, OtherBlock]
+    assert [k.kind for k in kinds] == [
+        "text",
+        "image",
+        "audio",
+        "resource",
+        "resource_link",
+        "other",
+    ]
+
+
+def test_K8_no_blocks_without_a_content_list() -> None:
+    """K8: content missing or not a list → no blocks; an error result keeps its blocks."""
+    assert render_result({"structuredContent": {"a": 1}}).content == ()
+    assert render_result({"content": "text"}).content == ()
+    assert render_result(None).content == ()
+    assert content_blocks({"type": "text", "text": "x"}) == ()
+    out = render_result({"content": [{"type": "text", "text": "bad"}], "isError": True})
+    assert out.is_error and out.content == (TextBlock("bad"),)
+
+
+@given(st.binary(max_size=2048), st.one_of(st.none(), st.text(max_size=12)))
+def test_K8_property_image_bytes_round_trip(data: bytes, mime: str | None) -> None:
+    """K8 property: any bytes, sent as base64, come back as the same bytes and MIME type."""
+    for kind, cls in (("image", ImageBlock), ("audio", AudioBlock)):
+        block: dict[str, Any] = {"type": kind, "data": b64(data)}
+        if mime is not None:
+            block["mimeType"] = mime
+        (typed,) = render_result({"content": [block]}).content
+        assert typed == cls(data, mime)
+    resource = {"type": "resource", "resource": {"uri": "u", "blob": b64(data)}}
+    assert render_result({"content": [resource]}).content == (ResourceBlock("u", None, data=data),)
+
+
+def _k3_reference(content: object) -> str:
+    """K3's rendering as it was before typed blocks existed: the oracle for K8."""
+
+    def mime(block: dict[str, Any]) -> str:
+        value = block.get("mimeType")
+        return value if isinstance(value, str) else OCTET
+
+    def one(block: object) -> str:
+        if not isinstance(block, dict):
+            return "[unknown omitted]"
+        kind = block.get("type")
+        if not isinstance(kind, str) or not kind:
+            return "[unknown omitted]"
+        if kind == "text":
+            text = block.get("text")
+            return text if isinstance(text, str) else "[text omitted]"
+        if kind == "resource":
+            resource = block.get("resource")
+            if not isinstance(resource, dict):
+                return f"[resource omitted: {OCTET}]"
+            text = resource.get("text")
+            return text if isinstance(text, str) else f"[resource omitted: {mime(resource)}]"
+        if kind in ("image", "audio"):
+            return f"[{kind} omitted: {mime(block)}]"
+        if kind == "resource_link":
+            uri = block.get("uri")
+            return f"[resource: {uri}]" if isinstance(uri, str) else "[resource_link omitted]"
+        return f"[{kind} omitted]"
+
+    if not isinstance(content, list):
+        return ""
+    return "\n\n".join(one(block) for block in content)
+
+
+_base64ish = st.one_of(
+    st.binary(max_size=32).map(b64),
+    st.text(alphabet="ABCD=+/ \n!é", max_size=12),
+    st.integers(),
+    st.none(),
+)
+_k8_block = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["image", "audio"])},
+        optional={"data": _base64ish, "mimeType": st.one_of(st.text(max_size=8), st.integers())},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("resource")},
+        optional={
+            "resource": st.one_of(
+                st.text(max_size=3),
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "uri": st.one_of(st.text(max_size=5), st.integers()),
+                        "text": st.one_of(st.text(max_size=5), st.integers()),
+                        "blob": _base64ish,
+                        "mimeType": st.text(max_size=5),
+                    },
+                ),
+            )
+        },
+    ),
+    st.deferred(lambda: _fuzzy_block),  # and anything JSON-shaped (defined below)
+)
+
+
+@given(st.lists(_k8_block, max_size=6))
+def test_K8_property_text_rendering_is_unchanged(content: list[object]) -> None:
+    """K8 property: typed blocks change nothing in K3's text; one block per entry, in order."""
+    out = render_result({"content": content})
+    assert out.text == _k3_reference(content)
+    assert len(out.content) == len(content)
+    for raw, typed in zip(content, out.content, strict=True):
+        if isinstance(typed, OtherBlock):
+            assert typed.raw == raw
+        else:
+            assert isinstance(raw, dict) and raw["type"] == typed.kind
+
+
 # --- K4: the outcome object ----------------------------------------------------------
 
 
 def test_k4_is_error_reported_not_raised() -> None:
     """K4: isError: true → is_error True, with the rendered text; never raises."""
     out = render_result({"content": [{"type": "text", "text": "boom"}], "isError": True})
-    assert out == ToolOutput(text="boom", structured=None, is_error=True)
+    assert out == ToolOutput(
+        text="boom", structured=None, is_error=True, content=(TextBlock("boom"),)
+    )
     assert render_result({"isError": "true"}).is_error is False
     assert render_result({"isError": 1}).is_error is False
 

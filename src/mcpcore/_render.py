@@ -22,20 +22,46 @@ With no blocks at all (``content`` missing, empty or not a list) and a
 ``structuredContent`` that is not ``null``, the text is that JSON
 (``json.dumps``, non-ASCII kept). Texts are returned as the server sent them:
 escaping for a terminal (X1) is the printer's job.
+
+Besides the text, each block becomes one typed, frozen object in
+``ToolOutput.content``, in order (K8): :class:`TextBlock`, :class:`ImageBlock`,
+:class:`AudioBlock` (bytes decoded from base64), :class:`ResourceBlock` (an
+embedded resource, text or bytes), :class:`ResourceLinkBlock`, and
+:class:`OtherBlock` for everything else, which says why in ``reason`` (an
+unknown type, a missing field, base64 that does not decode). A bad block fails
+only itself: it is an ``OtherBlock`` and renders as its placeholder. Every
+value in a block is untrusted server data. Base64 may be wrapped in
+whitespace and may lack its ``=`` padding; any other deviation does not decode.
+Reprs show sizes, never the bytes, and cut long texts.
 """
 
 from __future__ import annotations
 
+import binascii
 import json
 import logging
-from dataclasses import dataclass
-from typing import Any, Literal
+import reprlib
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from ._errors import RemoteProtocolError
 from ._schema import Violation, violation
 from ._tools import Tool
 
-__all__ = ["OutputSchemaViolation", "ToolOutput", "render_content", "render_result"]
+__all__ = [
+    "AudioBlock",
+    "ContentBlock",
+    "ImageBlock",
+    "OtherBlock",
+    "OutputSchemaViolation",
+    "ResourceBlock",
+    "ResourceLinkBlock",
+    "TextBlock",
+    "ToolOutput",
+    "content_blocks",
+    "render_content",
+    "render_result",
+]
 
 _log = logging.getLogger("mcpcore.render")
 
@@ -60,16 +86,133 @@ class OutputSchemaViolation(RemoteProtocolError):
         self.tool = tool
 
 
+# --- typed content blocks (K8) ---------------------------------------------------------
+
+_short = reprlib.Repr()
+_short.maxstring = 80
+_short.maxother = 80
+
+
+def _size(data: bytes | None) -> str:
+    return "None" if data is None else f"<{len(data)} bytes>"
+
+
+@dataclass(frozen=True, repr=False)
+class TextBlock:
+    """A ``text`` block: ``text`` as the server sent it (untrusted, unescaped)."""
+
+    text: str
+    kind: ClassVar[str] = "text"
+
+    def __repr__(self) -> str:
+        return f"TextBlock(text={_short.repr(self.text)}, {len(self.text)} chars)"
+
+
+@dataclass(frozen=True, repr=False)
+class ImageBlock:
+    """An ``image`` block: ``data`` decoded from base64; ``mime_type`` as sent (``None``
+    when absent or not a string)."""
+
+    data: bytes
+    mime_type: str | None = None
+    kind: ClassVar[str] = "image"
+
+    def __repr__(self) -> str:
+        return f"ImageBlock(mime_type={_short.repr(self.mime_type)}, data={_size(self.data)})"
+
+
+@dataclass(frozen=True, repr=False)
+class AudioBlock:
+    """An ``audio`` block: ``data`` decoded from base64; ``mime_type`` as sent (or ``None``)."""
+
+    data: bytes
+    mime_type: str | None = None
+    kind: ClassVar[str] = "audio"
+
+    def __repr__(self) -> str:
+        return f"AudioBlock(mime_type={_short.repr(self.mime_type)}, data={_size(self.data)})"
+
+
+@dataclass(frozen=True, repr=False)
+class ResourceBlock:
+    """An embedded ``resource``: its ``uri`` and ``mime_type`` (``None`` when absent or not
+    strings) and exactly one of ``text`` (a text resource) or ``data`` (a ``blob``, decoded)."""
+
+    uri: str | None
+    mime_type: str | None = None
+    text: str | None = None
+    data: bytes | None = None
+    kind: ClassVar[str] = "resource"
+
+    def __repr__(self) -> str:
+        body = (
+            f"text={_short.repr(self.text)}, {len(self.text)} chars"
+            if self.text is not None
+            else f"data={_size(self.data)}"
+        )
+        return (
+            f"ResourceBlock(uri={_short.repr(self.uri)}, "
+            f"mime_type={_short.repr(self.mime_type)}, {body})"
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class ResourceLinkBlock:
+    """A ``resource_link``: ``uri``, and ``name``, ``mime_type``, ``description`` when
+    the server sent them as strings (otherwise ``None``)."""
+
+    uri: str
+    name: str | None = None
+    mime_type: str | None = None
+    description: str | None = None
+    kind: ClassVar[str] = "resource_link"
+
+    def __repr__(self) -> str:
+        return (
+            f"ResourceLinkBlock(uri={_short.repr(self.uri)}, name={_short.repr(self.name)}, "
+            f"mime_type={_short.repr(self.mime_type)})"
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class OtherBlock:
+    """A block this client cannot type: an unknown ``type``, or a known one that is
+    malformed (a missing field, base64 that does not decode).
+
+    ``type`` is the block's ``type`` when it is a non-empty string (``None`` when the
+    block is not an object or has none); ``reason`` says why in this client's words
+    (it holds no server text); ``raw`` is the block as received (untrusted JSON).
+    """
+
+    type: str | None
+    reason: str
+    raw: Any = field(default=None, hash=False)
+    kind: ClassVar[str] = "other"
+
+    def __repr__(self) -> str:
+        return f"OtherBlock(type={_short.repr(self.type)}, reason={self.reason!r})"
+
+
+ContentBlock: TypeAlias = (
+    TextBlock | ImageBlock | AudioBlock | ResourceBlock | ResourceLinkBlock | OtherBlock
+)
+"""One typed content block of a result (K8)."""
+
+
 @dataclass(frozen=True)
 class ToolOutput:
-    """The outcome of one call (K4): rendered ``text``, ``structured`` content, ``is_error``.
+    """The outcome of one call (K4): rendered ``text``, ``structured`` content, ``is_error``,
+    and the typed ``content`` blocks (K8).
 
-    ``structured`` is the result's ``structuredContent`` (``None`` when absent).
+    ``structured`` is the result's ``structuredContent`` (``None`` when absent);
+    ``content`` holds one block per entry of the result's ``content`` list, in
+    order (empty when it is missing or not a list).
     """
 
     text: str
     structured: Any = None
     is_error: bool = False
+    content: tuple[ContentBlock, ...] = ()
 
 
 def _mime(block: dict[str, Any]) -> str:
@@ -98,6 +241,80 @@ def _render_block(block: object) -> str:
         uri = block.get("uri")
         return f"[resource: {uri}]" if isinstance(uri, str) else "[resource_link omitted]"
     return f"[{kind} omitted]"
+
+
+def _decode(value: str) -> bytes | None:
+    """Base64 → bytes; whitespace and missing ``=`` padding are tolerated. ``None``: no."""
+    if not value.isascii():
+        return None
+    compact = "".join(value.split())
+    compact += "=" * (-len(compact) % 4)
+    try:
+        return binascii.a2b_base64(compact, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _string(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _typed_block(block: object) -> ContentBlock:
+    if not isinstance(block, dict):
+        return OtherBlock(None, "the block is not an object", block)
+    kind = block.get("type")
+    if not isinstance(kind, str) or not kind:
+        return OtherBlock(None, "the block has no type", block)
+    if kind == "text":
+        text = block.get("text")
+        if isinstance(text, str):
+            return TextBlock(text)
+        return OtherBlock(kind, "'text' is missing or not a string", block)
+    if kind in ("image", "audio"):
+        encoded = block.get("data")
+        if not isinstance(encoded, str):
+            return OtherBlock(kind, "'data' is missing or not a string", block)
+        data = _decode(encoded)
+        if data is None:
+            return OtherBlock(kind, "'data' is not valid base64", block)
+        mime = _string(block.get("mimeType"))
+        return ImageBlock(data, mime) if kind == "image" else AudioBlock(data, mime)
+    if kind == "resource":
+        resource = block.get("resource")
+        if not isinstance(resource, dict):
+            return OtherBlock(kind, "'resource' is missing or not an object", block)
+        uri, mime = _string(resource.get("uri")), _string(resource.get("mimeType"))
+        text = resource.get("text")
+        if isinstance(text, str):
+            return ResourceBlock(uri, mime, text=text)
+        blob = resource.get("blob")
+        if not isinstance(blob, str):
+            return OtherBlock(kind, "the resource has neither 'text' nor 'blob'", block)
+        data = _decode(blob)
+        if data is None:
+            return OtherBlock(kind, "'blob' is not valid base64", block)
+        return ResourceBlock(uri, mime, data=data)
+    if kind == "resource_link":
+        uri = block.get("uri")
+        if not isinstance(uri, str):
+            return OtherBlock(kind, "'uri' is missing or not a string", block)
+        return ResourceLinkBlock(
+            uri,
+            _string(block.get("name")),
+            _string(block.get("mimeType")),
+            _string(block.get("description")),
+        )
+    return OtherBlock(kind, "a content type this client does not know", block)
+
+
+def content_blocks(content: object) -> tuple[ContentBlock, ...]:
+    """A ``content`` list → its typed blocks, one per entry, in order (K8); never raises.
+
+    Anything but a list gives ``()``.
+    """
+    if not isinstance(content, list):
+        return ()
+    return tuple(_typed_block(block) for block in content)
 
 
 def render_content(content: object) -> str:
@@ -139,7 +356,9 @@ def render_result(
     text = render_content(content)
     if (not isinstance(content, list) or not content) and structured is not None:
         text = _dump(structured)
-    output = ToolOutput(text=text, structured=structured, is_error=is_error)
+    output = ToolOutput(
+        text=text, structured=structured, is_error=is_error, content=content_blocks(content)
+    )
     if is_error or tool is None:
         return output
     validator = tool.output_validator()

@@ -3,20 +3,24 @@
 Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
 found a server not ready; 2 bad usage, an unknown tool or an invalid
 configuration; 3 an unavailable server, a transport error, a timeout or a
-protocol violation by the server; 130 interrupted (Ctrl-C).
+protocol violation by the server; 130 interrupted (Ctrl-C). ``tools --config``
+prints the tools of every ready server and exits 0 only when every selected
+server is ready: otherwise 2 when an entry is invalid, else 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -37,11 +41,21 @@ from mcpcore import (
     load_mcp_json,
     parse_server,
 )
+from mcpcore._render import (
+    AudioBlock,
+    ContentBlock,
+    ImageBlock,
+    OtherBlock,
+    ResourceBlock,
+    ResourceLinkBlock,
+    TextBlock,
+)
 
 from ._term import (
     LogFormatter,
     Redactor,
     Style,
+    ToolNotes,
     cut,
     dumps,
     isatty,
@@ -74,8 +88,11 @@ EXIT_UNAVAILABLE = 3
 EXIT_INTERRUPTED = 130
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
+DEFAULT_CALL_TIMEOUT = 300.0
 PROGRESS_AFTER = 1.0
 COMMANDS = ("demo", "tools", "call", "check")
+#: The core's reason for a local entry when local servers are not allowed (C6).
+LOCAL_REFUSED = "local MCP servers (command) are not supported yet"
 
 _log = logging.getLogger("mcpcore_cli")
 
@@ -103,19 +120,31 @@ class _Parser(argparse.ArgumentParser):
 
 
 class Cli:
-    """Streams, styles and the secret redactor for one invocation."""
+    """Streams, styles, the secret redactor and the tool-note filter for one invocation."""
 
     def __init__(self, stdout: TextIO, stderr: TextIO) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.style = Style(stdout)
         self.redact = Redactor()
+        self.notes = ToolNotes()
+        self._hinted: set[str] = set()
 
     def out(self, text: str = "") -> None:
         write(self.stdout, text)
 
     def err(self, text: str) -> None:
         write(self.stderr, self.redact(f"mcpcore: {text}"))
+
+    def hint(self, text: str) -> None:
+        """A hint on stderr, at most once per run."""
+        if text not in self._hinted:
+            self._hinted.add(text)
+            self.err(f"hint: {text}")
+
+    def table_width(self) -> int | None:
+        """How wide a table may be: the terminal's width, or no limit when stdout is not one."""
+        return terminal_width() if isatty(self.stdout) else None
 
     def fail(self, status: int, text: str) -> Failure:
         self.err(text)
@@ -164,26 +193,48 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+_EXIT_HELP = (
+    "exit status:\n"
+    "  0    success\n"
+    "  1    the tool reported an error (isError), or check found a server not ready\n"
+    "  2    bad usage, an unknown tool, or invalid configuration\n"
+    "  3    a server unavailable, a transport error, a timeout, or a protocol\n"
+    "       violation by the server\n"
+    "  130  interrupted (Ctrl-C)\n"
+    "tools --config prints the tools of every ready server, and exits 0 only when\n"
+    "every selected server is ready: otherwise 2 if an entry is invalid, else 3."
+)
+
+
 def _top_parser() -> _Parser:
     parser = _Parser(
         prog="mcpcore",
+        usage="mcpcore [-h] [-V] [-v] COMMAND [ARGS...]",
         description="A Model Context Protocol client: list and call the tools of MCP servers.",
         epilog=(
             "commands:\n"
-            "  demo    start the bundled demo server, list its tools, call each one\n"
-            "  tools   list the tools of a server (URL) or of an mcp.json file\n"
-            "  call    call one tool and print its result\n"
-            "  check   validate an mcp.json and probe every server\n\n"
-            "Run 'mcpcore COMMAND --help' for a command's options.\n"
-            "Exit status: 0 ok; 1 the tool reported an error, or check found a server not\n"
-            "ready; 2 bad usage or invalid configuration; 3 server unavailable, transport\n"
-            "error or timeout; 130 interrupted."
+            "  demo    start the bundled demo server on a free loopback port, connect,\n"
+            "          list its tools, call each one and print what happened\n"
+            "  tools   list the tools of a server (URL) or of the servers of an mcp.json\n"
+            "          (--config FILE): a table, or JSON with --json\n"
+            "  call    call one tool with a JSON object of arguments and print its\n"
+            "          result (--json: text, structured content and content blocks;\n"
+            "          --save DIR: write images, audio and binary resources to files)\n"
+            "  check   validate an mcp.json and probe every server in it at once: one\n"
+            "          row per server (ready, unavailable or invalid, and why)\n\n"
+            "Run 'mcpcore COMMAND --help' for a command's options.\n\n" + _EXIT_HELP
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-V", "--version", action="store_true", help="print the version")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
-    parser.add_argument("command", nargs="?", choices=COMMANDS, metavar="COMMAND")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=COMMANDS,
+        metavar="COMMAND",
+        help="demo, tools, call or check (described below)",
+    )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
@@ -191,6 +242,26 @@ def _top_parser() -> _Parser:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="debug logging on stderr (never shows headers)"
+    )
+
+
+def _permissions(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-local",
+        action="store_true",
+        help=(
+            "start the local servers (entries with a 'command') of the mcp.json as child "
+            "processes; their plugin root (${PLUGIN_ROOT}, and the default working "
+            "directory) is the mcp.json's directory"
+        ),
+    )
+    parser.add_argument(
+        "--allow-http",
+        action="store_true",
+        help=(
+            "allow plain http:// to hosts other than loopback (unencrypted: the headers, "
+            "tokens included, travel in clear text)"
+        ),
     )
 
 
@@ -209,14 +280,20 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
     parser.add_argument(
         "--name", default="server", help="the server's name for a URL (default: server)"
     )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        metavar="S",
-        help=f"seconds to wait for the server (default {DEFAULT_CONNECT_TIMEOUT:g})"
-        + (" and, separately, for the call (default 300)" if not server_flag else ""),
-    )
+    if server_flag:
+        timeout_help = (
+            "at most S seconds to connect to the servers and list their tools "
+            f"(default {DEFAULT_CONNECT_TIMEOUT:g})"
+        )
+    else:
+        timeout_help = (
+            "at most S seconds to connect and list the tools "
+            f"(default {DEFAULT_CONNECT_TIMEOUT:g}), then, counted afresh, at most S seconds "
+            f"for the call itself (default {DEFAULT_CALL_TIMEOUT:g})"
+        )
+    parser.add_argument("--timeout", type=_positive_seconds, metavar="S", help=timeout_help)
     parser.add_argument("--json", action="store_true", help="print JSON")
+    _permissions(parser)
 
 
 def _command_parser(command: str) -> _Parser:
@@ -233,9 +310,14 @@ def _command_parser(command: str) -> _Parser:
             prog="mcpcore tools",
             usage=(
                 "mcpcore tools (URL | --config FILE [--server NAME]) [-H 'Name: value']... "
-                "[--json] [--name NAME] [--timeout S] [-v]"
+                "[--json] [--name NAME] [--timeout S] [--allow-local] [--allow-http] [-v]"
             ),
-            description="List the tools of one server (URL) or of the servers of an mcp.json.",
+            description=(
+                "List the tools of one server (URL) or of the servers of an mcp.json. "
+                "With --config, the tools of every ready server are printed; the exit "
+                "status is 0 only when every selected server is ready, otherwise 2 if an "
+                "entry is invalid, else 3 (a server unavailable)."
+            ),
         )
         parser.add_argument("url", nargs="?", metavar="URL", help="a Streamable HTTP endpoint")
         _connection(parser, server_flag=True)
@@ -244,7 +326,8 @@ def _command_parser(command: str) -> _Parser:
             prog="mcpcore call",
             usage=(
                 "mcpcore call (URL | --config FILE) TOOL [ARGS_JSON] [-H 'Name: value']... "
-                "[--timeout S] [--json] [--name NAME] [-v]"
+                "[--timeout S] [--json] [--save DIR] [--name NAME] [--allow-local] "
+                "[--allow-http] [-v]"
             ),
             description=(
                 "Call one tool and print its rendered result. With a URL, TOOL is the tool's "
@@ -254,10 +337,18 @@ def _command_parser(command: str) -> _Parser:
         )
         parser.add_argument("operands", nargs="*", metavar="URL TOOL [ARGS_JSON]")
         _connection(parser, server_flag=False)
+        parser.add_argument(
+            "--save",
+            metavar="DIR",
+            help=(
+                "write the result's images, audio and binary resources to files in DIR "
+                "(created if missing; never overwrites: a taken name gets a number)"
+            ),
+        )
     else:
         parser = _Parser(
             prog="mcpcore check",
-            usage="mcpcore check FILE [--json] [--timeout S] [-v]",
+            usage="mcpcore check FILE [--json] [--timeout S] [--allow-local] [--allow-http] [-v]",
             description=(
                 "Validate an mcp.json and probe every server at once: one row per server "
                 "(name, ready / unavailable / invalid, tool count, reason). Exits 1 if any "
@@ -270,8 +361,12 @@ def _command_parser(command: str) -> _Parser:
             "--timeout",
             type=_positive_seconds,
             metavar="S",
-            help=f"seconds to wait for all servers (default {DEFAULT_CONNECT_TIMEOUT:g})",
+            help=(
+                "at most S seconds for all the servers to connect and list their tools "
+                f"(default {DEFAULT_CONNECT_TIMEOUT:g})"
+            ),
         )
+        _permissions(parser)
     _common(parser)
     return parser
 
@@ -329,38 +424,94 @@ def _home() -> str:
     return os.path.expanduser("~")
 
 
-def _url_server(cli: Cli, url: str, name: str, header_args: Sequence[str]) -> RemoteServer:
-    """A server given on the command line: plain http only to loopback (C5)."""
-    headers = _parse_headers(header_args)
+_PLAIN_HTTP = "plain http to a non-loopback host"
+
+
+def _url_server(cli: Cli, args: argparse.Namespace, url: str) -> RemoteServer:
+    """A server given on the command line: plain http only to loopback unless
+    ``--allow-http`` (C5)."""
+    headers = _parse_headers(args.header)
     entry: dict[str, Any] = {"url": url}
     if headers:
         entry["headers"] = headers
-    server = parse_server(name, entry, env=os.environ, home=_home(), allow_insecure_http=False)
+    try:
+        server = parse_server(
+            args.name, entry, env=os.environ, home=_home(), allow_insecure_http=args.allow_http
+        )
+    except ConfigError as exc:
+        if _PLAIN_HTTP in str(exc):
+            raise ConfigError(f"{exc}; --allow-http allows it", key=exc.key) from None
+        raise
     assert isinstance(server, RemoteServer)
     cli.redact.add(server.headers.values())
     return server
 
 
-def _load_config(cli: Cli, path: str) -> dict[str, Outcome]:
+def _load_config(cli: Cli, path: str, args: argparse.Namespace) -> dict[str, Outcome]:
+    """The outcomes of an mcp.json; local entries allowed with ``--allow-local``, their
+    plugin root the file's directory."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {quote(path)}: {exc.strerror or exc}") from None
-    outcomes = load_mcp_json(data, env=os.environ, home=_home())
+    plugin_root = os.path.dirname(os.path.abspath(path)) if args.allow_local else None
+    try:
+        outcomes = load_mcp_json(
+            data,
+            env=os.environ,
+            home=_home(),
+            plugin_root=plugin_root,
+            allow_local=args.allow_local,
+            allow_insecure_http=args.allow_http,
+        )
+    except ConfigError as exc:
+        raise _about_file(exc, path, data) from None
     for outcome in outcomes.values():
         if isinstance(outcome, RemoteServer):
             cli.redact.add(outcome.headers.values())
     return outcomes
 
 
+def _about_file(exc: ConfigError, path: str, data: bytes) -> ConfigError:
+    """A whole-file error naming the file given (not "mcp.json"), with a suggestion
+    when the file is in VS Code's format (top-level ``servers``)."""
+    message = str(exc)
+    if message.startswith("mcp.json"):
+        message = quote(path) + message[len("mcp.json") :]
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        document = None
+    if isinstance(document, dict) and "servers" in document and "mcpServers" not in document:
+        message += "; did you mean 'mcpServers'? (VS Code's format names the key 'servers')"
+    return ConfigError(message, key=exc.key)
+
+
+def _hint_refusals(cli: Cli, outcomes: Iterable[Outcome]) -> None:
+    """Say once which option lifts a refusal the user may not know is optional."""
+    for outcome in outcomes:
+        if not isinstance(outcome, ConfigError):
+            continue
+        reason = _entry_reason(outcome)
+        if reason == LOCAL_REFUSED:
+            cli.hint("--allow-local starts the local servers (entries with a 'command')")
+        elif _PLAIN_HTTP in reason:
+            cli.hint("--allow-http allows plain http:// to hosts other than loopback")
+
+
 def _outcome_name(key: str, outcome: Outcome) -> str:
     return key if isinstance(outcome, ConfigError) else outcome.name
 
 
-def _client(server: Outcome, name: str, timeout: float | None) -> McpClient:
+def _client(server: Outcome, name: str, args: argparse.Namespace) -> McpClient:
     from mcpcore_threaded import McpClient  # imported when needed: a quick --help
 
-    options: dict[str, Any] = {"startup_timeout": timeout or DEFAULT_CONNECT_TIMEOUT}
+    timeout: float | None = args.timeout
+    options: dict[str, Any] = {
+        "startup_timeout": timeout or DEFAULT_CONNECT_TIMEOUT,
+        "allow_local": args.allow_local,
+        "allow_insecure_http": args.allow_http,
+    }
     if timeout is not None:
         options["call_timeout"] = timeout
     return McpClient(name, server, **options)
@@ -382,6 +533,8 @@ def _check_connection_flags(args: argparse.Namespace, url: str | None) -> None:
         raise UsageError("-H applies to a URL; with --config, put the headers in the file")
     if getattr(args, "server", None) is not None and args.config is None:
         raise UsageError("--server applies to --config")
+    if args.allow_local and args.config is None:
+        raise UsageError("--allow-local applies to --config (local servers are mcp.json entries)")
 
 
 # --- tools -----------------------------------------------------------------------------
@@ -391,66 +544,87 @@ def _tool_json(tool: Tool) -> dict[str, Any]:
     return {
         "id": tool.id,
         "name": tool.name,
+        "title": tool.title,
         "description": tool.description,
         "parameters": tool.parameters,
+        "output_schema": tool.output_schema,
+        "annotations": tool.annotations,
         "read_only": tool.read_only,
     }
 
 
 def _tool_table(cli: Cli, tools: Sequence[Tool]) -> list[str]:
-    mark = cli.style.green("ro")
-    rows = [(one_line(t.id), mark if t.read_only else "", one_line(t.description)) for t in tools]
-    return table(("ID", "RO", "DESCRIPTION"), rows, style=cli.style, fit_last=True)
+    rows = [(one_line(t.id), "ro" if t.read_only else "", one_line(t.description)) for t in tools]
+    return table(
+        ("ID", "RO", "DESCRIPTION"),
+        rows,
+        style=cli.style,
+        fit=cli.table_width(),
+        paint={1: cli.style.green},
+    )
 
 
-def _print_tools(cli: Cli, tools: Sequence[Tool], as_json: bool) -> None:
+def _print_tools(cli: Cli, tools: Sequence[Tool], as_json: bool, *, none: str | None) -> None:
+    """The tools as JSON or a table; with no tools, ``none`` (if any) goes to stderr."""
     if as_json:
         cli.out(dumps([_tool_json(t) for t in tools]))
     elif tools:
         for line in _tool_table(cli, tools):
             cli.out(line)
-    else:
-        cli.err("the server has no tools")
+    elif none is not None:
+        cli.err(none)
 
 
 def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
     _check_connection_flags(args, args.url)
     if args.url is not None:
-        server = _url_server(cli, args.url, args.name, args.header)
-        with _client(server, server.name, args.timeout) as client:
+        server = _url_server(cli, args, args.url)
+        with _client(server, server.name, args) as client:
             _ensure_ready(cli, client, args.timeout)
-            _print_tools(cli, client.tools, args.json)
+            _print_tools(cli, client.tools, args.json, none="the server has no tools")
         return EXIT_OK
 
-    outcomes = _load_config(cli, args.config)
+    # Partial success: every ready server's tools are printed; the status says whether
+    # all selected servers were ready (0), an entry is invalid (2) or a server is not (3).
+    outcomes = _load_config(cli, args.config, args)
     selected = {_outcome_name(k, o): o for k, o in outcomes.items()}
     if args.server is not None:
         wanted = args.server.lower()
         if wanted not in selected:
             raise UsageError(f"no server {quote(args.server)} in {quote(args.config)}")
         selected = {wanted: selected[wanted]}
+    if not selected:
+        cli.err(f"{quote(args.config)} has no servers")
+        return EXIT_OK
     status = EXIT_OK
     for name, outcome in selected.items():
         if isinstance(outcome, ConfigError):
             cli.err(_invalid(name, outcome))
             status = EXIT_USAGE
+    _hint_refusals(cli, selected.values())
     from mcpcore_threaded import McpHub
 
     valid = {n: o for n, o in selected.items() if not isinstance(o, ConfigError)}
-    hub = McpHub({n: _client(o, n, args.timeout) for n, o in valid.items()})
+    hub = McpHub({n: _client(o, n, args) for n, o in valid.items()})
     with hub:
         deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
         tools: list[Tool] = []
+        ready = 0
         for name, client in hub.clients.items():
             availability = client.ready(max(0.0, deadline - time.monotonic()))
             if availability.ok:
+                ready += 1
                 tools.extend(client.tools)
             else:
                 reason = show(availability.reason or "unavailable", keep_newlines=False)
                 cli.err(f"server {quote(name)} is unavailable: {reason}")
                 if status == EXIT_OK:
                     status = EXIT_UNAVAILABLE
-        _print_tools(cli, tools, args.json)
+        # "no tools" only when a server answered with none: never after a failure's reason.
+        none = None
+        if ready and status == EXIT_OK:
+            none = "the server has no tools" if ready == 1 else "the servers have no tools"
+        _print_tools(cli, tools, args.json, none=none)
     return status
 
 
@@ -501,16 +675,19 @@ class _Progress:
             self._drawn = False
 
     def wait(self, handle: CallHandle) -> ToolOutput:
-        """Block for the call; Ctrl-C cancels it (``notifications/cancelled``)."""
-        if not self.enabled:
-            return handle.result()
+        """Block for the call; Ctrl-C cancels it (``notifications/cancelled``).
+
+        The wait is in short steps, never one unbounded wait: a SIGINT that the
+        kernel hands to another thread only marks the interrupt pending, and the
+        main thread acts on it when its wait returns, so it must return soon.
+        """
         start = time.monotonic()
         try:
             while not handle.done:
-                self.wake.wait(0.1)
+                self.wake.wait(0.1 if self.enabled else 0.2)
                 self.wake.clear()
                 elapsed = time.monotonic() - start
-                if elapsed >= PROGRESS_AFTER and not handle.done:
+                if self.enabled and elapsed >= PROGRESS_AFTER and not handle.done:
                     self.draw(elapsed)
         except BaseException:
             if not handle.done:
@@ -535,16 +712,193 @@ def _resolve_tool(client: McpClient, tool: str) -> str:
     raise UnknownTool(qualified)
 
 
-def _print_output(cli: Cli, output: ToolOutput, as_json: bool) -> None:
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _block_json(block: ContentBlock) -> dict[str, Any]:
+    """One typed content block (K8) as JSON: bytes as base64, with their size."""
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, (ImageBlock, AudioBlock)):
+        return {
+            "type": block.kind,
+            "mime_type": block.mime_type,
+            "size": len(block.data),
+            "data": _b64(block.data),
+        }
+    if isinstance(block, ResourceBlock):
+        payload: dict[str, Any] = {
+            "type": "resource",
+            "uri": block.uri,
+            "mime_type": block.mime_type,
+        }
+        if block.text is not None:
+            payload["text"] = block.text
+        elif block.data is not None:
+            payload["size"] = len(block.data)
+            payload["data"] = _b64(block.data)
+        return payload
+    if isinstance(block, ResourceLinkBlock):
+        return {
+            "type": "resource_link",
+            "uri": block.uri,
+            "name": block.name,
+            "mime_type": block.mime_type,
+            "description": block.description,
+        }
+    assert isinstance(block, OtherBlock)
+    return {"type": "other", "block_type": block.type, "reason": block.reason}
+
+
+def _print_output(
+    cli: Cli, output: ToolOutput, as_json: bool, saved: Mapping[int, str] | None = None
+) -> None:
     if as_json:
+        blocks = []
+        for index, block in enumerate(output.content):
+            shown = _block_json(block)
+            if saved and index in saved:
+                shown["saved_to"] = saved[index]
+            blocks.append(shown)
         payload = {
             "text": output.text,
             "structured": output.structured,
             "is_error": output.is_error,
+            "content": blocks,
         }
         cli.out(dumps(payload))
     else:
         cli.out(show(output.text))
+
+
+# --- call --save -----------------------------------------------------------------------
+
+#: File extensions for the MIME types tools commonly return; any other type gets ".bin".
+EXTENSIONS: Mapping[str, str] = {
+    "application/gzip": ".gz",
+    "application/json": ".json",
+    "application/octet-stream": ".bin",
+    "application/pdf": ".pdf",
+    "application/zip": ".zip",
+    "audio/aac": ".aac",
+    "audio/flac": ".flac",
+    "audio/mp3": ".mp3",
+    "audio/mp4": ".m4a",
+    "audio/mpeg": ".mp3",
+    "audio/ogg": ".ogg",
+    "audio/wav": ".wav",
+    "audio/wave": ".wav",
+    "audio/webm": ".weba",
+    "audio/x-wav": ".wav",
+    "image/avif": ".avif",
+    "image/bmp": ".bmp",
+    "image/gif": ".gif",
+    "image/jpeg": ".jpg",
+    "image/png": ".png",
+    "image/svg+xml": ".svg",
+    "image/tiff": ".tif",
+    "image/webp": ".webp",
+    "text/csv": ".csv",
+    "text/html": ".html",
+    "text/markdown": ".md",
+    "text/plain": ".txt",
+}
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_SAFE_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}")
+_MAX_STEM = 64
+
+
+def _save_dir(text: str) -> Path:
+    """``--save DIR``, created if missing; checked before anything is called."""
+    directory = Path(text)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--save {quote(text)} is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--save {quote(text)}: {exc.strerror or exc}") from None
+    return directory
+
+
+def _safe_stem(text: str) -> str:
+    """A file-name stem from server text: ``A-Z a-z 0-9 . _ -`` only, no leading dot or
+    dash, at most 64 characters; ``""`` when nothing is left."""
+    return _UNSAFE_NAME.sub("_", text).strip("._-")[:_MAX_STEM].rstrip("._-")
+
+
+def _file_name(block: ContentBlock, index: int) -> tuple[str, str]:
+    """(stem, extension) for a binary block: a resource is named after its URI's last
+    segment, anything else after its kind and place; the extension comes from the MIME
+    type when known."""
+    stem, extension = "", ""
+    if isinstance(block, ResourceBlock) and block.uri:
+        from urllib.parse import unquote
+
+        last = block.uri.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        last = unquote(last).replace("\\", "/").rsplit("/", 1)[-1]
+        base, dot, suffix = last.rpartition(".")
+        if dot and base and _SAFE_EXTENSION.fullmatch("." + suffix):
+            last, extension = base, "." + suffix.lower()
+        stem = _safe_stem(last)
+    mime = block.mime_type if isinstance(block, (ImageBlock, AudioBlock, ResourceBlock)) else None
+    if mime is not None:
+        known = EXTENSIONS.get(mime.split(";", 1)[0].strip().lower())
+        if known is not None:
+            extension = known
+    return (stem or f"{block.kind}-{index + 1}"), (extension or ".bin")
+
+
+def _create_fresh(directory: Path, stem: str, extension: str) -> tuple[Path, int]:
+    """A new file in ``directory`` (never an existing one, never through a symlink)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    for number in range(1, 10_000):
+        name = f"{stem}{extension}" if number == 1 else f"{stem}-{number}{extension}"
+        path = directory / name
+        try:
+            return path, os.open(path, flags, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"too many files named {stem}-N{extension}")
+
+
+def _save_blocks(cli: Cli, output: ToolOutput, directory: Path) -> tuple[dict[int, str], bool]:
+    """Write each binary block to a fresh file in ``directory``; say so on stderr.
+
+    Returns the path written for each block's index, and whether every one was
+    written (a block that cannot be written is reported; the others are still tried).
+    """
+    saved: dict[int, str] = {}
+    complete = True
+    for index, block in enumerate(output.content):
+        if not isinstance(block, (ImageBlock, AudioBlock, ResourceBlock)) or block.data is None:
+            continue
+        data = block.data
+        stem, extension = _file_name(block, index)
+        try:
+            path, fd = _create_fresh(directory, stem, extension)
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+        except OSError as exc:
+            where = quote(str(directory))
+            cli.err(f"cannot save block {index + 1} in {where}: {exc.strerror or exc}")
+            complete = False
+            continue
+        saved[index] = str(path)
+        mime = one_line(block.mime_type) if block.mime_type else "no MIME type"
+        cli.err(f"saved {block.kind} ({mime}, {len(data)} bytes) to {quote(str(path))}")
+    if not saved and complete:
+        cli.err("nothing to save: the result has no images, audio or binary resources")
+    return saved, complete
+
+
+def _asked_names(tool: str, *, qualified: bool) -> frozenset[str]:
+    """The tool names a ``call`` asks for (the notes about other tools are not shown)."""
+    names = {tool.split("/", 1)[1]} if "/" in tool else {tool}
+    if not qualified:
+        names.add(tool)
+    return frozenset(names)
 
 
 def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
@@ -562,12 +916,14 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
         arguments_text = operands[1] if len(operands) == 2 else None
     _check_connection_flags(args, url)
     arguments = _parse_arguments(arguments_text)
+    save_dir = _save_dir(args.save) if args.save is not None else None
+    cli.notes.only = _asked_names(tool, qualified=url is None)
 
     server: RemoteServer | LocalServer
     if url is not None:
-        server = _url_server(cli, url, args.name, args.header)
+        server = _url_server(cli, args, url)
     else:
-        outcomes = _load_config(cli, args.config)
+        outcomes = _load_config(cli, args.config, args)
         if "/" not in tool:
             raise UsageError(
                 f"with --config, TOOL is a qualified id 'server/tool', not {quote(tool)}"
@@ -578,21 +934,30 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
             raise UnknownTool(tool)
         outcome = found[wanted]
         if isinstance(outcome, ConfigError):
-            raise cli.fail(EXIT_USAGE, _invalid(wanted, outcome))
+            failure = cli.fail(EXIT_USAGE, _invalid(wanted, outcome))
+            _hint_refusals(cli, [outcome])
+            raise failure
         server = outcome
 
-    with _client(server, server.name, args.timeout) as client:
+    with _client(server, server.name, args) as client:
         _ensure_ready(cli, client, args.timeout)
         tool_id = _resolve_tool(client, tool) if url is not None else tool
         progress = _Progress(cli, show(tool_id, keep_newlines=False))
+        failed = False
         try:
             handle = client.start_call(tool_id, arguments, on_progress=progress.update)
             output = progress.wait(handle)
         except BackendError as exc:
-            _print_output(cli, ToolOutput(exc.text, None, True), args.json)
-            raise cli.fail(EXIT_TOOL_ERROR, f"tool {quote(tool_id)} reported an error") from None
-        _print_output(cli, output, args.json)
-    return EXIT_OK
+            # The error result's blocks, when the core keeps them on the error.
+            kept = getattr(exc, "output", None)
+            output = kept if isinstance(kept, ToolOutput) else ToolOutput(exc.text, None, True)
+            failed = True
+        saved, complete = _save_blocks(cli, output, save_dir) if save_dir else ({}, True)
+        _print_output(cli, output, args.json, saved)
+        if failed:
+            raise cli.fail(EXIT_TOOL_ERROR, f"tool {quote(tool_id)} reported an error")
+    # The output is printed either way; a block that could not be saved is a bad --save DIR.
+    return EXIT_OK if complete else EXIT_USAGE
 
 
 # --- check -----------------------------------------------------------------------------
@@ -601,7 +966,7 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
 def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
     from mcpcore_threaded import McpHub
 
-    outcomes = _load_config(cli, args.file)
+    outcomes = _load_config(cli, args.file, args)
     rows: list[dict[str, Any]] = []
     valid: dict[str, McpClient] = {}
     for key, outcome in outcomes.items():
@@ -610,7 +975,7 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
         if isinstance(outcome, ConfigError):
             row["reason"] = _entry_reason(outcome)
         else:
-            valid[name] = _client(outcome, name, args.timeout)
+            valid[name] = _client(outcome, name, args)
         rows.append(row)
     with McpHub(valid):  # every client connects on its own thread: probed concurrently
         deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
@@ -634,16 +999,24 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
         body = [
             (
                 one_line(row["name"]),
-                colour[row["status"]](row["status"]),
+                row["status"],
                 str(row["tools"]) if row["status"] == "ready" else "-",
                 one_line(row["reason"] or ""),
             )
             for row in rows
         ]
-        for line in table(("NAME", "STATUS", "TOOLS", "REASON"), body, style=cli.style, right=(2,)):
+        lines = table(
+            ("NAME", "STATUS", "TOOLS", "REASON"),
+            body,
+            style=cli.style,
+            right=(2,),
+            paint={1: lambda status: colour[status](status)},
+        )
+        for line in lines:
             cli.out(line)
     else:
         cli.err("the file has no servers")
+    _hint_refusals(cli, outcomes.values())
     bad = sum(1 for row in rows if row["status"] != "ready")
     return EXIT_TOOL_ERROR if bad else EXIT_OK
 
@@ -734,6 +1107,7 @@ _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
 def _setup_logging(cli: Cli, verbose: bool) -> logging.Handler:
     handler = logging.StreamHandler(cli.stderr)
     handler.setFormatter(LogFormatter(cli.redact))
+    handler.addFilter(cli.notes)  # X4: each note about tools once, and in call only its tool's
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
@@ -744,8 +1118,22 @@ def _setup_logging(cli: Cli, verbose: bool) -> logging.Handler:
     return handler
 
 
+def _honour_ctrl_c() -> None:
+    """Make SIGINT raise KeyboardInterrupt, even when it was inherited as ignored.
+
+    A shell without job control starts background commands with SIGINT ignored,
+    and so may a CI runner or a test harness; Python then leaves it ignored, and
+    Ctrl-C (or ``kill -INT``) would be lost while a call runs to its end. The
+    command line promises that Ctrl-C cancels the call and exits 130, so it
+    installs the handler itself, first thing.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``mcpcore`` console script; returns the exit status."""
+    _honour_ctrl_c()
     prepare_streams()
     cli = Cli(sys.stdout, sys.stderr)
     arguments = list(sys.argv[1:] if argv is None else argv)

@@ -9,6 +9,7 @@ from everything written to stderr by :class:`Redactor`.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -16,14 +17,16 @@ import re
 import shutil
 import sys
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from mcpcore import escape_text
 
 __all__ = [
+    "NAME_LIMIT",
     "Redactor",
     "Style",
+    "ToolNotes",
     "cut",
     "dumps",
     "isatty",
@@ -97,45 +100,41 @@ def terminal_width() -> int:
     return max(20, shutil.get_terminal_size().columns)
 
 
-def _pad(text: str, cells: int) -> str:
-    return text + " " * max(0, cells - width(text))
-
-
 def table(
     header: Sequence[str],
     rows: Iterable[Sequence[str]],
     *,
     style: Style,
-    fit_last: bool = False,
+    fit: int | None = None,
     right: Sequence[int] = (),
+    paint: Mapping[int, Callable[[str], str]] | None = None,
 ) -> list[str]:
-    """Aligned columns; the cells must already be escaped. ``fit_last`` cuts the last
-    column so that each line fits the terminal; ``right`` lists right-aligned columns."""
+    """Aligned columns; the cells must already be escaped and hold no colour.
+
+    ``fit`` cuts the last column so that each line fits that many cells (``None``:
+    never cut); ``right`` lists right-aligned columns; ``paint`` colours a body
+    column's cells. Padding is worked out on the visible text and added outside
+    the colour, so colour never shifts a column.
+    """
     body = [list(row) for row in rows]
     columns = len(header)
     sizes = [max([width(header[i])] + [width(row[i]) for row in body]) for i in range(columns)]
-    lines: list[str] = []
+    painters = paint or {}
+    used = sum(sizes[:-1]) + 2 * (columns - 1)
 
     def render(cells: Sequence[str], head: bool) -> str:
         parts: list[str] = []
         for i, cell in enumerate(cells):
-            if i == columns - 1:
-                parts.append(cell)
-            elif i in right:
-                parts.append(" " * (sizes[i] - width(cell)) + cell)
-            else:
-                parts.append(_pad(cell, sizes[i]))
+            last = i == columns - 1
+            if last and fit is not None and columns > 1:
+                cell = cut(cell, max(1, fit - used))
+            pad = 0 if last else sizes[i] - width(cell)
+            shown = cell if head or i not in painters else painters[i](cell)
+            parts.append(" " * pad + shown if i in right else shown + " " * pad)
         line = "  ".join(parts).rstrip()
-        if fit_last:
-            used = sum(sizes[:-1]) + 2 * (columns - 1)
-            if columns > 1 and width(line) > terminal_width():
-                last = cut(cells[-1], max(1, terminal_width() - used))
-                line = ("  ".join(parts[:-1]) + "  " + last).rstrip()
         return style.bold(line) if head else line
 
-    lines.append(render(header, True))
-    lines.extend(render(row, False) for row in body)
-    return lines
+    return [render(header, True), *(render(row, False) for row in body)]
 
 
 class Style:
@@ -197,14 +196,67 @@ class Redactor:
         return text
 
 
+#: How many characters of a server's name a note about its tools shows.
+NAME_LIMIT = 60
+
+_TOOL_NOTES = "mcpcore.tools"
+
+
+def _is_tool_note(record: logging.LogRecord) -> bool:
+    return record.name == _TOOL_NOTES or record.name.startswith(_TOOL_NOTES + ".")
+
+
+def _quoted(text: str) -> bool:
+    return len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""
+
+
+def _short_name(arg: object) -> object:
+    """A quoted (repr'd) name in a tool note, cut to ``NAME_LIMIT`` with an ellipsis."""
+    if isinstance(arg, str) and _quoted(arg) and len(arg) > NAME_LIMIT + 2:
+        return arg[0] + cut(arg[1:-1], NAME_LIMIT) + arg[0]
+    return arg
+
+
+class ToolNotes(logging.Filter):
+    """The library's notes about listed tools (``mcpcore.tools``: a tool dropped, hidden,
+    or its schema ignored), as the command line shows them (X4): each one once per run,
+    and, when ``only`` is set (by ``call``), only those naming one of those names.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.only: frozenset[str] | None = None
+        self._seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _is_tool_note(record):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        if self.only is not None:
+            names = {a.lower() for a in args if isinstance(a, str) and _quoted(a)}
+            wanted = {show(repr(n), keep_newlines=False).lower() for n in self.only}
+            if not names & wanted:
+                return False
+        message = record.getMessage()
+        if message in self._seen:
+            return False
+        self._seen.add(message)
+        return True
+
+
 class LogFormatter(logging.Formatter):
-    """One line per record on stderr: escaped (X1) and redacted."""
+    """One line per record on stderr: escaped (X1) and redacted; the names in a note
+    about tools are cut to ``NAME_LIMIT`` characters."""
 
     def __init__(self, redact: Redactor) -> None:
         super().__init__("mcpcore: %(levelname)s: %(name)s: %(message)s")
         self._redact = redact
 
     def format(self, record: logging.LogRecord) -> str:
+        args = record.args
+        if _is_tool_note(record) and isinstance(args, tuple):
+            record = copy.copy(record)
+            record.args = tuple(_short_name(arg) for arg in args)
         return self._redact(show(super().format(record)))
 
 
