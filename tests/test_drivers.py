@@ -926,3 +926,133 @@ async def test_K9_a_threaded_handle_cancel_raises_cancelled(driver: str) -> None
                 with pytest.raises(Cancelled) as info:
                     await anyio.to_thread.run_sync(handle.result)
         assert info.value.reason == "cancelled by the caller"
+
+
+# --- what a newcomer hits -------------------------------------------------------------------
+
+
+async def test_K7_a_plain_tool_name_is_unknown_but_says_what_was_meant(driver: str) -> None:
+    """K7: ``client.call("echo")`` on a client named py fails at once with "did you mean
+    'py/echo'?", on the client and on a hub; a string for the arguments is a TypeError; a
+    timeout that is not positive a ValueError; nothing is sent."""
+    module = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
+    async with DemoServer().serve() as running:
+        hub = module.McpHub({"py": module.McpClient("py", entry(running.url), listen=False)})
+        assert repr(hub) == "McpHub(1 server: 'py')"
+        client = hub.clients["py"]
+
+        async def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if driver == "threaded":
+                return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+            return await fn(*args, **kwargs)
+
+        errors: list[BaseException] = []
+        with anyio.fail_after(20):
+            if driver == "threaded":
+                await anyio.to_thread.run_sync(hub.start)
+            else:
+                await hub.__aenter__()
+            try:
+                assert (await run(hub.ready, 10))["py"]
+                before = len(running.server.received)
+                for target, tool_id, arguments, kwargs in (
+                    (client, "echo", {}, {}),
+                    (hub, "echo", {}, {}),
+                    (hub, "Py/Echo", {}, {}),
+                    (client, "py/echo", '{"text": "hi"}', {}),
+                    (client, "py/echo", {}, {"timeout": 0}),
+                ):
+                    try:
+                        await run(target.call, tool_id, arguments, **kwargs)
+                    except Exception as exc:
+                        errors.append(exc)
+                assert len(running.server.received) == before
+            finally:
+                if driver == "threaded":
+                    await anyio.to_thread.run_sync(hub.close)
+                else:
+                    await hub.__aexit__(None, None, None)
+    unknown = errors[:3]
+    assert all(isinstance(e, UnknownTool) and e.suggestions == ("py/echo",) for e in unknown), errors
+    assert str(unknown[0]) == "unknown tool 'echo'; did you mean 'py/echo'?"
+    assert isinstance(errors[3], TypeError) and isinstance(errors[3], McpError)
+    assert isinstance(errors[4], ValueError) and isinstance(errors[4], McpError)
+
+
+async def test_L3_a_client_used_before_start_or_started_twice_is_a_runtime_error(driver: str) -> None:
+    """L3: asking a client that was never started is the caller's mistake: a RuntimeError
+    (and a LocalProtocolError, as before), saying to start it; so is a second start."""
+    from mcpcore import InvalidState, LocalProtocolError
+
+    module = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
+    client = module.McpClient("py", entry("https://py.invalid/mcp"), listen=False)
+    with anyio.fail_after(20):
+        if driver == "threaded":
+            with pytest.raises(RuntimeError, match="start the client first") as info:
+                client.ready()
+            with pytest.raises(RuntimeError, match="start the client first"):
+                client.call("py/echo", {})
+            client.start()
+            try:
+                with pytest.raises(RuntimeError, match="already started"):
+                    client.start()
+            finally:
+                await anyio.to_thread.run_sync(client.close)
+        else:
+            with pytest.raises(RuntimeError, match="start the client first") as info:
+                await client.ready()
+            with pytest.raises(RuntimeError, match="start the client first"):
+                await client.call("py/echo", {})
+            async with client, anyio.create_task_group() as group:
+                with pytest.raises(RuntimeError, match="already started"):
+                    client.start(group)
+    assert isinstance(info.value, InvalidState) and isinstance(info.value, LocalProtocolError)
+
+
+@pytest.mark.parametrize("module", [mcpcore_anyio, mcpcore_threaded], ids=["anyio", "threaded"])
+def test_L7_hub_from_file_and_from_text_say_which_they_take(module: Any, tmp_path: Any) -> None:
+    """L7: ``from_file(path)`` and ``from_text(document)`` build the same hub without
+    guessing (``from_mcp_json`` still guesses); a file that cannot be read is a
+    ConfigError naming it; the repr names the servers and how many, never an entry's
+    header value or URL. No I/O beyond reading the file (L1)."""
+    document = json.dumps(
+        {
+            "mcpServers": {
+                "One": {"url": "https://one.invalid/mcp", "headers": {"Authorization": "Bearer hub-secret-1"}},
+                "two": {"url": "https://two.invalid/mcp?token=hub-secret-2"},
+                "bad": {"url": "ftp://nope"},
+            }
+        }
+    )
+    path = tmp_path / "{weird}.json"  # a name a guess would take for a document
+    path.write_text(document)
+    hubs = [
+        module.McpHub.from_file(path),
+        module.McpHub.from_file(str(path)),
+        module.McpHub.from_text(document),
+        module.McpHub.from_text(document.encode()),
+        module.McpHub.from_mcp_json(document),
+    ]
+    for hub in hubs:
+        assert list(hub.clients) == ["one", "two", "bad"]
+        assert repr(hub) == "McpHub(3 servers: 'one', 'two', 'bad')"
+        assert "secret" not in repr(hub) and "invalid" not in repr(hub)
+    with pytest.raises(ConfigError, match=r"cannot read .*missing\.json"):
+        module.McpHub.from_file(tmp_path / "missing.json")
+    with pytest.raises(ConfigError):  # the text is a document, never a path
+        module.McpHub.from_text(str(path))
+    many = module.McpHub.from_text(json.dumps({"mcpServers": {f"s{i:02}": {"url": "ftp://x"} for i in range(12)}}))
+    assert repr(many).startswith("McpHub(12 servers: 's00', 's01',") and repr(many).endswith("'s09', …)")
+    assert repr(module.McpHub({})) == "McpHub(0 servers)"
+
+
+@pytest.mark.parametrize("driver", ["anyio-asyncio", "anyio-trio"])
+async def test_L6_a_client_closed_before_its_task_ran_starts_nothing_and_raises_nothing(driver: str) -> None:
+    """L6: ``async with McpClient(...): pass`` (closed before its background task ever
+    ran) ends quietly: no start-up after close, no error out of the task group."""
+    async with DemoServer().serve() as running:
+        with anyio.fail_after(20):
+            async with mcpcore_anyio.McpClient("py", entry(running.url), listen=False) as client:
+                pass
+            assert not (await client.ready())
+    assert running.server.received == []

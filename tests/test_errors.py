@@ -100,3 +100,113 @@ def test_X1_X5_backend_error_message_is_a_short_escaped_excerpt() -> None:
     # Newlines are kept; a short text is shown whole, without a cut mark.
     assert str(BackendError("line\nnext\x07")) == "the tool reported an error: line\nnext\\x07"
     assert str(BackendError("")) == "the tool reported an error"
+
+
+# --- what a newcomer hits: names, kinds and pickles of the public classes ---------------------
+
+PUBLIC_ERRORS = sorted(
+    name
+    for name in mcpcore.__all__
+    if isinstance(getattr(mcpcore, name), type) and issubclass(getattr(mcpcore, name), McpError)
+)
+
+
+def _globals(data: bytes) -> list[tuple[str, str]]:
+    """The (module, name) pairs a pickle refers to."""
+    import pickletools
+
+    strings: list[str] = []
+    found: list[tuple[str, str]] = []
+    for opcode, arg, _ in pickletools.genops(data):
+        if isinstance(arg, str):
+            strings.append(arg)
+        if opcode.name == "STACK_GLOBAL":
+            found.append((strings[-2], strings[-1]))
+    return found
+
+
+def _instances() -> list[McpError]:
+    return [
+        McpError("plain"),
+        ConfigError("bad", key="url"),
+        ProtocolError("p"),
+        LocalProtocolError("misuse"),
+        mcpcore.InvalidState("start the client first"),
+        mcpcore.InvalidArguments("arguments['x']"),
+        mcpcore.InvalidArguments("arguments", message="call arguments must be a mapping"),
+        mcpcore.InvalidValue("a call timeout must be a positive number of seconds"),
+        RemoteProtocolError("peer"),
+        LimitExceeded("max_pages", 3, "the number of pages"),
+        HandshakeError("version"),
+        TransportError("down"),
+        CallTimeout("slow", tool="s/t", budget=1.5),
+        BackendError("line\nnext\x1b[2J", tool="s/t"),
+        mcpcore.Cancelled("cancelled by the caller", server="s"),
+        Unavailable("refused", server="s"),
+        UnknownTool("add", suggestions=("py/add",)),
+        mcpcore.OutputSchemaViolation("structuredContent broke the schema", keyword="required", tool="s/t"),
+    ]
+
+
+def test_X2_every_public_error_shows_as_mcpcore_in_a_traceback() -> None:
+    """X2: tracebacks and reprs name ``mcpcore.BackendError``, not the private module."""
+    import traceback
+
+    assert {type(e).__name__ for e in _instances()} == set(PUBLIC_ERRORS)
+    for name in PUBLIC_ERRORS:
+        assert getattr(mcpcore, name).__module__ == "mcpcore", name
+    try:
+        raise BackendError("boom", tool="py/add")
+    except BackendError as exc:
+        shown = "".join(traceback.format_exception(exc))
+    assert "mcpcore.BackendError: tool 'py/add' reported an error: boom" in shown
+    assert "_errors" not in shown.splitlines()[-1]
+
+
+def test_X2_errors_pickle_by_reference_with_message_and_attributes() -> None:
+    """X2: an error crosses a process boundary intact (pickled as ``mcpcore.<Name>``)."""
+    import pickle
+
+    for error in _instances():
+        data = pickle.dumps(error)
+        assert ("mcpcore", type(error).__name__) in _globals(data)
+        copy = pickle.loads(data)
+        assert type(copy) is type(error)
+        assert (str(copy), copy.args, vars(copy)) == (str(error), error.args, vars(error))
+
+
+def test_X2_public_classes_named_mcpcore_resolve_and_keep_their_type_hints() -> None:
+    """X2: every public class that shows as ``mcpcore.X`` is ``mcpcore.X`` (so pickles
+    resolve), and its annotations still evaluate there."""
+    import pickle
+    import typing
+
+    renamed = [
+        name
+        for name in mcpcore.__all__
+        if isinstance(getattr(mcpcore, name), type) and getattr(mcpcore, name).__module__ == "mcpcore"
+    ]
+    assert {"Availability", "ClientOptions", "HttpClientEngine", "Catalogue", "UnknownTool"} <= set(renamed)
+    for name in renamed:
+        cls = getattr(mcpcore, name)
+        assert pickle.loads(pickle.dumps(cls)) is cls
+        typing.get_type_hints(cls)
+    assert pickle.loads(pickle.dumps(mcpcore.Availability(False, "down"))) == mcpcore.Availability(False, "down")
+
+
+def test_X2_caller_mistakes_are_also_the_builtin_kind() -> None:
+    """X2: a caller's mistake is a LocalProtocolError and the built-in kind Python code catches."""
+    assert isinstance(mcpcore.InvalidState("x"), RuntimeError)
+    assert isinstance(mcpcore.InvalidArguments("arguments"), TypeError)
+    assert isinstance(mcpcore.InvalidValue("x"), ValueError)
+    for error in (mcpcore.InvalidState("x"), mcpcore.InvalidArguments("a"), mcpcore.InvalidValue("x")):
+        assert isinstance(error, LocalProtocolError) and isinstance(error, McpError)
+
+
+def test_K7_unknown_tool_names_what_was_probably_meant() -> None:
+    """K7: the message says "did you mean ...?" when there is a likely id, and not otherwise."""
+    assert str(UnknownTool("add", suggestions=("py/add",))) == "unknown tool 'add'; did you mean 'py/add'?"
+    several = UnknownTool("add", suggestions=("a/add", "b/add"))
+    assert str(several) == "unknown tool 'add'; did you mean one of 'a/add', 'b/add'?"
+    assert several.suggestions == ("a/add", "b/add")
+    assert str(UnknownTool("nope")) == "unknown tool 'nope'" and UnknownTool("nope").suggestions == ()

@@ -7,6 +7,7 @@ close (H9), size bounds (P6) and malformed replies (P0, P5). No sockets, a fake 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from fake_peer import (
     text_result,
 )
 from mcpcore import (
+    BackendError,
     CallTimeout,
     HandshakeError,
     LimitExceeded,
@@ -1046,3 +1048,177 @@ def test_p6_a_stream_left_open_after_its_response_is_closed_by_the_client() -> N
     assert xid not in link.aborted
     link.advance(0.002)
     assert xid in link.aborted
+
+
+# --- X4: the debug trace -----------------------------------------------------------------------
+
+SECRET_HEADER = "Bearer sk-live-7f3a9c1e5b2d4680aa"
+ARGUMENT_VALUE = "argument-value-9e8d7c6b"
+RESULT_VALUE = "result-value-5a4b3c2d"
+
+
+def _trace(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Every record of the mcpcore hierarchy, formatted (a format error fails here)."""
+    return [f"{r.name} {r.getMessage()}" for r in caplog.records if r.name.startswith("mcpcore")]
+
+
+def test_X4_debug_trace_names_methods_ids_statuses_content_types_version_session_and_times(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """X4: at DEBUG, ``mcpcore`` traces each JSON-RPC method and request id sent and received,
+    each response's HTTP status and content type, the negotiated version, the session id and
+    the time from a request to its response; never a configured header value, an argument
+    value or a result."""
+    server = FakeServer(json_response=False)
+    server.call_handler = lambda message: [
+        notification("notifications/progress", {"progressToken": message["id"], "progress": 1, "total": 2}),
+        text_result(message["id"], RESULT_VALUE),
+    ]
+
+    def slow_call(seen: Seen) -> Reply | None:
+        if seen.message and seen.message.get("method") == "tools/call":
+            link.now += 0.25  # the server takes 250 ms
+        return None
+
+    server.hook = slow_call
+    with caplog.at_level(logging.DEBUG, logger="mcpcore"):
+        link = connect(server, headers={"Authorization": SECRET_HEADER})
+        cid = call(link, arguments={"text": ARGUMENT_VALUE})
+        assert isinstance(outcome(link, cid), CallSucceeded)
+        link.engine.close(link.now)
+        link.pump()
+    trace = _trace(caplog)
+    text = "\n".join(trace)
+    for expected in (
+        "mcpcore.http [srv] POST request initialize id=1 (exchange 1,",
+        "HTTP 200 text/event-stream for exchange 1 (POST request initialize id=1)",
+        "received result id=1 (",
+        "session id 'session-1'",
+        "protocol version 2025-11-25",
+        "server 'fake' version '1'",
+        "POST notification notifications/initialized",
+        "HTTP 202 (no content type)",
+        "POST request tools/list id=2",
+        "tools/list id=2 page 1 answered in",
+        "ready: 2 tools",
+        "GET the server's message stream",
+        "GET stream not available (HTTP 405)",
+        "tools/call 'srv/echo' as request id=3",
+        "POST request tools/call id=3",
+        "received notification notifications/progress",
+        "progress for tools/call id=3: 1 of 2",
+        "received result id=3 (",
+        "tools/call id=3 ('srv/echo') answered in 250.0 ms: 1 content block(s)",
+        "DELETE session 'session-1'",
+    ):
+        assert expected in text, expected
+    for secret in (SECRET_HEADER, "sk-live", ARGUMENT_VALUE, RESULT_VALUE):
+        assert secret not in text
+
+
+def test_X4_debug_trace_of_resumes_expiry_failures_and_timeouts(caplog: pytest.LogCaptureFixture) -> None:
+    """X4: reconnects (with the event id), an expired session and its renewal, a failed
+    exchange, a JSON reply with its size and a call that times out are all traced."""
+    server = FakeServer(polls=1, retry_ms=500)
+    with caplog.at_level(logging.DEBUG, logger="mcpcore"):
+        link = connect(server, headers={"Authorization": SECRET_HEADER})
+        cid = call(link)
+        link.advance(0.5)
+        assert isinstance(outcome(link, cid), CallSucceeded)
+        server.polls = 0
+        server.call_handler = lambda message: [
+            {"jsonrpc": "2.0", "id": "srv-ping-1", "method": "ping"},
+            {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": "bad"}},
+        ]
+        cid = call(link)
+        failed_with(link, cid, BackendError)
+        server.call_handler = None
+        server.sessions.clear()  # H6: the next request gets a 404
+        server.polls = 0
+        server.json_response = True
+        cid = call(link)
+        assert isinstance(outcome(link, cid), CallSucceeded)
+        server.hook = on("tools/call", Reply(200, list(SSE_CT), [], finish="fail"))
+        cid = call(link)
+        failed_with(link, cid, TransportError)
+        server.hook = on("tools/call")  # stalls
+        cid = call(link, timeout=2)
+        link.advance(2)
+        failed_with(link, cid, CallTimeout)
+    text = "\n".join(_trace(caplog))
+    for expected in (
+        "received request ping id='srv-ping-1'",
+        "POST result id='srv-ping-1'",
+        "received error -32602 id=4",
+        "tools/call id=4 answered in 0.0 ms with JSON-RPC error -32602",
+        "the event stream ended on exchange",
+        "reconnecting in 0.5 s after event 'e",
+        "GET to resume the stream of request id=3",
+        "HTTP 404 for exchange",
+        "sent with session id 'session-1': the session expired",
+        "a new session replaces the expired one",
+        "session id 'session-2'",
+        "HTTP 200 application/json for exchange",
+        "bytes of JSON",
+        "broke after",
+        "closed or reset",
+        "timed out after 2 s",
+        "abandoned request id=",
+        "sending notifications/cancelled",
+        "stopped waiting on exchange",
+    ):
+        assert expected in text, expected
+    assert SECRET_HEADER not in text and "sk-live" not in text
+
+
+def test_X4_debug_trace_over_stdio(caplog: pytest.LogCaptureFixture) -> None:
+    """X4: the stdio engine traces each message sent and received by method, id and size."""
+    from mcpcore._engine import StdioClientEngine
+
+    engine = StdioClientEngine(options=SessionOptions(server_name="local"))
+    with caplog.at_level(logging.DEBUG, logger="mcpcore"):
+        engine.start(0.0)
+        sent = engine.data_to_send()
+        engine.receive_data(
+            json.dumps(result(1, {"protocolVersion": "2025-11-25", "capabilities": {}})).encode()
+            + b"\nnot json\n",
+            0.5,
+        )
+    text = "\n".join(_trace(caplog))
+    assert f"mcpcore.stdio [local] sent request initialize id=1 ({len(sent)} bytes)" in text
+    assert "mcpcore.stdio [local] received result id=1 (" in text
+    assert "skipped a line of 8 bytes" in text
+    assert "initialize id=1 answered in 500.0 ms: protocol version 2025-11-25" in text
+    assert "ready: 0 tools" in text
+
+
+# --- the engine's inputs ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("content-type", "application/json"), ("x-token", "value-never-shown")],
+        [(b"content-type", b"application/json"), (b"x-token", "value-never-shown")],
+        [("x-token", b"value-never-shown")],
+        [(b"x-token",)],
+        ["x-token: value-never-shown"],
+        None,
+    ],
+)
+def test_H3_response_started_refuses_header_pairs_that_are_not_bytes(headers: Any) -> None:
+    """H3: header pairs are (bytes, bytes), as on the wire; ``str`` pairs (which would be
+    misread as "no content type") are refused with a TypeError saying so, showing no value."""
+    server = FakeServer()
+    server.hook = on("tools/call", Reply(200, [], [], finish="before-headers"))
+    link = connect(server)
+    cid = call(link)
+    xid = last_xid(link)
+    with pytest.raises(TypeError, match=r"header.*\(bytes, bytes\) pairs") as info:
+        link.engine.response_started(xid, 200, headers, link.now)
+    assert "never-shown" not in str(info.value)
+    # Nothing happened to the exchange: the right pairs still work.
+    link.engine.response_started(xid, 200, list(JSON_CT), link.now)
+    link.engine.response_data(xid, json.dumps(text_result(cid, "ok")).encode(), link.now)
+    link.engine.response_ended(xid, link.now)
+    assert isinstance(outcome(link, cid), CallSucceeded)

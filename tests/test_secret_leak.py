@@ -394,3 +394,49 @@ def test_X5_response_failed_refuses_a_plain_string() -> None:
     [request] = link.engine.take_actions()
     with pytest.raises(TypeError, match="TransportFailure"):
         link.engine.response_failed(request.exchange_id, "Illegal header value", link.now)  # type: ignore[arg-type]
+
+
+@settings(max_examples=30, deadline=None)
+@given(secret=secrets)
+def test_C8_X4_the_engines_debug_trace_never_shows_secrets_arguments_or_results(secret: str) -> None:
+    """C8, X4: the DEBUG trace (methods, ids, statuses, content types, session ids, sizes,
+    timings) over a start, calls (SSE, polled and resumed, JSON), HTTP errors, a broken
+    stream, an expired session, a timeout and close shows no header value, no URL query and
+    no argument or result value (the fake server echoes the arguments as the result)."""
+    from fake_peer import URL, FakeServer, Link, Reply
+    from mcpcore import HttpClientEngine, SessionOptions
+
+    server = FakeServer(polls=1)
+    remote = RemoteServer(
+        name="leak",
+        url=f"{URL}?token={secret}",
+        headers={"Authorization": f"Bearer {secret}", "X-Key": secret},
+    )
+    engine = HttpClientEngine(remote, options=SessionOptions(server_name="leak"))
+    link = Link(engine, server)
+
+    def call(arguments: dict[str, Any], timeout: float | None = None) -> None:
+        engine.call("leak/echo", arguments, link.now, timeout=timeout)
+        link.advance(3)
+
+    with debug_records() as records:
+        link.start()
+        call({"text": secret})
+        server.polls = 0
+        server.json_response = True
+        call({"nested": [secret]})
+        server.hook = lambda seen: Reply(401, [(b"content-type", b"text/plain")], [b"no"]) if seen.message and seen.message.get("method") == "tools/call" else None
+        call({"text": secret})
+        server.hook = lambda seen: Reply(200, [(b"content-type", b"text/event-stream")], [], finish="fail") if seen.message and seen.message.get("method") == "tools/call" else None
+        call({"text": secret})
+        server.hook = None
+        server.sessions.clear()
+        call({"text": secret})
+        server.hook = lambda seen: Reply(200, [(b"content-type", b"text/event-stream")], [], finish="stall") if seen.message and seen.message.get("method") == "tools/call" else None
+        call({"text": secret}, timeout=1)
+        engine.close(link.now)
+        link.pump()
+    assert any("HTTP 401" in text for text in records.texts)
+    assert any("session id 'session-2'" in text for text in records.texts)
+    assert leaks(secret, records.texts) == []
+    assert any(secret in str(request.headers) for request in link.requests)  # really sent

@@ -1002,3 +1002,61 @@ def test_h6_expiry_outside_start_up_and_ready_is_ignored() -> None:
     session.close(NOW)
     session.session_expired([], NOW)  # CLOSED
     assert session.take_outgoing() == []
+
+
+# --- what a newcomer hits: usage mistakes and unknown ids ---------------------------------------
+
+
+def test_K7_unknown_tool_says_which_id_was_probably_meant() -> None:
+    """K7: a plain tool name, another case or another server's prefix gets "did you mean";
+    nothing is sent."""
+    session = ready()
+    for written, meant in (
+        ("echo", "srv/echo"),
+        ("Slow_One", "srv/slow_one"),
+        ("SRV/Echo", "srv/echo"),
+        ("github/echo", "srv/echo"),
+    ):
+        with pytest.raises(UnknownTool) as info:
+            session.call(written, None, NOW)
+        assert info.value.tool_id == written and info.value.suggestions == (meant,)
+        assert str(info.value) == f"unknown tool {written!r}; did you mean {meant!r}?"
+    with pytest.raises(UnknownTool) as info:
+        session.call("srv/nothing", None, NOW)
+    assert info.value.suggestions == () and "did you mean" not in str(info.value)
+    assert session.take_outgoing() == [] and session.is_idle
+
+
+def test_K1_K2_usage_mistakes_are_builtin_kinds_and_still_local_protocol_errors() -> None:
+    """K1, K2: arguments that are not a mapping are a TypeError, a timeout that is not a
+    positive number a ValueError, a call or command at the wrong time a RuntimeError; each
+    is still a LocalProtocolError, and nothing is sent."""
+    from mcpcore import InvalidArguments, InvalidState, InvalidValue
+
+    fresh = ClientSession(opts())
+    with pytest.raises(RuntimeError) as wrong_time:
+        fresh.call("srv/echo", None, NOW)
+    assert isinstance(wrong_time.value, InvalidState) and isinstance(wrong_time.value, LocalProtocolError)
+    with pytest.raises(RuntimeError):
+        fresh.refresh(NOW)
+    session = ready()
+    with pytest.raises(TypeError, match=r"must be a mapping .*not str") as not_mapping:
+        session.call("srv/echo", '{"text": "hi"}', NOW)  # type: ignore[arg-type]
+    assert isinstance(not_mapping.value, InvalidArguments) and isinstance(not_mapping.value, LocalProtocolError)
+    for bad in (0, -1.0, float("nan"), "30", True, None.__class__):
+        with pytest.raises(ValueError, match="a call timeout must be a positive number of seconds") as info:
+            session.call("srv/echo", None, NOW, timeout=bad)  # type: ignore[arg-type]
+        assert isinstance(info.value, InvalidValue) and isinstance(info.value, LocalProtocolError)
+    with pytest.raises(RuntimeError):
+        session.start(NOW)
+    assert session.take_outgoing() == [] and session.is_idle
+
+
+def test_L3_availability_is_falsy_when_the_server_is_not_ready() -> None:
+    """L3: ``if not await client.ready():`` fires exactly when the server is unavailable."""
+    assert not Availability(False, "down") and not Availability(ok=False)
+    assert Availability(True)
+    link = connect()
+    assert link.engine.availability and link.engine.availability.ok
+    link.engine.close(link.now)
+    assert not link.engine.availability

@@ -173,3 +173,33 @@ def test_C4_C2_hub_entries_refuse_a_name_holding_the_separator() -> None:
     entries = hub_entries(twice, {}, env={}, home="/h")
     assert list(entries) == ["dup"] and isinstance(entries["dup"], ConfigError)
     assert "same name" in str(entries["dup"])
+
+
+@pytest.mark.parametrize("option", ["call_timeout", "startup_timeout", "call_timeout_max"])
+@pytest.mark.parametrize("bad", [0, -5.0, float("nan"), "30", True])
+def test_K2_a_time_option_that_is_not_positive_is_a_value_error_naming_it(option: str, bad: object) -> None:
+    """K2: a time limit that is not a positive number of seconds is refused at once, naming
+    the option: a ValueError (and a LocalProtocolError); a client's ``call_timeout`` setter too."""
+    import mcpcore_threaded
+    from mcpcore import InvalidValue, LocalProtocolError
+
+    remote = RemoteServer(name="r", url="https://a.example/mcp")
+    with pytest.raises(ValueError, match=f"^{option} must be a positive number of seconds") as info:
+        prepare_client("r", remote, {option: bad}, env={}, home="/h")  # type: ignore[misc]
+    assert isinstance(info.value, InvalidValue) and isinstance(info.value, LocalProtocolError)
+    client = mcpcore_threaded.McpClient("r", remote)
+    with pytest.raises(ValueError, match="call_timeout must be a positive number"):
+        client.call_timeout = bad  # type: ignore[assignment]
+    assert client.call_timeout == 300.0
+
+
+def test_ClientOptions_is_public_and_documents_every_option() -> None:
+    """Every option ``McpClient`` takes is exported as ``mcpcore.ClientOptions`` and its
+    docstring says what it means and its default."""
+    import mcpcore
+    from mcpcore._setup import ClientOptions
+
+    assert mcpcore.ClientOptions is ClientOptions and "ClientOptions" in mcpcore.__all__
+    doc = ClientOptions.__doc__ or ""
+    for option in ClientOptions.__annotations__:
+        assert f"``{option}`` (" in doc, option

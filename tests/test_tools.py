@@ -617,3 +617,55 @@ def test_t3_a_listed_tool_is_the_tool_the_constructor_builds(
     assert vars(listed) == vars(built)
     assert listed == built and hash(listed) == hash(built) and repr(listed) == repr(built)
     assert listed.id == "srv/" + ascii_lower(name)
+
+
+# --- K7: what an unknown id probably meant ----------------------------------------------
+
+
+def test_K7_suggestions_for_an_unknown_id() -> None:
+    """K7: a different case, a plain tool name, another server's prefix; never the id itself."""
+    from mcpcore._tools import suggest_ids
+
+    cat = Catalogue.from_listing("py", [raw("add"), raw("Sub"), raw("a.b")])
+    assert cat.ids() == ("py/add", "py/sub", "py/a.b")
+    assert cat.suggest("add") == ("py/add",)
+    assert cat.suggest("SUB") == ("py/sub",)
+    assert cat.suggest("Py/Add") == ("py/add",)
+    assert cat.suggest("js/add") == ("py/add",)
+    assert cat.suggest("a.b") == ("py/a.b",)
+    assert cat.suggest("mul") == () and cat.suggest("py/mul") == ()
+    ids = ["a/add", "b/add", "c/add", "d/add"]
+    assert suggest_ids("add", ids) == ("a/add", "b/add", "c/add")  # at most three
+    assert suggest_ids("a/add", ids) == ("b/add", "c/add", "d/add")  # never the id itself
+    assert suggest_ids("A/ADD", ids) == ("a/add",)  # the exact id in another case wins
+    assert suggest_ids("add", ["py.add"], ".") == ("py.add",)
+    assert suggest_ids(None, ids) == () and suggest_ids("add", ids, "") == ()
+
+
+# --- K5: jsonschema comes with the package ----------------------------------------------
+
+
+def test_K5_jsonschema_is_a_regular_dependency_and_the_schema_extra_stays() -> None:
+    """K5: validation is on out of the box: jsonschema is a dependency, not an extra
+    (``mcpcore[schema]`` still installs, as an empty alias), and the core still imports
+    it lazily only (X3, checked by test_core_purity)."""
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    names = [re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0] for requirement in project["dependencies"]]
+    assert "jsonschema" in names
+    assert project["optional-dependencies"]["schema"] == []
+
+
+def test_K5_the_missing_jsonschema_warning_says_how_to_fix_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """K5: should jsonschema be missing anyway, the one warning says what to run."""
+    monkeypatch.setitem(__import__("sys").modules, "jsonschema", None)
+    monkeypatch.setitem(__import__("sys").modules, "jsonschema.validators", None)
+    with caplog.at_level(logging.WARNING, logger="mcpcore.schema"):
+        Catalogue.from_listing("srv", [raw("a", outputSchema={"type": "object"})])
+    [record] = [r for r in caplog.records if r.name == "mcpcore.schema"]
+    assert "outputSchema validation is off" in record.getMessage()
+    assert "pip install jsonschema" in record.getMessage()

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ._registry import RegistrationContract, register_catalogue, sync_registry
+from ._session import positive_seconds
 
 if TYPE_CHECKING:
     from ._engine import HttpClientEngine, StdioClientEngine
@@ -75,7 +76,7 @@ class ClientBase:
 
     @call_timeout.setter
     def call_timeout(self, value: float) -> None:
-        self._set_options(call_timeout=float(value))
+        self._set_options(call_timeout=positive_seconds(value, "call_timeout"))
 
     @property
     def policy(self) -> str:

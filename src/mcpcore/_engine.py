@@ -19,29 +19,40 @@ Driving one by hand (see docs/engine.md for a runnable version)::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._config import RemoteServer
 from ._errors import McpError, TransportError
+from ._escape import excerpt
 from ._events import Action, Event, StartFailed
 from ._failure import TransportFailure
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
-from ._jsonrpc import decode_message, encode_message
+from ._jsonrpc import decode_message, describe_message, encode_message
 from ._session import ClientSession, SessionOptions, SessionState
 from ._stdio import LineFramer, frame_message
 from ._tools import Catalogue
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
 
+_stdio_log = logging.getLogger("mcpcore.stdio")
+_DEBUG = logging.DEBUG
+
 
 @dataclass(frozen=True, slots=True)
 class Availability:
-    """Whether a server can take calls now (L3); ``reason`` says why not."""
+    """Whether a server can take calls now (L3); ``reason`` says why not.
+
+    True exactly when ``ok``, so ``if not await client.ready(): ...`` works.
+    """
 
     ok: bool
     reason: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.ok
 
 
 class _EngineBase:
@@ -135,6 +146,7 @@ class HttpClientEngine(_EngineBase):
             display_url=server.display_url,
             limits=limits,
             listen=listen,
+            name=options.server_name,
         )
 
     # --- transport input ---------------------------------------------------------
@@ -178,7 +190,7 @@ class HttpClientEngine(_EngineBase):
         self.http.drop_exchanges(keep_notices=True)
         self.session.close(now)
         self._pump(now)
-        self.http.end_session()
+        self.http.end_session(now)
 
     # --- outputs -------------------------------------------------------------------
 
@@ -231,6 +243,7 @@ class StdioClientEngine(_EngineBase):
         super().__init__(options)
         self._framer = LineFramer(max_line_size=max_line_size)
         self._outgoing = bytearray()
+        self._tag = f"[{excerpt(self.session.options.server_name, 60)}]"  # X4
 
     def receive_data(self, data: bytes, now: float) -> None:
         try:
@@ -238,12 +251,19 @@ class StdioClientEngine(_EngineBase):
         except McpError as exc:
             self._transport_lost(f"the server's output broke a limit: {exc}", now)
             return
+        debug = _stdio_log.isEnabledFor(_DEBUG)
         for line in lines:
             try:
                 message = decode_message(line)
-            except McpError:
+            except McpError as exc:
                 # P5: a malformed line fails nothing but itself on stdio.
+                if debug:
+                    _stdio_log.debug("%s skipped a line of %d bytes: %s", self._tag, len(line), exc)
                 continue
+            if debug:
+                _stdio_log.debug(
+                    "%s received %s (%d bytes)", self._tag, describe_message(message), len(line)
+                )
             self.session.receive_message(message, now)
         self._pump(now)
 
@@ -276,9 +296,20 @@ class StdioClientEngine(_EngineBase):
             session.take_abandoned()  # nothing to drop on stdio beyond the notice
             for message, body in session.take_outgoing_encoded():
                 moved = True
-                self._outgoing += frame_message(body or encode_message(message))
+                frame = frame_message(body or encode_message(message))
+                if _stdio_log.isEnabledFor(_DEBUG):
+                    _stdio_log.debug(
+                        "%s sent %s (%d bytes)", self._tag, describe_message(message), len(frame)
+                    )
+                self._outgoing += frame
             for event in session.take_events():
                 moved = True
                 self._events.append(event)
             if not moved:
                 return
+
+
+# The public classes name their public module (in reprs and tracebacks).
+for _public in (Availability, HttpClientEngine, StdioClientEngine):
+    _public.__module__ = "mcpcore"
+del _public

@@ -7,6 +7,16 @@ Rules that every subclass follows:
   name keys, URLs as configured (without query), tool names and limits.
 * Server-provided text placed in a message is escaped first (X1), with
   :func:`mcpcore._escape.escape_text`, and cut to a short excerpt.
+* A mistake of the caller (a call before start, arguments that are not a
+  mapping, a timeout that is not positive) is a ``LocalProtocolError`` *and*
+  the built-in kind Python code expects for it: ``InvalidState`` is a
+  ``RuntimeError``, ``InvalidArguments`` a ``TypeError``, ``InvalidValue`` a
+  ``ValueError``.
+
+Every public class here shows as ``mcpcore.<Name>`` (its ``__module__``), in a
+traceback too, and pickles by reference to that name; an error pickles with
+its message and attributes as they are (``__reduce__``), not by calling its
+constructor again.
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ __all__ = [
     "ConfigError",
     "HandshakeError",
     "InvalidArguments",
+    "InvalidState",
+    "InvalidValue",
     "LimitExceeded",
     "LocalProtocolError",
     "McpError",
@@ -33,6 +45,19 @@ __all__ = [
 
 class McpError(Exception):
     """Base of every error raised by mcpcore and its drivers."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Rebuilt from its message and attributes as they are: the constructors
+        # word their message from keyword arguments, so calling one again with
+        # ``args`` (the default) would word it twice, or fail.
+        return (_restore, (type(self), self.args), self.__dict__ or None)
+
+
+def _restore(cls: type[McpError], args: tuple[object, ...]) -> McpError:
+    """An error of ``cls`` with ``args``, its constructor not called (unpickling)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    return error
 
 
 class ConfigError(McpError):
@@ -54,16 +79,34 @@ class LocalProtocolError(ProtocolError):
     """The caller drove the engine in a way the protocol does not allow."""
 
 
-class InvalidArguments(LocalProtocolError, TypeError):
-    """A call's arguments cannot be sent as JSON (K9): NaN, a set, an object...
+class InvalidState(LocalProtocolError, RuntimeError):
+    """The caller did something at the wrong time: a call before the client was
+    started, a second start, a command the session's state does not allow.
 
-    ``path`` names the offending argument (``arguments['x'][2]``); the call was
-    never registered or sent. Also a ``TypeError``: it is a caller's mistake.
+    Also a ``RuntimeError``: it is a caller's mistake, not the server's.
     """
 
-    def __init__(self, path: str) -> None:
-        super().__init__(f"the call's arguments cannot be sent as JSON: {path} is not a JSON value")
+
+class InvalidArguments(LocalProtocolError, TypeError):
+    """A call's arguments are not a mapping, or cannot be sent as JSON (K9): NaN, a set,
+    an object...
+
+    ``path`` names the offending argument (``arguments['x'][2]``, or ``arguments``
+    itself); the call was never registered or sent. Also a ``TypeError``: it is a
+    caller's mistake. ``message`` replaces the default wording.
+    """
+
+    def __init__(self, path: str, *, message: str | None = None) -> None:
+        super().__init__(
+            message or f"the call's arguments cannot be sent as JSON: {path} is not a JSON value"
+        )
         self.path = path
+
+
+class InvalidValue(LocalProtocolError, ValueError):
+    """A value the caller passed is out of range: a call timeout that is not a positive
+    number of seconds, say. Also a ``ValueError``: it is a caller's mistake.
+    """
 
 
 class RemoteProtocolError(ProtocolError):
@@ -109,14 +152,17 @@ class BackendError(McpError):
     server text**: it may be very long and may hold terminal escapes or other
     control characters, so escape it (``mcpcore.escape_text``) before showing
     it. The message (``str(exc)``) holds only an escaped excerpt of it, newlines
-    kept, cut at a few hundred characters with "…" (X1, X5).
+    kept, cut at a few hundred characters with "…" (X1, X5). ``output`` is the
+    whole result (a ``ToolOutput``, with its content blocks, K8) when the error
+    came from a result that said ``isError``.
     """
 
-    def __init__(self, text: str, *, tool: str | None = None) -> None:
+    def __init__(self, text: str, *, tool: str | None = None, output: object = None) -> None:
         prefix = f"tool {tool!r} reported an error" if tool else "the tool reported an error"
         super().__init__(f"{prefix}: {_excerpt(text)}" if text else prefix)
         self.text = text
         self.tool = tool
+        self.output = output
 
 
 def _excerpt(text: str) -> str:
@@ -152,8 +198,42 @@ class Unavailable(McpError):
 
 
 class UnknownTool(McpError):
-    """No tool with that id is in the catalogue (K7)."""
+    """No tool with that id is in the catalogue (K7).
 
-    def __init__(self, tool_id: str) -> None:
-        super().__init__(f"unknown tool {tool_id!r}")
+    ``suggestions`` holds the ids the caller may have meant (the plain tool name
+    without its server, a different case, another server's prefix), at most a
+    few; the message names them ("did you mean 'py/add'?").
+    """
+
+    def __init__(self, tool_id: str, *, suggestions: tuple[str, ...] = ()) -> None:
+        message = f"unknown tool {tool_id!r}"
+        if len(suggestions) == 1:
+            message += f"; did you mean {suggestions[0]!r}?"
+        elif suggestions:
+            message += f"; did you mean one of {', '.join(map(repr, suggestions))}?"
+        super().__init__(message)
         self.tool_id = tool_id
+        self.suggestions = suggestions
+
+
+# Tracebacks and reprs name the public module, where every one of these lives.
+for _public in (
+    McpError,
+    ConfigError,
+    ProtocolError,
+    LocalProtocolError,
+    InvalidState,
+    InvalidArguments,
+    InvalidValue,
+    RemoteProtocolError,
+    LimitExceeded,
+    HandshakeError,
+    TransportError,
+    CallTimeout,
+    BackendError,
+    Cancelled,
+    Unavailable,
+    UnknownTool,
+):
+    _public.__module__ = "mcpcore"
+del _public

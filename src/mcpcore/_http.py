@@ -11,6 +11,13 @@ driver reports what came back through ``response_started`` / ``response_data``
 / ``response_ended`` / ``response_failed``; what that means for the session
 comes out of ``take_upward`` (messages, failed requests, expiry) and what the
 driver must do out of ``take_actions``.
+
+X4: at DEBUG, ``mcpcore.http`` traces every exchange — what each POST carries
+(method and request id, body size), each GET and DELETE, the status and content
+type of each response with the time it took, every message received (kind,
+method, id, size), the session id the server gave (escaped, cut short),
+failures, resumptions and expiry. Never a header value the client sends, a
+URL's query, an argument value or a result body.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
+from typing import NoReturn, Union
 from urllib.parse import urlsplit, urlunsplit
 
 from ._errors import (
@@ -41,6 +48,7 @@ from ._jsonrpc import (
     Request,
     Result,
     decode_message,
+    describe_message,
     encode_message,
 )
 from ._sse import SSEDecoder, SSEEvent
@@ -48,6 +56,8 @@ from ._sse import SSEDecoder, SSEEvent
 __all__ = ["HttpLimits", "HttpMapping", "MessageArrived", "RequestFailed", "SessionExpired"]
 
 _log = logging.getLogger("mcpcore.http")
+_DEBUG = logging.DEBUG
+_SHOWN_SESSION_ID = 40  # characters of a session id a debug record shows
 
 _ACCEPT_BOTH = b"application/json, text/event-stream"
 _ERROR_EXCERPT_BYTES = 512
@@ -136,6 +146,7 @@ class _Exchange:
     decoder: SSEDecoder | None = None
     new_event: bool = False
     candidate_session_id: str | None = None
+    opened_at: float = 0.0  # the ``now`` it was asked for (X4: timings)
 
 
 @dataclass(slots=True)
@@ -164,9 +175,12 @@ class HttpMapping:
         display_url: str | None = None,
         limits: HttpLimits | None = None,
         listen: bool = True,
+        name: str | None = None,
     ) -> None:
         self.url = url
         self.display_url = display_url or _strip_query(url)
+        # X4: how debug records name this server: its name, else the URL without query.
+        self._tag = f"[{excerpt(name if name is not None else self.display_url, 80)}]"
         self.limits = limits or HttpLimits()
         self.listen = listen
         self._extra_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in headers]
@@ -299,6 +313,14 @@ class HttpMapping:
                 self._answers_open.add(xid)
         if isinstance(message, Notification) and message.method == "notifications/initialized":
             self._gate = xid
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s POST %s (exchange %d, %d bytes)",
+                self._tag,
+                describe_message(message),
+                xid,
+                len(body),
+            )
 
     def _drop_answer(self) -> None:
         self._answers_dropped += 1
@@ -325,6 +347,9 @@ class HttpMapping:
                 break
         xid = self._by_request.pop(request_id, None)
         if xid is not None and xid in self._exchanges:
+            _log.debug(
+                "%s stopped waiting on exchange %d for request id=%d", self._tag, xid, request_id
+            )
             self._abort(xid)
 
     def start_listening(self) -> None:
@@ -364,11 +389,16 @@ class HttpMapping:
         self.protocol_version = None
         self._awaiting_session = False
 
-    def end_session(self) -> None:
+    def end_session(self, now: float | None = None) -> None:
         """H9: DELETE the session when there is one (best effort, short timeout)."""
+        if now is not None:
+            self._last_now = now
         if self.session_id is None:
             return
         xid = self._open(_Kind.DELETE, None, None)
+        _log.debug(
+            "%s DELETE session %s (exchange %d)", self._tag, _shown_session(self.session_id), xid
+        )
         self._actions.append(
             HttpRequest(
                 exchange_id=xid,
@@ -416,11 +446,16 @@ class HttpMapping:
     def response_started(
         self, exchange_id: int, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
     ) -> None:
+        """The status line and headers arrived. ``headers`` are ``(bytes, bytes)`` pairs,
+        as HTTP libraries give them (``TypeError`` otherwise)."""
+        headers = _header_pairs(headers)
         self._last_now = now
         ex = self._exchanges.get(exchange_id)
         if ex is None:
             return
         ex.status = status
+        if _log.isEnabledFor(_DEBUG):
+            self._log_response(ex, status, headers, now)
         if ex.kind is _Kind.DELETE:
             ex.mode = _Mode.IGNORE
             return
@@ -440,7 +475,7 @@ class HttpMapping:
             return
         if ex.kind is _Kind.LISTEN and status >= 300:
             # H8: 405 means no GET stream; 409 means one is open already. Neither is fatal.
-            _log.debug("GET stream not available (HTTP %d)", status)
+            _log.debug("%s GET stream not available (HTTP %d)", self._tag, status)
             self._listen_refused_for = ex.sent_session_id
             self._finish(ex)
             return
@@ -488,6 +523,20 @@ class HttpMapping:
             # H2: remembered now, adopted only if the reply is a result (not an error).
             ex.candidate_session_id = _header(headers, b"mcp-session-id") or None
 
+    def _log_response(
+        self, ex: _Exchange, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
+    ) -> None:
+        content_type = _header(headers, b"content-type")
+        _log.debug(
+            "%s HTTP %d %s for exchange %d (%s) after %.1f ms",
+            self._tag,
+            status,
+            excerpt(content_type, 80) if content_type else "(no content type)",
+            ex.id,
+            _exchange_what(ex),
+            (now - ex.opened_at) * 1000,
+        )
+
     def response_data(self, exchange_id: int, data: bytes, now: float) -> None:
         self._last_now = now
         ex = self._exchanges.get(exchange_id)
@@ -532,12 +581,13 @@ class HttpMapping:
             # Decoded from the buffer itself, which is released before parsing:
             # copying it to bytes first held a large body three times over.
             body, ex.body = ex.body, bytearray()
+            size = len(body)
             try:
                 message = decode_message(body, release=True)
             except McpError as exc:
                 self._fail(ex, exc, now)
                 return
-            self._deliver(ex, message, now)
+            self._deliver(ex, message, now, size)
             if not self._response_seen(ex):
                 self._fail(
                     ex,
@@ -575,6 +625,15 @@ class HttpMapping:
         ex = self._exchanges.get(exchange_id)
         if ex is None:
             return
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s exchange %d (%s) broke after %.1f ms: %s",
+                self._tag,
+                ex.id,
+                _exchange_what(ex),
+                (now - ex.opened_at) * 1000,
+                failure.describe(),
+            )
         if ex.kind is _Kind.DELETE or ex.mode is _Mode.IGNORE:
             self._finish(ex)
             return
@@ -613,7 +672,12 @@ class HttpMapping:
         xid = self._next_xid
         self._next_xid += 1
         self._exchanges[xid] = _Exchange(
-            id=xid, kind=kind, message=message, stream=stream, sent_session_id=self.session_id
+            id=xid,
+            kind=kind,
+            message=message,
+            stream=stream,
+            sent_session_id=self.session_id,
+            opened_at=self._last_now,
         )
         if stream is not None and stream.request_id is not None:
             self._by_request[stream.request_id] = xid
@@ -624,6 +688,18 @@ class HttpMapping:
         headers = self._headers(b"text/event-stream")
         if stream.last_event_id:  # an empty id means none (WHATWG sends no header)
             headers.append((b"last-event-id", stream.last_event_id.encode("utf-8")))
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s GET %s (exchange %d)%s",
+                self._tag,
+                "the server's message stream"
+                if stream.request_id is None
+                else f"to resume the stream of request id={stream.request_id}",
+                xid,
+                f", after event '{excerpt(stream.last_event_id, 40)}'"
+                if stream.last_event_id
+                else "",
+            )
         self._actions.append(
             HttpRequest(exchange_id=xid, method="GET", url=self.url, headers=headers)
         )
@@ -656,6 +732,10 @@ class HttpMapping:
 
     def _fail(self, ex: _Exchange, error: McpError, now: float) -> None:
         """The exchange failed: its request (if any) fails with ``error`` (P5)."""
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s exchange %d (%s) failed: %s", self._tag, ex.id, _exchange_what(ex), error
+            )
         if ex.id in self._exchanges:
             self._actions.append(AbortExchange(exchange_id=ex.id))
         self._finish(ex)
@@ -679,6 +759,14 @@ class HttpMapping:
             self._actions.append(AbortExchange(exchange_id=ex.id))
         self._finish(ex)
         stale = ex.sent_session_id != self.session_id
+        _log.debug(
+            "%s HTTP 404 for exchange %d (%s), sent with session id %s: the session %s",
+            self._tag,
+            ex.id,
+            _exchange_what(ex),
+            _shown_session(ex.sent_session_id),
+            "had already been replaced" if stale else "expired",
+        )
         if not stale:
             self.session_id = None
             self.protocol_version = None
@@ -739,10 +827,19 @@ class HttpMapping:
         except McpError as exc:
             self._fail(ex, exc, now)
             return False
-        self._deliver(ex, message, now)
+        self._deliver(ex, message, now, len(data))
         return True
 
-    def _deliver(self, ex: _Exchange, message: Message, now: float) -> None:
+    def _deliver(self, ex: _Exchange, message: Message, now: float, size: int) -> None:
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s received %s (%d %s, exchange %d)",
+                self._tag,
+                describe_message(message),
+                size,
+                "characters in an SSE event" if ex.mode is _Mode.SSE else "bytes of JSON",
+                ex.id,
+            )
         stream = ex.stream
         if (
             stream is not None
@@ -761,6 +858,13 @@ class HttpMapping:
                 self._awaiting_session = False
                 if ex.candidate_session_id is not None:
                     self.session_id = ex.candidate_session_id
+                _log.debug(
+                    "%s session id %s",
+                    self._tag,
+                    _shown_session(ex.candidate_session_id)
+                    if ex.candidate_session_id is not None
+                    else "none given (a stateless server)",
+                )
             if ex.mode is _Mode.SSE:
                 # The server should now end the stream; one that keeps it open
                 # would hold a pooled connection forever, so it gets a short grace.
@@ -808,6 +912,21 @@ class HttpMapping:
             # `retry` may come in a block of its own, which dispatches no event.
             stream.retry = ex.decoder.retry / 1000.0
         delay = stream.retry if stream.retry is not None else self.limits.default_retry
+        if _log.isEnabledFor(_DEBUG):
+            quiet = stream.quiet_reconnects
+            _log.debug(
+                "%s %s on exchange %d; reconnecting in %g s%s%s",
+                self._tag,
+                what,
+                ex.id,
+                delay,
+                f" after event '{excerpt(stream.last_event_id, 40)}'"
+                if stream.last_event_id
+                else "",
+                f" ({quiet} in a row without a new event, at most {self.limits.max_reconnects})"
+                if quiet
+                else "",
+            )
         kind = _Kind.LISTEN if stream.request_id is None else _Kind.RESUME
         if kind is _Kind.LISTEN:
             self._listening = True
@@ -838,6 +957,52 @@ def _what(message: Message | None) -> str:
     return "answer" if isinstance(message, (Result, ErrorResponse)) else "message"
 
 
+def _header_pairs(headers: Sequence[tuple[bytes, bytes]]) -> Sequence[tuple[bytes, bytes]]:
+    """``headers`` as a sequence, each pair checked to be ``(bytes, bytes)``.
+
+    A ``str`` pair would otherwise never match a name and be misread (as "no
+    content type", say), so it is refused with a ``TypeError`` naming the types
+    only: no value is shown (a header may hold a secret). An iterator is taken
+    into a list first, so that checking it does not use it up.
+    """
+    if not isinstance(headers, (list, tuple)):
+        try:
+            headers = list(headers)
+        except TypeError:
+            _refuse_headers(f"a {type(headers).__name__}, not a sequence of pairs")
+    for pair in headers:
+        try:
+            name, value = pair
+        except (TypeError, ValueError):
+            _refuse_headers(f"a {type(pair).__name__} that is not a pair")
+        if not (isinstance(name, bytes) and isinstance(value, bytes)):
+            _refuse_headers(f"a ({type(name).__name__}, {type(value).__name__}) pair")
+    return headers
+
+
+def _refuse_headers(got: str) -> NoReturn:
+    raise TypeError(
+        "response_started takes the response headers as (bytes, bytes) pairs, "
+        f"e.g. [(b'content-type', b'application/json')]; got {got}"
+    )
+
+
+def _exchange_what(ex: _Exchange) -> str:
+    """What an exchange carries, for debug records (X4): no header, no body."""
+    if ex.kind is _Kind.POST:
+        return "POST " + (describe_message(ex.message) if ex.message is not None else "message")
+    if ex.kind is _Kind.DELETE:
+        return "DELETE"
+    if ex.kind is _Kind.RESUME and ex.stream is not None:
+        return f"GET resuming request id={ex.stream.request_id}"
+    return "GET message stream"
+
+
+def _shown_session(session_id: str | None) -> str:
+    """A session id for a debug record: a server value, so escaped and cut short (X4)."""
+    return "none" if session_id is None else f"'{excerpt(session_id, _SHOWN_SESSION_ID)}'"
+
+
 def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str:
     for key, value in headers:
         if key.lower() == name:
@@ -848,3 +1013,6 @@ def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str:
 def _strip_query(url: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+HttpLimits.__module__ = "mcpcore"  # exported and documented as mcpcore.HttpLimits

@@ -33,6 +33,7 @@ __all__ = [
     "Result",
     "decode_message",
     "decode_value",
+    "describe_message",
     "encode_message",
 ]
 
@@ -317,3 +318,25 @@ def encode_message(msg: Message) -> bytes:
         # A lone surrogate (which a peer can send as an escape) has no UTF-8
         # form; the \\uXXXX escape keeps it and is plain ASCII.
         return _ascii_encoder.encode(obj).encode("ascii")
+
+
+def describe_message(message: Message) -> str:
+    """A short, safe description of ``message`` for debug logs (X4).
+
+    Its kind, method and id only: never params, results or error text, which may
+    hold argument values, tool output or anything a server chose to send. A
+    server's method name or string id is escaped and cut short (X1).
+    """
+    if isinstance(message, Request):
+        return f"request {excerpt(message.method, 60)} id={_shown_id(message.id)}"
+    if isinstance(message, Notification):
+        return f"notification {excerpt(message.method, 60)}"
+    if isinstance(message, Result):
+        return f"result id={_shown_id(message.id)}"
+    return f"error {_shown_id(message.code)} id={_shown_id(message.id)}"
+
+
+def _shown_id(value: object) -> str:
+    if type(value) is int:
+        return str(value)
+    return excerpt(repr(value), 40)

@@ -86,6 +86,9 @@ class OutputSchemaViolation(RemoteProtocolError):
         self.tool = tool
 
 
+OutputSchemaViolation.__module__ = "mcpcore"  # shown as mcpcore.OutputSchemaViolation
+
+
 # --- typed content blocks (K8) ---------------------------------------------------------
 
 _short = reprlib.Repr()

@@ -1,9 +1,12 @@
 """Output-schema validation (K5): the only module that touches ``jsonschema``.
 
-``jsonschema`` is an optional extra (``mcpcore[schema]``). It is imported lazily,
-inside :func:`compile_schema`, so ``import mcpcore`` never imports it. Without it,
-:func:`compile_schema` returns ``None`` (validation is off) and says so once per
-process with a logging ``WARNING``.
+``jsonschema`` is a dependency of the package (the ``schema`` extra is kept, empty,
+for compatibility), but the core's own imports stay standard-library only (X3):
+it is imported lazily, inside :func:`compile_schema`, the first time a tool
+declares an ``outputSchema``, so ``import mcpcore`` never imports it. Should it
+be missing anyway (a vendored core, a broken environment), :func:`compile_schema`
+returns ``None`` (validation is off) and says so once per process with a logging
+``WARNING`` that says how to fix it.
 
 A schema that ``jsonschema`` rejects raises :class:`SchemaInvalid`, so the tools
 layer can drop it at listing with a warning and keep the tool callable (K5).
@@ -33,7 +36,10 @@ __all__ = [
 
 _log = logging.getLogger("mcpcore.schema")
 
-_ABSENT_MESSAGE = "jsonschema is not installed: outputSchema validation is off"
+_ABSENT_MESSAGE = (
+    "jsonschema is not installed: outputSchema validation is off; "
+    "install it with `pip install jsonschema` (mcpcore depends on it)"
+)
 
 
 class Validator(Protocol):

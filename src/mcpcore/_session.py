@@ -13,7 +13,14 @@ caller's monotonic clock. It produces outgoing messages
 (``take_outgoing``), request ids whose exchanges should be dropped
 (``take_abandoned``), events (``take_events``) and its next deadline
 (``next_deadline``). The lifecycle state moves only through ``TRANSITIONS``;
-an input with no entry there raises ``LocalProtocolError``.
+an input with no entry there raises ``InvalidState`` (a ``LocalProtocolError``
+and a ``RuntimeError``).
+
+X4: at DEBUG, ``mcpcore.session`` traces what the session decides — each
+response with the time since its request was sent, the negotiated protocol
+version, each page of the listing, each call with its budget and outcome,
+cancellations, deadlines and start-up retries — by method, id and size only,
+never an argument value or a result.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from ._errors import (
     CallTimeout,
     HandshakeError,
     InvalidArguments,
+    InvalidState,
+    InvalidValue,
     LimitExceeded,
     LocalProtocolError,
     McpError,
@@ -66,12 +75,14 @@ __all__ = [
     "SessionInput",
     "SessionOptions",
     "SessionState",
+    "positive_seconds",
 ]
 
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 
 _log = logging.getLogger("mcpcore.session")
 _server_log = logging.getLogger("mcpcore.server")
+_DEBUG = logging.DEBUG
 
 _METHOD_NOT_FOUND = -32601
 # Ids of abandoned requests kept to word a late response's debug log; older ones are
@@ -178,6 +189,9 @@ class ClientSession:
 
     def __init__(self, options: SessionOptions | None = None) -> None:
         self.options = options or SessionOptions()
+        # X4: how debug records name this server (escaped: a host may pass any name).
+        self._tag = f"[{excerpt(self.options.server_name, 60)}]"
+        self._attempt_started = 0.0
         self.state = SessionState.IDLE
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -220,7 +234,7 @@ class ClientSession:
         try:
             self.state = TRANSITIONS[self.state][event]
         except KeyError:
-            raise LocalProtocolError(
+            raise InvalidState(
                 f"cannot {event.value!r} while the session is {self.state.value!r}"
             ) from None
 
@@ -323,22 +337,28 @@ class ClientSession:
         *,
         timeout: float | None = None,
     ) -> int:
-        """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7)."""
+        """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7).
+
+        Raises at once, with nothing sent: ``UnknownTool`` (naming the ids the
+        caller may have meant), ``InvalidState`` before the session is ready,
+        ``InvalidArguments`` for arguments that are not a mapping or not JSON,
+        ``InvalidValue`` for a timeout that is not a positive number of seconds.
+        """
         if self.state is not SessionState.READY:
-            raise LocalProtocolError(
-                f"cannot call a tool while the session is {self.state.value!r}"
-            )
+            raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
         assert self.catalogue is not None
         tool = self.catalogue.get(tool_id)
         if tool is None:
-            raise UnknownTool(tool_id)
+            raise UnknownTool(tool_id, suggestions=self.catalogue.suggest(tool_id))
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):
-            raise LocalProtocolError("call arguments must be a mapping (a JSON object)")
-        budget = self.options.call_timeout if timeout is None else float(timeout)
-        if not budget > 0:
-            raise LocalProtocolError("a call timeout must be a positive number of seconds")
+            raise InvalidArguments(
+                "arguments",
+                message="call arguments must be a mapping (a JSON object), "
+                f"not {type(arguments).__name__}",
+            )
+        budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
         request_id = self._next_id
         request = Request(
             id=request_id,
@@ -369,6 +389,16 @@ class ClientSession:
         self._track_deadline(request_id, pending.deadline)
         if self._send_request(pending):
             self._encoded[request_id] = body
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s tools/call %r as request id=%d (%d bytes, budget %g s)%s",
+                self._tag,
+                tool.id,
+                request_id,
+                len(body),
+                budget,
+                "" if pending.sent else ", waiting for the new session",
+            )
         return request_id
 
     def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
@@ -423,6 +453,15 @@ class ClientSession:
         if pending is None:
             return
         del self._pending[request_id]
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s %s id=%d failed after %.1f ms: %s",
+                self._tag,
+                pending.request.method,
+                request_id,
+                (now - pending.started) * 1000,
+                error,
+            )
         self._fail_pending(pending, error, now)
 
     def transport_lost(self, error: McpError, now: float) -> None:
@@ -475,6 +514,13 @@ class ClientSession:
                     tool=pending.tool.id,
                     budget=pending.budget,
                 )
+                _log.debug(
+                    "%s tools/call id=%d (%r) timed out after %g s",
+                    self._tag,
+                    request_id,
+                    pending.tool.id,
+                    now - pending.started,
+                )
                 self._abandon(request_id, pending, "timed out")
                 self._events.append(CallFailed(call_id=request_id, error=error))
             else:
@@ -504,7 +550,14 @@ class ClientSession:
 
     def _begin_handshake(self, now: float) -> None:
         self.protocol_version = None
+        self._attempt_started = now
         self._startup_deadline = now + self.options.startup_timeout
+        _log.debug(
+            "%s start-up attempt %d: initialize (offering protocol version %s)",
+            self._tag,
+            self.failures + 1,
+            SUPPORTED_PROTOCOL_VERSIONS[0],
+        )
         self._send_initialize(now, deadline=None)
 
     def _send_initialize(self, now: float, *, deadline: float | None) -> None:
@@ -521,7 +574,9 @@ class ClientSession:
                 },
             },
         )
-        self._pending[request_id] = _Pending(kind="initialize", request=request, deadline=deadline)
+        self._pending[request_id] = _Pending(
+            kind="initialize", request=request, deadline=deadline, started=now
+        )
         self._track_deadline(request_id, deadline)
         self._outgoing.append(request)
 
@@ -535,6 +590,12 @@ class ClientSession:
             return
         self._remember_abandoned(request_id)
         self._dropped.append(request_id)
+        _log.debug(
+            "%s abandoned request id=%d (%s): sending notifications/cancelled",
+            self._tag,
+            request_id,
+            reason,
+        )
         self._outgoing.append(
             Notification(
                 method="notifications/cancelled",
@@ -565,6 +626,14 @@ class ClientSession:
             self.failures, first=self.options.backoff_first, maximum=self.options.backoff_max
         )
         self._retry_at = now + delay
+        _log.debug(
+            "%s start-up attempt %d failed after %.1f ms: %s; retrying in %g s",
+            self._tag,
+            self.failures,
+            (now - self._attempt_started) * 1000,
+            error,
+            delay,
+        )
         self._transition(SessionInput.START_FAILED)
         self._events.append(
             StartFailed(error=error, failures=self.failures, retry_at=self._retry_at)
@@ -625,6 +694,20 @@ class ClientSession:
                 self._fail_start(exc, now)
             return
         self.protocol_version = version
+        if _log.isEnabledFor(_DEBUG):
+            name, server_version = info.get("name"), info.get("version")
+            _log.debug(
+                "%s initialize id=%s answered in %.1f ms: protocol version %s, server %s%s%s",
+                self._tag,
+                pending.request.id,
+                (now - pending.started) * 1000,
+                version,
+                f"'{excerpt(name, 60)}'" if isinstance(name, str) else "(unnamed)",
+                f" version '{excerpt(server_version, 30)}'"
+                if isinstance(server_version, str)
+                else "",
+                "; a new session replaces the expired one" if self._reinitializing else "",
+            )
         self._outgoing.append(Notification(method="notifications/initialized"))
         if self._reinitializing:
             # H6: the new session is set up; send what was waiting, once, then
@@ -679,7 +762,7 @@ class ClientSession:
             if self._listing is None or self._listing.refresh_id is None
             else (now + self.options.call_timeout)
         )
-        pending = _Pending(kind="list", request=request, deadline=deadline)
+        pending = _Pending(kind="list", request=request, deadline=deadline, started=now)
         self._pending[request_id] = pending
         self._track_deadline(request_id, deadline)
         self._send_request(pending)
@@ -709,6 +792,16 @@ class ClientSession:
         except McpError as exc:
             self._fail_pending(pending, exc, now)
             return
+        if _log.isEnabledFor(_DEBUG):
+            _log.debug(
+                "%s tools/list id=%s page %d answered in %.1f ms: %d tools%s",
+                self._tag,
+                pending.request.id,
+                listing.pages,
+                (now - pending.started) * 1000,
+                len(tools),
+                ", more to come" if cursor is not None else ", the last page",
+            )
         if cursor is not None:
             self._request_page(cursor, now)
         else:
@@ -735,6 +828,13 @@ class ClientSession:
             self.catalogue = catalogue
             self._transition(SessionInput.LISTING_DONE)
             assert self.protocol_version is not None
+            _log.debug(
+                "%s ready: %d tools, protocol version %s, start-up took %.1f ms",
+                self._tag,
+                len(catalogue),
+                self.protocol_version,
+                (now - self._attempt_started) * 1000,
+            )
             self._events.append(
                 SessionReady(
                     catalogue=catalogue,
@@ -750,6 +850,7 @@ class ClientSession:
             assert previous is not None
             self.catalogue = catalogue
             self._transition(SessionInput.LISTING_DONE)
+            _log.debug("%s tools re-listed: %d tools", self._tag, len(catalogue))
             self._events.append(
                 ToolsRefreshed(
                     refresh_id=None if listing.refresh_id < 0 else listing.refresh_id,
@@ -788,6 +889,14 @@ class ClientSession:
                 return
             total = params.get("total")
             message = params.get("message")
+            if _log.isEnabledFor(_DEBUG):
+                _log.debug(
+                    "%s progress for tools/call id=%d: %g of %s",
+                    self._tag,
+                    token,
+                    progress,
+                    f"{total:g}" if _is_number(total) else "an unknown total",
+                )
             if self.options.extend_on_progress and pending.deadline is not None:
                 # Push the deadline out, never past the cap, and never pull it in
                 # (a per-call budget may exceed call_timeout_max).
@@ -831,6 +940,15 @@ class ClientSession:
             return
         del self._pending[request_id]  # type: ignore[arg-type]
         if isinstance(message, ErrorResponse):
+            if _log.isEnabledFor(_DEBUG):
+                _log.debug(
+                    "%s %s id=%d answered in %.1f ms with JSON-RPC error %s",
+                    self._tag,
+                    pending.request.method,
+                    request_id,
+                    (now - pending.started) * 1000,
+                    excerpt(repr(message.code), 20),
+                )
             detail = f"{message.code}: {excerpt(message.message, 300)}"
             if pending.kind == "initialize":
                 error: McpError = HandshakeError(f"the server refused initialize ({detail})")
@@ -846,12 +964,28 @@ class ClientSession:
         elif pending.kind == "list":
             self._handle_list_result(pending, message.result, now)
         else:
-            self._handle_call_result(pending, message.result)
+            self._handle_call_result(pending, message.result, now)
 
-    def _handle_call_result(self, pending: _Pending, result: object) -> None:
+    def _handle_call_result(self, pending: _Pending, result: object, now: float) -> None:
         call_id: int = pending.request.id  # type: ignore[assignment]
         tool = pending.tool
         assert tool is not None
+        if _log.isEnabledFor(_DEBUG):
+            content = result.get("content") if isinstance(result, dict) else None
+            _log.debug(
+                "%s tools/call id=%d (%r) answered in %.1f ms: %s",
+                self._tag,
+                call_id,
+                tool.id,
+                (now - pending.started) * 1000,
+                "not a JSON object"
+                if not isinstance(result, dict)
+                else (
+                    f"{len(content) if isinstance(content, list) else 0} content block(s)"
+                    + (", structuredContent" if "structuredContent" in result else "")
+                    + (", isError" if result.get("isError") is True else "")
+                ),
+            )
         if not isinstance(result, dict):
             self._events.append(
                 CallFailed(
@@ -867,7 +1001,7 @@ class ClientSession:
             return
         if output.is_error:
             self._events.append(
-                CallFailed(call_id=call_id, error=BackendError(output.text, tool=tool.id))
+                CallFailed(call_id=call_id, error=BackendError(output.text, tool=tool.id, output=output))
             )
         else:
             self._events.append(CallSucceeded(call_id=call_id, output=output))
@@ -911,6 +1045,21 @@ def _unencodable_path(arguments: Mapping[str, Any]) -> str:
         return f"{path} (a {type(value).__name__})"
 
     return find(arguments, "arguments", 0) or "arguments"
+
+
+def positive_seconds(value: object, what: str = "a call timeout") -> float:
+    """A caller's time limit as a float; ``InvalidValue`` naming ``what`` when it is
+    not a positive number of seconds (zero, negative, NaN, a string, a bool)."""
+    seconds = math.nan
+    if not isinstance(value, (str, bytes, bool)):
+        try:
+            seconds = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            pass
+    if seconds > 0:
+        return seconds
+    shown = repr(value) if isinstance(value, (int, float)) else f"a {type(value).__name__}"
+    raise InvalidValue(f"{what} must be a positive number of seconds, not {shown}")
 
 
 def _is_number(value: object) -> bool:

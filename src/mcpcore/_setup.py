@@ -25,7 +25,7 @@ from ._config import (
 )
 from ._errors import ConfigError
 from ._http import HttpLimits
-from ._session import SessionOptions
+from ._session import SessionOptions, positive_seconds
 from ._tools import ascii_lower
 
 __all__ = [
@@ -45,7 +45,55 @@ INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT",
 
 
 class ClientOptions(TypedDict, total=False):
-    """Options of ``McpClient`` in both drivers (seconds for times)."""
+    """The keyword options of ``McpClient`` (and ``McpHub``) in both drivers.
+
+    Every option may be left out; times are in seconds. An option not listed
+    here is refused with ``TypeError``.
+
+    ``call_timeout`` (300.0)
+        A call's time limit when the call passes no ``timeout=`` (K2).
+    ``startup_timeout`` (120.0)
+        How long one start-up attempt (connect, ``initialize``, the whole
+        listing) may take before it counts as failed and is retried (L2, L4).
+    ``separator`` (``"/"``)
+        What joins the server name and the tool name in a tool id (T1).
+    ``policy`` (``"error"``)
+        What a ``structuredContent`` that breaks the tool's ``outputSchema``
+        does: ``"error"`` fails the call, ``"lenient"`` logs a warning and
+        returns it (K5).
+    ``allow_local`` (False)
+        Run local servers (an entry with ``command``) as child processes over
+        stdio; without it they are refused with a reason (C6).
+    ``allow_insecure_http`` (False)
+        Allow plain ``http://`` to a host other than loopback (C5).
+    ``auto_refresh`` (False)
+        Re-list the tools when the server says they changed (T6).
+    ``listen`` (True)
+        Open the GET stream for messages the server starts (H8).
+    ``extend_on_progress`` (False)
+        Let each progress notification push a call's deadline out by its
+        budget again (K2) ...
+    ``call_timeout_max`` (3600.0)
+        ... but never past this long after the call started.
+    ``max_pages`` (1000)
+        The most ``tools/list`` pages one listing may take (T5, P6).
+    ``max_tools`` (10 000)
+        The most tools a server may list (P6).
+    ``limits`` (``HttpLimits()``)
+        Bounds of what a server may send over HTTP: message and SSE line
+        sizes, reconnects, notice timeouts, answers in flight (P6, H4, H10).
+    ``max_connections`` (10)
+        The size of the client's connection pool; at least 2 while
+        ``listen`` is on (the GET stream keeps one open).
+    ``plugin_root`` (None)
+        The plugin's directory: expands ``${PLUGIN_ROOT}`` in an entry and is
+        a local server's default working directory and ``PLUGIN_ROOT`` (C7, S2).
+    ``plugin_data`` (None)
+        The plugin's data directory: expands ``${PLUGIN_DATA}``, and is given
+        to a local server as ``PLUGIN_DATA`` (C7, S2).
+    ``client_name`` (``"mcpcore"``)
+        The ``clientInfo.name`` this client gives in ``initialize`` (P1).
+    """
 
     call_timeout: float
     startup_timeout: float
@@ -100,10 +148,12 @@ def prepare_client(
     session = SessionOptions(
         server_name=lowered,
         client_name=options.get("client_name", "mcpcore"),
-        startup_timeout=options.get("startup_timeout", 120.0),
-        call_timeout=options.get("call_timeout", 300.0),
+        startup_timeout=positive_seconds(options.get("startup_timeout", 120.0), "startup_timeout"),
+        call_timeout=positive_seconds(options.get("call_timeout", 300.0), "call_timeout"),
         extend_on_progress=options.get("extend_on_progress", False),
-        call_timeout_max=options.get("call_timeout_max", 3600.0),
+        call_timeout_max=positive_seconds(
+            options.get("call_timeout_max", 3600.0), "call_timeout_max"
+        ),
         separator=separator,
         policy=options.get("policy", "error"),
         auto_refresh=options.get("auto_refresh", False),
@@ -243,3 +293,6 @@ def hub_entries(
                 outcome = exc
         entries[name] = outcome
     return entries
+
+
+ClientOptions.__module__ = "mcpcore"  # documented and exported as mcpcore.ClientOptions

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import reprlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "Tool",
     "ascii_lower",
     "is_valid_segment",
+    "suggest_ids",
 ]
 
 _log = logging.getLogger("mcpcore.tools")
@@ -71,6 +72,36 @@ def is_valid_segment(text: object, pattern: re.Pattern[str] | None = None) -> bo
         return False
     grammar = DEFAULT_SEGMENT_PATTERN if pattern is None else pattern
     return grammar.fullmatch(ascii_lower(text)) is not None
+
+
+def suggest_ids(
+    tool_id: object, ids: Iterable[str], separator: str = "/", *, limit: int = 3
+) -> tuple[str, ...]:
+    """K7: the ids a caller who wrote ``tool_id`` may have meant, at most ``limit``.
+
+    Ids are lowercased and qualified (``<server><separator><tool>``), so the usual
+    slips are: a different case (``Py/Add`` → ``py/add``), the plain tool name
+    without its server (``add`` → ``py/add``), and another server's prefix
+    (``github/add`` → ``py/add``). Ids are scanned in order; ``tool_id`` itself
+    is never suggested. Costs one pass over ``ids``: for the error path only.
+    """
+    if not isinstance(tool_id, str) or not separator:
+        return ()
+    wanted = ascii_lower(tool_id)
+    candidates = {wanted}
+    _, found_separator, tail = wanted.partition(separator)
+    if found_separator and tail:
+        candidates.add(tail)
+    exact: list[str] = []
+    by_name: list[str] = []
+    for known in ids:
+        if known == tool_id:
+            continue
+        if known == wanted:
+            exact.append(known)
+        elif known.partition(separator)[2] in candidates:
+            by_name.append(known)
+    return tuple((exact or by_name)[:limit])
 
 
 def _same(a: object, b: object) -> bool:
@@ -264,6 +295,10 @@ class Catalogue:
         """The tool with this qualified id, or ``None``."""
         return self._by_id.get(tool_id)
 
+    def suggest(self, tool_id: str) -> tuple[str, ...]:
+        """The ids a caller who wrote ``tool_id`` may have meant (K7; see ``suggest_ids``)."""
+        return suggest_ids(tool_id, self._by_id, self.separator)
+
     def __len__(self) -> int:
         return len(self.tools)
 
@@ -391,3 +426,7 @@ def _output_schema(
         )
         return None, None
     return schema, (validator,)
+
+
+# The public classes name their public module (in reprs of their type, and pickles).
+Catalogue.__module__ = SyncReport.__module__ = "mcpcore"

@@ -35,7 +35,7 @@ from mcpcore import (
     CallSucceeded,
     ConfigError,
     HttpClientEngine,
-    LocalProtocolError,
+    InvalidState,
     LocalServer,
     McpError,
     ProgressReceived,
@@ -262,7 +262,7 @@ class McpClient(ClientBase):
     def start(self, task_group: anyio.abc.TaskGroup) -> None:
         """Start the background connect in ``task_group`` (L2)."""
         if self._started:
-            raise LocalProtocolError("the client was already started")
+            raise InvalidState("the client was already started")
         self._started = True
         self._task_group = task_group
         if self._server is None:
@@ -361,6 +361,8 @@ class McpClient(ClientBase):
     async def _run(self) -> None:
         engine = self._engine
         assert engine is not None
+        if self._closed:
+            return  # closed before this task ran (an empty ``async with``): nothing to start
         with anyio.CancelScope() as scope:
             self._main_scope = scope
             if self._process is not None:
@@ -370,6 +372,8 @@ class McpClient(ClientBase):
 
                 assert isinstance(self._pool, AsgiPool)
                 await self._pool.start(self._task_group)
+            if self._closed:
+                return
             engine.start(self._now())
             await self._dispatch()
             while not self._closed:
@@ -585,7 +589,7 @@ class McpClient(ClientBase):
         if self._config_error is not None:
             return Availability(False, str(self._config_error))
         if not self._started:
-            raise LocalProtocolError("start the client first (async with, or start(task_group))")
+            raise InvalidState("start the client first (async with, or start(task_group))")
         if self._engine is not None and (known := self._engine.availability) is not None:
             return known  # the usual case on every call: no cancel scope needed
         with anyio.move_on_after(timeout):

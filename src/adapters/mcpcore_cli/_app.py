@@ -26,13 +26,20 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import mcpcore
 from mcpcore import (
+    AudioBlock,
     BackendError,
     ConfigError,
+    ContentBlock,
+    ImageBlock,
     LocalProtocolError,
     LocalServer,
     McpError,
+    OtherBlock,
     RemoteProtocolError,
     RemoteServer,
+    ResourceBlock,
+    ResourceLinkBlock,
+    TextBlock,
     Tool,
     ToolOutput,
     TransportError,
@@ -40,15 +47,6 @@ from mcpcore import (
     UnknownTool,
     load_mcp_json,
     parse_server,
-)
-from mcpcore._render import (
-    AudioBlock,
-    ContentBlock,
-    ImageBlock,
-    OtherBlock,
-    ResourceBlock,
-    ResourceLinkBlock,
-    TextBlock,
 )
 
 from ._term import (

@@ -28,7 +28,7 @@ from mcpcore import (
     CallSucceeded,
     ConfigError,
     HttpClientEngine,
-    LocalProtocolError,
+    InvalidState,
     LocalServer,
     McpError,
     ProgressReceived,
@@ -270,7 +270,7 @@ class McpClient(ClientBase):
         """Start the background connect on one named daemon thread (L2)."""
         with self._lock:
             if self._started:
-                raise LocalProtocolError("the client was already started")
+                raise InvalidState("the client was already started")
             self._started = True
             if self._server is None:
                 return
@@ -618,7 +618,7 @@ class McpClient(ClientBase):
         if self._config_error is not None:
             return Availability(False, str(self._config_error))
         if not self._started:
-            raise LocalProtocolError("start the client first (with, or start())")
+            raise InvalidState("start the client first (with, or start())")
         end = None if timeout is None else self._now() + timeout
         with self._lock:
             while True:

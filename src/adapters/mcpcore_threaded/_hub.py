@@ -9,10 +9,13 @@ from typing import Any
 
 from mcpcore import Availability, ConfigError, Tool, ToolOutput, UnknownTool
 from mcpcore._setup import hub_entries
+from mcpcore._tools import suggest_ids
 
 from ._client import McpClient, ProgressCallback
 
-__all__ = ["McpHub", "read_mcp_json"]
+__all__ = ["McpHub", "read_file", "read_mcp_json"]
+
+_REPR_NAMES = 10  # server names a hub's repr shows
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
@@ -20,16 +23,23 @@ def _read_text(path: str | os.PathLike[str]) -> str:
         return file.read()
 
 
+def read_file(path: str | os.PathLike[str]) -> str:
+    """The text of the ``mcp.json`` file at ``path``; ``ConfigError`` when it cannot be read."""
+    try:
+        return _read_text(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {os.fspath(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {os.fspath(path)!r}: it is not UTF-8 text") from None
+
+
 def read_mcp_json(path_or_text: str | os.PathLike[str]) -> str:
-    """A path to an ``mcp.json`` file, or the document itself."""
+    """A path to an ``mcp.json`` file, or the document itself (guessed: see ``McpHub.from_mcp_json``)."""
     if isinstance(path_or_text, os.PathLike):
-        return _read_text(path_or_text)
+        return read_file(path_or_text)
     if path_or_text.lstrip().startswith("{"):
         return path_or_text
-    try:
-        return _read_text(path_or_text)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path_or_text!r}: {exc.strerror or exc}") from None
+    return read_file(path_or_text)
 
 
 class McpHub:
@@ -47,13 +57,44 @@ class McpHub:
         self.separator = separator
 
     @classmethod
-    def from_mcp_json(cls, path_or_text: str | os.PathLike[str], **options: Any) -> McpHub:
-        """Raises ``ConfigError`` when the document's top level is invalid (C1)."""
-        entries = hub_entries(
-            read_mcp_json(path_or_text), options, env=os.environ, home=os.path.expanduser("~")
-        )
+    def from_file(cls, path: str | os.PathLike[str], **options: Any) -> McpHub:
+        """One client per server of the ``mcp.json`` file at ``path`` (L7).
+
+        ``options`` are ``McpClient``'s (``mcpcore.ClientOptions``), for every
+        client. Raises ``ConfigError`` when the file cannot be read or its top
+        level is invalid (C1); an invalid entry makes only its client
+        unavailable (C2). Does no network I/O (L1).
+        """
+        return cls.from_text(read_file(path), **options)
+
+    @classmethod
+    def from_text(cls, text: str | bytes, **options: Any) -> McpHub:
+        """One client per server of the ``mcp.json`` document ``text`` (L7).
+
+        Like ``from_file``, for a document already in memory.
+        """
+        entries = hub_entries(text, options, env=os.environ, home=os.path.expanduser("~"))
         clients = {name: McpClient(name, entry, **options) for name, entry in entries.items()}
         return cls(clients, separator=options.get("separator", "/"))
+
+    @classmethod
+    def from_mcp_json(cls, path_or_text: str | os.PathLike[str], **options: Any) -> McpHub:
+        """``from_file`` or ``from_text``, guessed: a string that starts with ``{`` (after
+        whitespace) is taken as the document, anything else as a path.
+
+        Prefer the explicit ``from_file`` / ``from_text``: a guess can be wrong (a
+        path that starts with ``{``). Raises ``ConfigError`` when the document's top
+        level is invalid (C1) or the file cannot be read.
+        """
+        return cls.from_text(read_mcp_json(path_or_text), **options)
+
+    def __repr__(self) -> str:
+        # Names only (never an entry, a header or a URL): at most _REPR_NAMES of them.
+        names = list(self.clients)
+        shown = ", ".join(repr(name) for name in names[:_REPR_NAMES])
+        more = ", …" if len(names) > _REPR_NAMES else ""
+        count = f"{len(names)} server" + ("" if len(names) == 1 else "s")
+        return f"McpHub({count}: {shown}{more})" if names else f"McpHub({count})"
 
     def start(self) -> None:
         for client in self.clients.values():
@@ -81,10 +122,13 @@ class McpHub:
         return tuple(tool for client in self.clients.values() for tool in client.tools)
 
     def client_for(self, tool_id: str) -> McpClient:
-        server = tool_id.split(self.separator, 1)[0]
-        client = self.clients.get(server)
-        if client is None or self.separator not in tool_id:
-            raise UnknownTool(tool_id)
+        """The client a tool id routes to; ``UnknownTool`` (with what was probably meant)
+        when no server has that name (K7)."""
+        server, separator, _ = tool_id.partition(self.separator)
+        client = self.clients.get(server) if separator else None
+        if client is None:
+            ids = (tool.id for tool in self.tools)
+            raise UnknownTool(tool_id, suggestions=suggest_ids(tool_id, ids, self.separator))
         return client
 
     def call(
