@@ -124,3 +124,24 @@ def test_s1_linear_byte_at_a_time() -> None:
 
     small = min(seconds(50_000) for _ in range(2))
     assert seconds(500_000) / small < 25
+
+
+# --- why a child died: the tail of its stderr ---------------------------------------------------
+
+
+def test_S1_C8_X1_stderr_tail_words_a_death_escaped_bounded_and_without_env_values() -> None:
+    """S1, C8, X1: the reason names the child's last stderr lines — the last five,
+    each escaped and cut short, with the values of its env entry replaced."""
+    from mcpcore._stdio import StderrTail
+
+    tail = StderrTail(secrets=["s3cr3t-token", "ab"])  # too short to redact: kept
+    assert tail.reason("the server process closed its output") == "the server process closed its output"
+    for i in range(10):
+        tail.add(f"line {i}\n")
+    tail.add("   ")  # blank lines are not words
+    tail.add("Traceback: token=s3cr3t-token ab \x1b[31mred\x1b[0m " + "z" * 5000)
+    reason = tail.reason("the server process closed its output")
+    assert reason.startswith("the server process closed its output; its last words on stderr: line 6 | ")
+    assert "line 5" not in reason and "s3cr3t-token" not in reason and "token=*** ab" in reason
+    assert "\x1b" not in reason and "\\x1b[31mred" in reason
+    assert len(reason) < 1000 and reason.endswith("…")

@@ -1001,7 +1001,9 @@ class ClientSession:
             return
         if output.is_error:
             self._events.append(
-                CallFailed(call_id=call_id, error=BackendError(output.text, tool=tool.id, output=output))
+                CallFailed(
+                    call_id=call_id, error=BackendError(output.text, tool=tool.id, output=output)
+                )
             )
         else:
             self._events.append(CallSucceeded(call_id=call_id, output=output))

@@ -11,9 +11,17 @@ the input however it is chunked.
 
 from __future__ import annotations
 
-from ._errors import LimitExceeded, LocalProtocolError
+from collections import deque
+from collections.abc import Iterable
 
-__all__ = ["LineFramer", "frame_message"]
+from ._errors import LimitExceeded, LocalProtocolError
+from ._escape import excerpt
+
+__all__ = ["LineFramer", "StderrTail", "frame_message"]
+
+_TAIL_LINES = 5
+_TAIL_LINE_CHARS = 200
+_REDACTED = "***"
 
 
 def frame_message(data: bytes) -> bytes:
@@ -90,3 +98,36 @@ class LineFramer:
         if line and not line.isspace():
             return [line]
         return []
+
+
+class StderrTail:
+    """The last lines a child wrote to stderr, kept to say why it died (S1, C8, X1).
+
+    A driver feeds every stderr line; ``reason(what)`` words a transport loss
+    with the last few of them, each escaped and cut short, with every value of
+    the child's own environment entry replaced by ``***`` (a server that prints
+    its configuration must not put a token in a reason).
+    """
+
+    __slots__ = ("_lines", "_secrets")
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        # Longest first, so a value that contains another is replaced whole.
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self._lines: deque[str] = deque(maxlen=_TAIL_LINES)
+
+    def add(self, line: str) -> None:
+        line = line.rstrip("\r\n")
+        if line.strip():
+            self._lines.append(line[: _TAIL_LINE_CHARS * 8])
+
+    def reason(self, what: str) -> str:
+        """``what`` (say, "the server process closed its output"), with the stderr tail."""
+        if not self._lines:
+            return what
+        shown = []
+        for line in self._lines:
+            for secret in self._secrets:
+                line = line.replace(secret, _REDACTED)
+            shown.append(excerpt(line, _TAIL_LINE_CHARS))
+        return f"{what}; its last words on stderr: " + " | ".join(shown)

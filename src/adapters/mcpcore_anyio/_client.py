@@ -11,7 +11,9 @@ events.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import os
 from collections import deque
 from collections.abc import (
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcore import (
     Availability,
@@ -43,6 +46,7 @@ from mcpcore import (
     RemoteServer,
     SessionReady,
     StartFailed,
+    StderrTail,
     StdioClientEngine,
     SyncReport,
     Tool,
@@ -334,7 +338,7 @@ class McpClient(ClientBase):
         """Send what closing produced, in order, each briefly bounded (L6, H9)."""
         if isinstance(engine, StdioClientEngine):
             if self._process is not None:
-                await self._process.write(engine.data_to_send())
+                self._process.write(engine.data_to_send())
             return
         closing: list[HttpRequest] = []
         for action in engine.take_actions():
@@ -675,19 +679,34 @@ class McpClient(ClientBase):
 
 
 class _ChildProcess:
-    """A local server's child process (S1–S3): stdin/stdout carry the protocol."""
+    """A local server's child process (S1–S3): stdin/stdout carry the protocol.
+
+    One writer task per child, fed by a memory stream, writes its stdin: callers
+    never write the pipe themselves, so concurrent calls never contend for it
+    (trio refuses two writers), a caller cancelled mid-write cannot cut a frame
+    in two, and bytes taken from the engine are never lost.
+    """
 
     def __init__(self, client: McpClient, server: LocalServer) -> None:
         self.client = client
         self.server = server
         self.process: anyio.abc.Process | None = None
         self._kill = False
+        self._outbox: MemoryObjectSendStream[bytes | None] | None = None
+        self._writer_done: anyio.Event | None = None
+        self._stderr = StderrTail(secrets=server.env.values())
 
     def _environment(self) -> dict[str, str]:
         return child_environment(self.server, os.environ)  # S2
 
     async def spawn(self) -> None:
         assert self.client._task_group is not None
+        self._stderr = StderrTail(secrets=self.server.env.values())
+        if self._outbox is not None:  # a child that died by itself: retire its writer
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._outbox.send_nowait(None)
+            self._outbox.close()
+            self._outbox = None
         try:
             self.process = await anyio.open_process(
                 [self.server.command, *self.server.args],
@@ -699,11 +718,18 @@ class _ChildProcess:
             engine = self.client._engine
             assert isinstance(engine, StdioClientEngine)
             engine.connection_lost(
-                f"could not start the server: {TransportFailure.from_exception(exc).describe()}", self.client._now()
+                f"could not start the server: {TransportFailure.from_exception(exc).describe()}",
+                self.client._now(),
             )
             return
+        outbox, inbox = anyio.create_memory_object_stream[bytes | None](math.inf)
+        self._outbox = outbox
+        self._writer_done = anyio.Event()
         self.client._task_group.start_soon(self._read_stdout, self.process)
         self.client._task_group.start_soon(self._read_stderr, self.process)
+        self.client._task_group.start_soon(
+            self._write_stdin, self.process, inbox, self._writer_done
+        )
 
     async def _read_stdout(self, process: anyio.abc.Process) -> None:
         engine = self.client._engine
@@ -715,18 +741,48 @@ class _ChildProcess:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         if process is self.process and not self.client._closed:
-            engine.connection_lost("the server process closed its output", self.client._now())
+            # Its last words on stderr say why it died: give them a moment to arrive.
+            with anyio.move_on_after(0.5):
+                await process.wait()
+        if process is self.process and not self.client._closed:
+            reason = self._stderr.reason("the server process closed its output")
+            engine.connection_lost(reason, self.client._now())
             await self.client._dispatch()
 
     async def _read_stderr(self, process: anyio.abc.Process) -> None:
         assert process.stderr is not None
         log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
+        tail = self._stderr
         try:
             async for chunk in process.stderr:
                 for line in chunk.decode("utf-8", "replace").splitlines():
+                    tail.add(line)
                     log.info("%s", line[:2000].encode("unicode_escape").decode("ascii"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
+
+    async def _write_stdin(
+        self,
+        process: anyio.abc.Process,
+        inbox: MemoryObjectReceiveStream[bytes | None],
+        done: anyio.Event,
+    ) -> None:
+        """The one writer of this child's stdin; ``None`` closes it."""
+        stdin = process.stdin
+        assert stdin is not None
+        try:
+            with inbox:
+                async for data in inbox:
+                    if data is None:
+                        break
+                    await stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass  # the child is gone: its stdout reader reports that
+        finally:
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):
+                    await stdin.aclose()
+            done.set()
 
     def kill_soon(self) -> None:
         self._kill = True
@@ -739,24 +795,26 @@ class _ChildProcess:
         if data:
             if self.process is None or self.process.returncode is not None:
                 await self.spawn()
-            await self.write(data)
+            self.write(data)
 
-    async def write(self, data: bytes) -> None:
-        if not data or self.process is None or self.process.stdin is None:
-            return
-        try:
-            await self.process.stdin.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            pass
+    def write(self, data: bytes) -> None:
+        """Queue ``data`` for the writer task; never blocks."""
+        if data and self.process is not None and self._outbox is not None:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._outbox.send_nowait(data)
 
     async def close(self, grace: float = 3.0) -> None:
-        """S3: close stdin, wait up to 3 s, terminate, then kill."""
+        """S3: close stdin (after what is queued), wait up to 3 s, terminate, then kill."""
         process, self.process = self.process, None
+        outbox, self._outbox = self._outbox, None
+        done, self._writer_done = self._writer_done, None
         if process is None:
             return
         with anyio.CancelScope(shield=True):
-            if process.stdin is not None:
-                await process.stdin.aclose()
+            if outbox is not None:
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    outbox.send_nowait(None)  # the writer closes stdin once the queue is written
+                outbox.close()
             with anyio.move_on_after(grace):
                 await process.wait()
             if process.returncode is None:
@@ -766,4 +824,7 @@ class _ChildProcess:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+            if done is not None:
+                with anyio.move_on_after(1.0):  # a write to a dead child fails at once
+                    await done.wait()
             await process.aclose()

@@ -11,8 +11,10 @@ cancelled call never waits for the server.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import queue
 import threading
 import time
 from collections import deque
@@ -36,6 +38,7 @@ from mcpcore import (
     RemoteServer,
     SessionReady,
     StartFailed,
+    StderrTail,
     StdioClientEngine,
     SyncReport,
     Tool,
@@ -737,13 +740,21 @@ class McpClient(ClientBase):
 
 
 class _ChildProcess:
-    """A local server's child process (S1–S3): stdin/stdout carry the protocol."""
+    """A local server's child process (S1–S3): stdin/stdout carry the protocol.
+
+    One writer thread per child, fed by a queue, writes its stdin: callers and
+    the reader never write the pipe, and no lock is held while a write blocks
+    (a child busy writing its stdout reads nothing until that output is read).
+    """
 
     def __init__(self, client: McpClient, server: LocalServer) -> None:
         self.client = client
         self.server = server
         self.process: subprocess.Popen[bytes] | None = None
         self._kill = False
+        self._outbox: queue.SimpleQueue[bytes | None] | None = None
+        self._writer: threading.Thread | None = None
+        self._stderr = StderrTail(secrets=server.env.values())
 
     def _environment(self) -> dict[str, str]:
         return child_environment(self.server, os.environ)  # S2
@@ -751,6 +762,10 @@ class _ChildProcess:
     def spawn(self) -> None:
         import subprocess  # only local servers need it (B5)
 
+        self._stderr = StderrTail(secrets=self.server.env.values())
+        if self._outbox is not None:  # a child that died by itself: retire its writer
+            self._outbox.put(None)
+            self._outbox = None
         try:
             process = subprocess.Popen(
                 [self.server.command, *self.server.args],
@@ -765,17 +780,27 @@ class _ChildProcess:
             assert isinstance(engine, StdioClientEngine)
             with self.client._lock:
                 engine.connection_lost(
-                    f"could not start the server: {TransportFailure.from_exception(exc).describe()}", self.client._now()
+                    f"could not start the server: {TransportFailure.from_exception(exc).describe()}",
+                    self.client._now(),
                 )
             return
         self.process = process
-        for target, label in ((self._read_stdout, "stdout"), (self._read_stderr, "stderr")):
+        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._outbox = outbox
+        threads: list[tuple[Callable[..., None], tuple[object, ...], str]] = [
+            (self._read_stdout, (process,), "stdout"),
+            (self._read_stderr, (process,), "stderr"),
+            (self._write_stdin, (process, outbox), "stdin"),
+        ]
+        for target, args, label in threads:
             thread = threading.Thread(
                 target=target,
-                args=(process,),
+                args=args,
                 name=f"mcpcore:{self.server.name}:{label}",
                 daemon=True,
             )
+            if label == "stdin":
+                self._writer = thread
             self.client._threads.add(thread)
             thread.start()
 
@@ -793,22 +818,46 @@ class _ChildProcess:
         except (OSError, ValueError):
             pass
         process.stdout.close()
+        if process is self.process and not self.client._closed:
+            # Its last words on stderr say why it died: give them a moment to arrive.
+            with contextlib.suppress(Exception):
+                process.wait(0.5)
         with self.client._lock:
             if process is self.process and not self.client._closed:
-                engine.connection_lost("the server process closed its output", self.client._now())
+                reason = self._stderr.reason("the server process closed its output")
+                engine.connection_lost(reason, self.client._now())
                 self.client._dispatch()
             self.client._threads.discard(threading.current_thread())
 
     def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stderr is not None
         log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
+        tail = self._stderr
         try:
             for raw in process.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                tail.add(line)
                 log.info("%s", line[:2000].encode("unicode_escape").decode("ascii"))
         except (OSError, ValueError):
             pass
         process.stderr.close()
+        with self.client._lock:
+            self.client._threads.discard(threading.current_thread())
+
+    def _write_stdin(
+        self, process: subprocess.Popen[bytes], outbox: queue.SimpleQueue[bytes | None]
+    ) -> None:
+        """The one writer of this child's stdin; ``None`` closes it."""
+        stdin = process.stdin
+        assert stdin is not None
+        try:
+            while (data := outbox.get()) is not None:
+                stdin.write(data)
+                stdin.flush()
+        except (OSError, ValueError):
+            pass  # the child is gone: its stdout reader reports that
+        with contextlib.suppress(OSError, ValueError):
+            stdin.close()
         with self.client._lock:
             self.client._threads.discard(threading.current_thread())
 
@@ -826,27 +875,21 @@ class _ChildProcess:
             self.write(data)
 
     def write(self, data: bytes) -> None:
-        process = self.process
-        if not data or process is None or process.stdin is None:
-            return
-        try:
-            process.stdin.write(data)
-            process.stdin.flush()
-        except (OSError, ValueError):
-            pass
+        """Queue ``data`` for the writer thread; never blocks."""
+        if data and self.process is not None and self._outbox is not None:
+            self._outbox.put(data)
 
     def close(self, grace: float = 3.0) -> None:
-        """S3: close stdin, wait up to 3 s, terminate, then kill."""
+        """S3: close stdin (after what is queued), wait up to 3 s, terminate, then kill."""
         import subprocess
 
         process, self.process = self.process, None
+        outbox, self._outbox = self._outbox, None
+        writer, self._writer = self._writer, None
         if process is None:
             return
-        try:
-            if process.stdin is not None:
-                process.stdin.close()
-        except OSError:
-            pass
+        if outbox is not None:
+            outbox.put(None)  # the writer closes stdin once the queue is written
         try:
             process.wait(grace)
         except subprocess.TimeoutExpired:
@@ -856,3 +899,5 @@ class _ChildProcess:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if writer is not None and writer is not threading.current_thread():
+            writer.join(1.0)  # a write to a dead child fails at once
