@@ -121,13 +121,15 @@ class StderrTail:
         if line.strip():
             self._lines.append(line[: _TAIL_LINE_CHARS * 8])
 
+    def redact(self, line: str) -> str:
+        """``line`` with every value of the child's env entry replaced by ``***`` (C8)."""
+        for secret in self._secrets:
+            line = line.replace(secret, _REDACTED)
+        return line
+
     def reason(self, what: str) -> str:
         """``what`` (say, "the server process closed its output"), with the stderr tail."""
         if not self._lines:
             return what
-        shown = []
-        for line in self._lines:
-            for secret in self._secrets:
-                line = line.replace(secret, _REDACTED)
-            shown.append(excerpt(line, _TAIL_LINE_CHARS))
+        shown = [excerpt(self.redact(line), _TAIL_LINE_CHARS) for line in self._lines]
         return f"{what}; its last words on stderr: " + " | ".join(shown)

@@ -695,6 +695,7 @@ class _ChildProcess:
         self._outbox: MemoryObjectSendStream[bytes | None] | None = None
         self._writer_done: anyio.Event | None = None
         self._stderr = StderrTail(secrets=server.env.values())
+        self._stderr_read = anyio.Event()
 
     def _environment(self) -> dict[str, str]:
         return child_environment(self.server, os.environ)  # S2
@@ -702,6 +703,7 @@ class _ChildProcess:
     async def spawn(self) -> None:
         assert self.client._task_group is not None
         self._stderr = StderrTail(secrets=self.server.env.values())
+        self._stderr_read = anyio.Event()
         if self._outbox is not None:  # a child that died by itself: retire its writer
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 self._outbox.send_nowait(None)
@@ -741,9 +743,9 @@ class _ChildProcess:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         if process is self.process and not self.client._closed:
-            # Its last words on stderr say why it died: give them a moment to arrive.
+            # Its last words on stderr say why it died: give them a moment to be read.
             with anyio.move_on_after(0.5):
-                await process.wait()
+                await self._stderr_read.wait()
         if process is self.process and not self.client._closed:
             reason = self._stderr.reason("the server process closed its output")
             engine.connection_lost(reason, self.client._now())
@@ -752,14 +754,16 @@ class _ChildProcess:
     async def _read_stderr(self, process: anyio.abc.Process) -> None:
         assert process.stderr is not None
         log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
-        tail = self._stderr
+        tail, done = self._stderr, self._stderr_read
         try:
             async for chunk in process.stderr:
                 for line in chunk.decode("utf-8", "replace").splitlines():
                     tail.add(line)
-                    log.info("%s", line[:2000].encode("unicode_escape").decode("ascii"))
+                    log.info("%s", tail.redact(line[:2000]).encode("unicode_escape").decode("ascii"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
+        finally:
+            done.set()
 
     async def _write_stdin(
         self,

@@ -755,6 +755,7 @@ class _ChildProcess:
         self._outbox: queue.SimpleQueue[bytes | None] | None = None
         self._writer: threading.Thread | None = None
         self._stderr = StderrTail(secrets=server.env.values())
+        self._stderr_read = threading.Event()
 
     def _environment(self) -> dict[str, str]:
         return child_environment(self.server, os.environ)  # S2
@@ -763,6 +764,7 @@ class _ChildProcess:
         import subprocess  # only local servers need it (B5)
 
         self._stderr = StderrTail(secrets=self.server.env.values())
+        self._stderr_read = threading.Event()
         if self._outbox is not None:  # a child that died by itself: retire its writer
             self._outbox.put(None)
             self._outbox = None
@@ -819,9 +821,8 @@ class _ChildProcess:
             pass
         process.stdout.close()
         if process is self.process and not self.client._closed:
-            # Its last words on stderr say why it died: give them a moment to arrive.
-            with contextlib.suppress(Exception):
-                process.wait(0.5)
+            # Its last words on stderr say why it died: give them a moment to be read.
+            self._stderr_read.wait(0.5)
         with self.client._lock:
             if process is self.process and not self.client._closed:
                 reason = self._stderr.reason("the server process closed its output")
@@ -832,14 +833,15 @@ class _ChildProcess:
     def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stderr is not None
         log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
-        tail = self._stderr
+        tail, done = self._stderr, self._stderr_read
         try:
             for raw in process.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 tail.add(line)
-                log.info("%s", line[:2000].encode("unicode_escape").decode("ascii"))
+                log.info("%s", tail.redact(line[:2000]).encode("unicode_escape").decode("ascii"))
         except (OSError, ValueError):
             pass
+        done.set()
         process.stderr.close()
         with self.client._lock:
             self.client._threads.discard(threading.current_thread())
