@@ -8,19 +8,24 @@ re-list; the rules themselves live here and in ``_registry.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+import os
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
+from ._errors import UnknownTool
 from ._registry import RegistrationContract, register_catalogue, sync_registry
 from ._session import positive_seconds
+from ._tools import suggest_ids
 
 if TYPE_CHECKING:
     from ._engine import HttpClientEngine, StdioClientEngine
     from ._session import SessionOptions
     from ._tools import SyncReport, Tool
 
-__all__ = ["ClientBase", "Registration"]
+__all__ = ["ClientBase", "HubBase", "Registration", "looks_like_document"]
+
+_C = TypeVar("_C", bound="_NamedClient")
 
 # The attribute under which each registration object holds its ledger.
 _LEDGER = "_mcpcore_ledger"
@@ -151,3 +156,57 @@ class ClientBase:
             return registration
 
         return make
+
+
+_HUB_REPR_NAMES = 10  # server names a hub's repr shows
+
+
+class _NamedClient(Protocol):
+    name: str
+
+    @property
+    def tools(self) -> tuple[Tool, ...]: ...
+
+
+class HubBase(Generic[_C]):
+    """The part of ``McpHub`` that does no I/O, shared by both drivers (L7, C4, K7).
+
+    Clients are keyed by their own (lowercased) name, whatever the mapping's
+    keys: the name their tool ids start with, so a call goes to the client that
+    listed the tool.
+    """
+
+    def __init__(self, clients: Mapping[str, _C], *, separator: str = "/") -> None:
+        self.clients: dict[str, _C] = {}
+        for client in clients.values():
+            if client.name in self.clients:
+                raise ValueError(f"two clients are named {client.name!r}")
+            self.clients[client.name] = client
+        self.separator = separator
+
+    def __repr__(self) -> str:
+        # Names only (never an entry, a header or a URL), at most a few of them.
+        names = list(self.clients)
+        shown = ", ".join(repr(name) for name in names[:_HUB_REPR_NAMES])
+        more = ", …" if len(names) > _HUB_REPR_NAMES else ""
+        count = f"{len(names)} server" + ("" if len(names) == 1 else "s")
+        return f"McpHub({count}: {shown}{more})" if names else f"McpHub({count})"
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(tool for client in self.clients.values() for tool in client.tools)
+
+    def client_for(self, tool_id: str) -> _C:
+        """The client a tool id routes to; ``UnknownTool`` (with what was probably meant)
+        when no server has that name (K7)."""
+        server, separator, _ = tool_id.partition(self.separator)
+        client = self.clients.get(server) if separator else None
+        if client is None:
+            ids = (tool.id for tool in self.tools)
+            raise UnknownTool(tool_id, suggestions=suggest_ids(tool_id, ids, self.separator))
+        return client
+
+
+def looks_like_document(path_or_text: str | os.PathLike[str]) -> bool:
+    """``McpHub.from_mcp_json``'s guess: a string starting with ``{`` is the document."""
+    return isinstance(path_or_text, str) and path_or_text.lstrip().startswith("{")

@@ -12,18 +12,14 @@ import anyio.abc
 from mcpcore import (
     Availability,
     ConfigError,
-    Tool,
     ToolOutput,
-    UnknownTool,
 )
+from mcpcore._client_base import HubBase, looks_like_document
 from mcpcore._setup import hub_entries
-from mcpcore._tools import suggest_ids
 
 from ._client import McpClient, ProgressCallback
 
 __all__ = ["McpHub", "read_file", "read_mcp_json"]
-
-_REPR_NAMES = 10  # server names a hub's repr shows
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
@@ -43,26 +39,16 @@ def read_file(path: str | os.PathLike[str]) -> str:
 
 def read_mcp_json(path_or_text: str | os.PathLike[str]) -> str:
     """A path to an ``mcp.json`` file, or the document itself (guessed: see ``McpHub.from_mcp_json``)."""
-    if isinstance(path_or_text, os.PathLike):
-        return read_file(path_or_text)
-    if path_or_text.lstrip().startswith("{"):
-        return path_or_text
+    if looks_like_document(path_or_text):
+        return str(path_or_text)
     return read_file(path_or_text)
 
 
-class McpHub:
+class McpHub(HubBase[McpClient]):
     """Many servers (L7); each available or unavailable on its own (C2)."""
 
     def __init__(self, clients: Mapping[str, McpClient], *, separator: str = "/") -> None:
-        # Keyed by each client's own (lowercased) name, whatever the mapping's keys:
-        # the name its tool ids start with, so a call is routed to the client that
-        # listed the tool (C4).
-        self.clients: dict[str, McpClient] = {}
-        for client in clients.values():
-            if client.name in self.clients:
-                raise ValueError(f"two clients are named {client.name!r}")
-            self.clients[client.name] = client
-        self.separator = separator
+        super().__init__(clients, separator=separator)
         self._own_task_group: anyio.abc.TaskGroup | None = None
 
     @classmethod
@@ -97,14 +83,6 @@ class McpHub:
         """
         return cls.from_text(read_mcp_json(path_or_text), **options)
 
-    def __repr__(self) -> str:
-        # Names only (never an entry, a header or a URL): at most _REPR_NAMES of them.
-        names = list(self.clients)
-        shown = ", ".join(repr(name) for name in names[:_REPR_NAMES])
-        more = ", …" if len(names) > _REPR_NAMES else ""
-        count = f"{len(names)} server" + ("" if len(names) == 1 else "s")
-        return f"McpHub({count}: {shown}{more})" if names else f"McpHub({count})"
-
     def start(self, task_group: anyio.abc.TaskGroup) -> None:
         for client in self.clients.values():
             client.start(task_group)
@@ -133,20 +111,6 @@ class McpHub:
             for name, client in self.clients.items():
                 group.start_soon(one, name, client)
         return {name: results[name] for name in self.clients}
-
-    @property
-    def tools(self) -> tuple[Tool, ...]:
-        return tuple(tool for client in self.clients.values() for tool in client.tools)
-
-    def client_for(self, tool_id: str) -> McpClient:
-        """The client a tool id routes to; ``UnknownTool`` (with what was probably meant)
-        when no server has that name (K7)."""
-        server, separator, _ = tool_id.partition(self.separator)
-        client = self.clients.get(server) if separator else None
-        if client is None:
-            ids = (tool.id for tool in self.tools)
-            raise UnknownTool(tool_id, suggestions=suggest_ids(tool_id, ids, self.separator))
-        return client
 
     async def call(
         self,
