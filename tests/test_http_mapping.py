@@ -1222,3 +1222,47 @@ def test_H3_response_started_refuses_header_pairs_that_are_not_bytes(headers: An
     link.engine.response_data(xid, json.dumps(text_result(cid, "ok")).encode(), link.now)
     link.engine.response_ended(xid, link.now)
     assert isinstance(outcome(link, cid), CallSucceeded)
+
+
+def test_L6_H9_close_emits_notices_and_delete_together_under_one_deadline() -> None:
+    """L6, H9: closing is the engine's: with 20 calls in flight against a server that
+    never answers, every notice and the DELETE go out at once, and the close deadline
+    (not one bound per message) aborts what is left; then the engine is finished."""
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call", Reply(200, [], [], finish="before-headers"))
+    calls = [call(link) for _ in range(20)]
+    assert not link.engine.finished
+    server.hook = lambda seen: Reply(200, [], [], finish="before-headers")  # stalls on all
+    closed_at = link.now
+    link.engine.close(link.now)
+    link.pump()
+    sent = [r for r in link.requests if r.method in ("POST", "DELETE")][-21:]
+    assert [r.method for r in sent] == ["POST"] * 20 + ["DELETE"]
+    # every notice was sent before any reply arrived (the server answers none)
+    notices = [json.loads(r.body or b"") for r in sent[:-1]]
+    assert [n["method"] for n in notices] == ["notifications/cancelled"] * 20
+    assert [n["params"]["requestId"] for n in notices] == calls
+    assert {type(outcome(link, c)) for c in calls} == {CallCancelled}
+    assert not link.engine.finished
+    assert link.engine.next_deadline() == closed_at + HttpLimits().close_timeout
+    link.advance(HttpLimits().close_timeout)
+    assert link.engine.finished and link.engine.next_deadline() is None
+    assert set(link.aborted) >= {r.exchange_id for r in sent}
+    link.engine.close(link.now)  # a second close changes nothing
+    assert link.engine.take_actions() == [] and link.engine.finished
+
+
+def test_L6_close_is_finished_as_soon_as_every_closing_exchange_ended() -> None:
+    server = FakeServer()
+    link = connect(server)
+    link.engine.close(link.now)
+    link.pump()
+    assert methods(server)[-1] == "DELETE"
+    assert link.engine.finished and link.engine.next_deadline() is None
+
+
+def test_L6_an_engine_closed_before_it_started_is_finished_at_once() -> None:
+    link = connect(start=False)
+    link.engine.close(link.now)
+    assert link.engine.take_actions() == [] and link.engine.finished

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from mcpcore import ConfigError, HttpLimits, LocalServer, RemoteServer
-from mcpcore._setup import LOCAL_REFUSED, child_environment, describe_failure, prepare_client
+from mcpcore._setup import (
+    LOCAL_REFUSED,
+    child_environment,
+    choose_proxy,
+    describe_failure,
+    prepare_client,
+)
 
 
 def test_C6_local_server_object_refused_without_opt_in() -> None:
@@ -203,3 +209,56 @@ def test_ClientOptions_is_public_and_documents_every_option() -> None:
     doc = ClientOptions.__doc__ or ""
     for option in ClientOptions.__annotations__:
         assert f"``{option}`` (" in doc, option
+
+
+# --- the proxy (from the option or the environment) -------------------------------------------
+
+PROXY = "http://user:hunter2@proxy.corp:3128"
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "explicit", "expected"),
+    [
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY}, None, PROXY),
+        ("https://api.example.com/mcp", {"https_proxy": PROXY, "HTTPS_PROXY": "http://other:1"}, None, PROXY),
+        ("http://api.example.com/mcp", {"HTTPS_PROXY": PROXY}, None, None),
+        ("http://api.example.com/mcp", {"HTTP_PROXY": PROXY}, None, PROXY),
+        ("https://api.example.com/mcp", {"ALL_PROXY": PROXY}, None, PROXY),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "NO_PROXY": "*"}, None, None),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "NO_PROXY": "example.com"}, None, None),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "no_proxy": ".example.com"}, None, None),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "NO_PROXY": "ample.com"}, None, PROXY),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "NO_PROXY": "api.example.com:443"}, None, None),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "NO_PROXY": "api.example.com:8443"}, None, PROXY),
+        ("https://127.0.0.1:9/mcp", {"HTTPS_PROXY": PROXY}, None, None),
+        ("http://localhost:9/mcp", {"HTTP_PROXY": PROXY}, None, None),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY}, "", None),
+        ("https://api.example.com/mcp", {}, "http://p:1", "http://p:1"),
+        ("http://localhost:9/mcp", {}, "http://p:1", "http://p:1"),
+    ],
+)
+def test_C5_proxy_from_the_option_or_the_environment(
+    url: str, env: dict[str, str], explicit: str | None, expected: str | None
+) -> None:
+    assert choose_proxy(url, env, explicit) == expected
+
+
+@pytest.mark.parametrize("bad", ["ftp://user:hunter2@p:1", "http://user:hunter2@", "http://user:hunter2@p:x", "http://p:1 x"])
+def test_C5_C8_a_bad_proxy_is_refused_naming_its_origin_never_its_text(bad: str) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        choose_proxy("https://api.example.com/mcp", {"HTTPS_PROXY": bad}, None)
+    assert "HTTPS_PROXY" in str(excinfo.value) and "hunter2" not in str(excinfo.value)
+    with pytest.raises(ConfigError) as excinfo:
+        choose_proxy("https://api.example.com/mcp", {}, bad)
+    assert "proxy option" in str(excinfo.value) and "hunter2" not in str(excinfo.value)
+
+
+def test_C5_C8_the_chosen_proxy_is_in_the_setup_but_never_in_its_repr() -> None:
+    setup = prepare_client(
+        "s", {"url": "https://api.example.com/mcp"}, {}, env={"HTTPS_PROXY": PROXY}, home="/h"
+    )
+    assert setup.proxy == PROXY and "hunter2" not in repr(setup)
+    bad = prepare_client(
+        "s", {"url": "https://api.example.com/mcp"}, {}, env={"HTTPS_PROXY": "nonsense"}, home="/h"
+    )
+    assert bad.config_error is not None and "HTTPS_PROXY" in str(bad.config_error)

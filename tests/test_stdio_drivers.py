@@ -42,7 +42,9 @@ def plugin(tmp_path: Path) -> Path:
     script.chmod(0o755)
     stubborn = root / "stubborn"
     # Never answers, ignores stdin closing and SIGTERM: only SIGKILL ends it.
-    stubborn.write_text("#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.05; done\n")
+    stubborn.write_text(
+        "#!/bin/sh\ntrap '' TERM\necho $$ > \"$PLUGIN_ROOT/stubborn.pid\"\nwhile :; do sleep 0.05; done\n"
+    )
     stubborn.chmod(0o755)
     return root
 
@@ -94,9 +96,7 @@ async def test_S3_stubborn_child_is_killed_on_close(driver: str, plugin: Path) -
         with anyio.fail_after(10):
             availability = await client.ready(0.5)
         assert not availability.ok
-        process = client.client._process.process
-        assert process is not None
-        pid = process.pid
+        pid = int((plugin / "stubborn.pid").read_text())
     elapsed = anyio.current_time() - t0
     assert _gone(pid)
     # The child ignores TERM, so it can be gone only after the 3 s grace, the terminate,

@@ -75,8 +75,6 @@ async def test_S1_a_call_cancelled_mid_write_does_not_corrupt_the_next_frame(dri
                 assert output.text == "10"
 
 
-# On trio this test hangs under pytest (not when run as a plain script); not yet explained.
-@pytest.mark.parametrize("driver", ["anyio-asyncio", "threaded"])
 async def test_S1_C8_a_child_that_dies_early_is_explained_by_its_last_stderr_lines(
     driver: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -50,6 +50,12 @@ _EXPORTS: dict[str, str] = {
     "FailureKind": "_failure",
     "TransportFailure": "_failure",
     "AbortExchange": "_events",
+    "WriteInput": "_events",
+    "TerminateProcess": "_events",
+    "StartProcess": "_events",
+    "ProcessAction": "_events",
+    "KillProcess": "_events",
+    "CloseInput": "_events",
     "CallCancelled": "_events",
     "CallFailed": "_events",
     "CallSucceeded": "_events",
@@ -84,6 +90,16 @@ _EXPORTS: dict[str, str] = {
     "SessionOptions": "_session",
     "SessionState": "_session",
     "ClientOptions": "_setup",
+    "ClientSetup": "_setup",
+    "child_environment": "_stdio",
+    "hub_entries": "_setup",
+    "prepare_client": "_setup",
+    "ClientBase": "_client_base",
+    "HubBase": "_client_base",
+    "looks_like_document": "_client_base",
+    "RegistrationContract": "_registry",
+    "Action": "_events",
+    "Event": "_events",
     "SSEDecoder": "_sse",
     "SSEEvent": "_sse",
     "LineFramer": "_stdio",
@@ -98,6 +114,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AbortExchange",
+    "Action",
     "AudioBlock",
     "Availability",
     "BackendError",
@@ -107,19 +124,25 @@ __all__ = [
     "CallTimeout",
     "Cancelled",
     "Catalogue",
+    "ClientBase",
     "ClientOptions",
+    "ClientSetup",
+    "CloseInput",
     "ConfigError",
     "ContentBlock",
     "ErrorResponse",
+    "Event",
     "FailureKind",
     "HandshakeError",
     "HttpClientEngine",
     "HttpLimits",
     "HttpRequest",
+    "HubBase",
     "ImageBlock",
     "InvalidArguments",
     "InvalidState",
     "InvalidValue",
+    "KillProcess",
     "LimitExceeded",
     "LineFramer",
     "LocalProtocolError",
@@ -129,9 +152,11 @@ __all__ = [
     "Notification",
     "OtherBlock",
     "OutputSchemaViolation",
+    "ProcessAction",
     "ProgressReceived",
     "ProtocolError",
     "RefreshFailed",
+    "RegistrationContract",
     "RemoteProtocolError",
     "RemoteServer",
     "Request",
@@ -144,9 +169,11 @@ __all__ = [
     "SessionReady",
     "SessionState",
     "StartFailed",
+    "StartProcess",
     "StderrTail",
     "StdioClientEngine",
     "SyncReport",
+    "TerminateProcess",
     "TextBlock",
     "Tool",
     "ToolOutput",
@@ -156,18 +183,23 @@ __all__ = [
     "TransportFailure",
     "Unavailable",
     "UnknownTool",
+    "WriteInput",
     "__version__",
     "backoff_delay",
     "call_outcome",
+    "child_environment",
     "closed_outcome",
     "decode_message",
     "encode_message",
     "escape_text",
     "expand",
     "frame_message",
+    "hub_entries",
     "is_valid_segment",
     "load_mcp_json",
+    "looks_like_document",
     "parse_server",
+    "prepare_client",
     "render_result",
 ]
 
@@ -189,6 +221,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._backoff import backoff_delay
+    from ._client_base import ClientBase, HubBase, looks_like_document
     from ._config import LocalServer, RemoteServer, expand, load_mcp_json, parse_server
     from ._engine import Availability, HttpClientEngine, StdioClientEngine
     from ._errors import (
@@ -212,16 +245,24 @@ if TYPE_CHECKING:
     from ._escape import escape_text
     from ._events import (
         AbortExchange,
+        Action,
         CallCancelled,
         CallFailed,
         CallSucceeded,
+        CloseInput,
+        Event,
         HttpRequest,
+        KillProcess,
+        ProcessAction,
         ProgressReceived,
         RefreshFailed,
         SessionReady,
         StartFailed,
+        StartProcess,
+        TerminateProcess,
         ToolsListChanged,
         ToolsRefreshed,
+        WriteInput,
     )
     from ._failure import FailureKind, TransportFailure
     from ._http import HttpLimits
@@ -235,6 +276,7 @@ if TYPE_CHECKING:
         encode_message,
     )
     from ._outcome import call_outcome, closed_outcome
+    from ._registry import RegistrationContract
     from ._render import (
         AudioBlock,
         ContentBlock,
@@ -248,7 +290,12 @@ if TYPE_CHECKING:
         render_result,
     )
     from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
-    from ._setup import ClientOptions
+    from ._setup import (
+        ClientOptions,
+        ClientSetup,
+        hub_entries,
+        prepare_client,
+    )
     from ._sse import SSEDecoder, SSEEvent
-    from ._stdio import LineFramer, StderrTail, frame_message
+    from ._stdio import LineFramer, StderrTail, child_environment, frame_message
     from ._tools import Catalogue, SyncReport, Tool, is_valid_segment

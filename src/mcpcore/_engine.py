@@ -24,15 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._config import RemoteServer
+from ._config import LocalServer, RemoteServer
 from ._errors import McpError, TransportError
 from ._escape import excerpt
-from ._events import Action, Event, StartFailed
+from ._events import Action, Event, ProcessAction, StartFailed
 from ._failure import TransportFailure
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
-from ._jsonrpc import decode_message, describe_message, encode_message
+from ._jsonrpc import Request, decode_message, describe_message, encode_message
 from ._session import ClientSession, SessionOptions, SessionState
-from ._stdio import LineFramer, frame_message
+from ._stdio import ChildControl, LineFramer, frame_message
 from ._tools import Catalogue
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
@@ -140,6 +140,7 @@ class HttpClientEngine(_EngineBase):
         if options is None:
             options = SessionOptions(server_name=server.name)
         super().__init__(options)
+        self._closing = False
         self.http = HttpMapping(
             server.url,
             list(server.headers.items()),
@@ -179,18 +180,27 @@ class HttpClientEngine(_EngineBase):
         super().handle_timer(now)
 
     def close(self, now: float) -> None:
-        """L6, H9: cancel what runs (``notifications/cancelled``), then ``DELETE``.
+        """L6, H9: closing starts; the engine owns its whole sequence.
 
-        Perform the abort actions this leaves, let the exchanges still running
-        (notices already sent) finish briefly, then perform the requests it
-        leaves in order, each briefly bounded.
+        Exchanges of requests are aborted; every call still running ends with
+        ``CallCancelled``; its ``notifications/cancelled`` and the session's
+        ``DELETE`` are emitted together, all bounded by one close deadline
+        (``HttpLimits.close_timeout``). The driver performs the actions as
+        usual and calls ``handle_timer`` at ``next_deadline()`` until
+        ``finished``, then releases its connections.
         """
-        if self.session.state is SessionState.CLOSED:
+        if self._closing:
             return
-        self.http.drop_exchanges(keep_notices=True)
+        self._closing = True
+        self.http.begin_close(now)
         self.session.close(now)
         self._pump(now)
         self.http.end_session(now)
+
+    @property
+    def finished(self) -> bool:
+        """``close`` was called and nothing is left to perform (L6)."""
+        return self._closing and self.http.finished
 
     # --- outputs -------------------------------------------------------------------
 
@@ -235,17 +245,79 @@ class HttpClientEngine(_EngineBase):
 
 
 class StdioClientEngine(_EngineBase):
-    """The same conversation over a child's stdin/stdout (S1): bytes in, bytes out."""
+    """The same conversation over a child's stdin/stdout (S1).
+
+    Given the ``LocalServer`` (and the host's environment, which the core never
+    reads itself), the engine also owns the child's life as actions
+    (``take_actions``: ``StartProcess``, ``WriteInput``, ``CloseInput``,
+    ``TerminateProcess``, ``KillProcess``): which environment it gets (S2),
+    when it is started again, when it counts as lost and why, and how closing
+    stops it (S3). The driver reports what the child did: ``receive_data``
+    (stdout), ``receive_stderr``, ``output_closed``, ``stderr_closed``,
+    ``process_exited``, ``process_failed``, each with the child's number.
+
+    Without a server it is the framing alone, for a transport the host owns:
+    bytes in with ``receive_data``, bytes out with ``data_to_send``.
+    """
 
     def __init__(
-        self, *, options: SessionOptions | None = None, max_line_size: int = 64 * 1024 * 1024
+        self,
+        server: LocalServer | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        options: SessionOptions | None = None,
+        max_line_size: int = 64 * 1024 * 1024,
+        close_grace: float = 3.0,
     ) -> None:
+        if options is None and server is not None:
+            options = SessionOptions(server_name=server.name)
         super().__init__(options)
+        self._max_line_size = max_line_size
         self._framer = LineFramer(max_line_size=max_line_size)
         self._outgoing = bytearray()
         self._tag = f"[{excerpt(self.session.options.server_name, 60)}]"  # X4
+        self._child = (
+            None if server is None else ChildControl(server, environ or {}, grace=close_grace)
+        )
+        self._closing = False
 
-    def receive_data(self, data: bytes, now: float) -> None:
+    # --- commands ------------------------------------------------------------------------
+
+    def start(self, now: float) -> None:
+        if self._child is not None and not self._child.running and not self._closing:
+            self._child.start()
+        super().start(now)
+
+    def close(self, now: float) -> None:
+        """L6, S3: cancel what runs, then close the child's stdin; terminate after the
+        grace period and kill a second later. ``finished`` says when it is over."""
+        if self._closing:
+            return
+        self._closing = True
+        if self.session.state is not SessionState.CLOSED:
+            self.session.close(now)
+            self._pump(now)
+        if self._child is not None:
+            self._child.close(now)
+
+    @property
+    def finished(self) -> bool:
+        """``close`` was called and the child (every child started) has exited."""
+        if self._child is None:
+            return self._closing
+        return self._child.finished
+
+    def handle_timer(self, now: float) -> None:
+        if self._child is not None and self._child.handle_timer(now):
+            self._child_lost("the server process closed its output", now)
+        super().handle_timer(now)
+
+    # --- transport input -----------------------------------------------------------------
+
+    def receive_data(self, data: bytes, now: float, *, process: int | None = None) -> None:
+        """Bytes the child wrote to stdout (``process``: which child, as started)."""
+        if self._child is not None and not self._child.current(process):
+            return
         try:
             lines = self._framer.feed(data)
         except McpError as exc:
@@ -267,43 +339,99 @@ class StdioClientEngine(_EngineBase):
             self.session.receive_message(message, now)
         self._pump(now)
 
+    def receive_stderr(self, data: bytes, now: float, *, process: int | None = None) -> None:
+        """Bytes the child wrote to stderr: logged (redacted, escaped) and kept for a reason."""
+        if self._child is not None:
+            self._child.stderr_data(data, process)
+
+    def output_closed(self, now: float, *, process: int | None = None) -> None:
+        """The child's stdout ended."""
+        if self._child is not None and self._child.output_closed(now, process):
+            self._child_lost("the server process closed its output", now)
+
+    def stderr_closed(self, now: float, *, process: int | None = None) -> None:
+        """The child's stderr ended."""
+        if self._child is not None and self._child.stderr_closed(now, process):
+            self._child_lost("the server process closed its output", now)
+
+    def process_exited(
+        self, returncode: int | None, now: float, *, process: int | None = None
+    ) -> None:
+        """The child exited (``returncode`` as the OS gave it)."""
+        if self._child is not None:
+            self._child.exited(process, now)
+
+    def process_failed(
+        self, failure: TransportFailure, now: float, *, process: int | None = None
+    ) -> None:
+        """The child could not be started (``TransportFailure.from_exception``)."""
+        if self._child is None or not self._child.current(process):
+            return
+        self._child.failed_to_start(process)
+        self._transport_lost(f"could not start the server: {failure.describe()}", now)
+
     def connection_lost(self, reason: str, now: float) -> None:
-        """The child's stdout closed or the child exited."""
+        """The transport broke (a framing-only engine; with a server, use the reports)."""
         self._transport_lost(reason, now)
 
+    def _child_lost(self, what: str, now: float) -> None:
+        assert self._child is not None
+        self._transport_lost(self._child.lost(now, what), now)
+
     def _transport_lost(self, reason: str, now: float) -> None:
+        if self._child is not None and self._child.running:
+            self._child.lost(now, reason)
+        self._framer = LineFramer(max_line_size=self._max_line_size)  # a new child, a new line
         self.session.transport_lost(TransportError(reason), now)
+        if self._child is not None and self.session.state is SessionState.READY:
+            # A ready server's child died: a new child needs a new session (as H6),
+            # set up now, before any later call is written to it.
+            self.session.session_expired([], now)
         self._pump(now)
 
-    def close(self, now: float) -> None:
-        if self.session.state is SessionState.CLOSED:
-            return
-        self.session.close(now)
-        self._pump(now)
+    # --- outputs -------------------------------------------------------------------
+
+    def take_actions(self) -> list[ProcessAction]:
+        """What to do to the child, in order (empty for a framing-only engine)."""
+        return [] if self._child is None else self._child.take_actions()
 
     def data_to_send(self) -> bytes:
+        """Framing-only engine: the bytes to write to the transport, in order."""
         out = bytes(self._outgoing)
         self._outgoing.clear()
         return out
 
     def next_deadline(self) -> float | None:
-        return self.session.next_deadline()
+        times = [self.session.next_deadline()]
+        if self._child is not None:
+            times.append(self._child.next_deadline())
+        present = [t for t in times if t is not None]
+        return min(present) if present else None
 
     def _pump(self, now: float) -> None:
-        session = self.session
+        session, child = self.session, self._child
         while True:
             moved = False
             session.take_abandoned()  # nothing to drop on stdio beyond the notice
             for message, body in session.take_outgoing_encoded():
                 moved = True
                 frame = frame_message(body or encode_message(message))
+                if child is not None and not child.running:
+                    if not isinstance(message, Request) or self._closing:
+                        continue  # a notice or answer for a child that is gone
+                    child.start()  # L4: a new attempt needs a new child
                 if _stdio_log.isEnabledFor(_DEBUG):
                     _stdio_log.debug(
                         "%s sent %s (%d bytes)", self._tag, describe_message(message), len(frame)
                     )
-                self._outgoing += frame
+                if child is None:
+                    self._outgoing += frame
+                else:
+                    child.write(frame)
             for event in session.take_events():
                 moved = True
+                if isinstance(event, StartFailed) and child is not None:
+                    child.stop(now, grace=0.0)  # the handshake failed: this child is done
                 self._events.append(event)
             if not moved:
                 return

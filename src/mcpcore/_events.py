@@ -20,14 +20,20 @@ __all__ = [
     "CallCancelled",
     "CallFailed",
     "CallSucceeded",
+    "CloseInput",
     "Event",
     "HttpRequest",
+    "KillProcess",
+    "ProcessAction",
     "ProgressReceived",
     "RefreshFailed",
     "SessionReady",
     "StartFailed",
+    "StartProcess",
+    "TerminateProcess",
     "ToolsListChanged",
     "ToolsRefreshed",
+    "WriteInput",
 ]
 
 
@@ -161,4 +167,66 @@ class AbortExchange:
     exchange_id: int
 
 
+# --- a local server's child process (S1-S3) ----------------------------------------
+# Each names the child it is for (``process``: 1 for the first, counting up on every
+# restart), so a driver still holding an older child's pipes can tell its reports apart.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartProcess:
+    """Start the child: ``command`` with ``args``, in ``cwd``, with exactly ``env`` (S2).
+
+    Then read its stdout into ``receive_data`` and its stderr into
+    ``receive_stderr``, report ``output_closed``/``stderr_closed`` at their
+    ends and ``process_exited`` when it exits, or ``process_failed`` if it
+    could not start. ``env`` and ``args`` may carry secrets: ``repr`` shows
+    the number of arguments and the environment's keys only (C8).
+    """
+
+    process: int
+    command: str
+    args: tuple[str, ...] = field(repr=False)
+    env: dict[str, str] = field(repr=False)
+    cwd: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"StartProcess(process={self.process}, command={self.command!r}, "
+            f"args=<{len(self.args)}>, env_keys={sorted(self.env)!r})"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteInput:
+    """Write ``data`` to the child's stdin, after everything written before it."""
+
+    process: int
+    data: bytes = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"WriteInput(process={self.process}, data={len(self.data)} bytes)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloseInput:
+    """Close the child's stdin once what was queued before it is written (S3)."""
+
+    process: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TerminateProcess:
+    """Ask the child to stop (SIGTERM, or TerminateProcess on Windows) (S3)."""
+
+    process: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KillProcess:
+    """Stop the child now (SIGKILL) (S3)."""
+
+    process: int
+
+
+ProcessAction = Union[StartProcess, WriteInput, CloseInput, TerminateProcess, KillProcess]
 Action = Union[HttpRequest, AbortExchange]

@@ -72,7 +72,9 @@ class HttpLimits:
     max_sse_line: int = 64 * 1024 * 1024 + 1024
     max_reconnects: int = 5  # resumes in a row that bring no new event (H4)
     default_retry: float = 1.0  # seconds, when the server sent no `retry`
-    delete_timeout: float = 2.0
+    # L6, H9: seconds closing may take in all: the cancel notices and the DELETE
+    # go out together, and whatever has not finished by then is aborted.
+    close_timeout: float = 2.0
     response_linger: float = 5.0  # seconds a stream may stay open after its response
     # H10: seconds a notification or answer POST may take before it is dropped.
     notice_timeout: float = 10.0
@@ -218,6 +220,8 @@ class HttpMapping:
         self._held: list[Message] = []
         # Requests abandoned while held: their cancel notice, which follows, is dropped.
         self._never_sent: set[int] = set()
+        # L6: when closing must be over (set by begin_close); None while open.
+        self._closing_at: float | None = None
 
     # --- outputs -------------------------------------------------------------------
 
@@ -230,6 +234,8 @@ class HttpMapping:
         return out
 
     def next_deadline(self) -> float | None:
+        if self._closing_at is not None:
+            return self._closing_at if self._exchanges else None
         heap = self._heap
         while heap:
             at, _, what = heap[0]
@@ -237,6 +243,11 @@ class HttpMapping:
                 return at
             heapq.heappop(heap)
         return None
+
+    @property
+    def finished(self) -> bool:
+        """Closing began and nothing is left to perform: every exchange ended or was aborted."""
+        return self._closing_at is not None and not self._exchanges
 
     def _is_live(self, at: float, what: int | _Timer) -> bool:
         if isinstance(what, int):
@@ -389,8 +400,26 @@ class HttpMapping:
         self.protocol_version = None
         self._awaiting_session = False
 
+    def begin_close(self, now: float) -> None:
+        """L6: closing starts, bounded by ``limits.close_timeout`` from ``now``.
+
+        Every exchange but notices already on their way is aborted; what is sent
+        from now on (the cancel notices, then ``end_session``'s DELETE) goes out
+        at once, together, and its replies are read for nothing but their end.
+        Whatever is still running at the close deadline is aborted by
+        ``handle_timer``; ``finished`` says when nothing is left.
+        """
+        if self._closing_at is not None:
+            return
+        self._last_now = now
+        self.drop_exchanges(keep_notices=True)
+        self._closing_at = now + self.limits.close_timeout
+        for xid in self._exchanges:
+            self._bounded.pop(xid, None)  # the close deadline bounds them now
+        self._heap.clear()
+
     def end_session(self, now: float | None = None) -> None:
-        """H9: DELETE the session when there is one (best effort, short timeout)."""
+        """H9: DELETE the session when there is one (best effort, within the close bound)."""
         if now is not None:
             self._last_now = now
         if self.session_id is None:
@@ -405,13 +434,18 @@ class HttpMapping:
                 method="DELETE",
                 url=self.url,
                 headers=self._headers(None),
-                timeout=self.limits.delete_timeout,
+                timeout=self.limits.close_timeout,
             )
         )
         self.session_id = None
 
     def handle_timer(self, now: float) -> None:
         self._last_now = now
+        if self._closing_at is not None:
+            if now >= self._closing_at:
+                for xid in list(self._exchanges):
+                    self._abort(xid)  # L6: the close bound is over
+            return
         while (at := self.next_deadline()) is not None and at <= now:
             _, _, what = heapq.heappop(self._heap)
             if isinstance(what, int):
@@ -456,8 +490,8 @@ class HttpMapping:
         ex.status = status
         if _log.isEnabledFor(_DEBUG):
             self._log_response(ex, status, headers, now)
-        if ex.kind is _Kind.DELETE:
-            ex.mode = _Mode.IGNORE
+        if ex.kind is _Kind.DELETE or self._closing_at is not None:
+            ex.mode = _Mode.IGNORE  # closing: only the end of a reply matters
             return
         if 300 <= status < 400:
             # H5: never follow; the configured headers must not reach another server.
@@ -577,6 +611,9 @@ class HttpMapping:
         ex = self._exchanges.get(exchange_id)
         if ex is None:
             return
+        if self._closing_at is not None:
+            self._finish(ex)
+            return
         if ex.mode is _Mode.JSON:
             # Decoded from the buffer itself, which is released before parsing:
             # copying it to bytes first held a large body three times over.
@@ -634,7 +671,7 @@ class HttpMapping:
                 (now - ex.opened_at) * 1000,
                 failure.describe(),
             )
-        if ex.kind is _Kind.DELETE or ex.mode is _Mode.IGNORE:
+        if ex.kind is _Kind.DELETE or ex.mode is _Mode.IGNORE or self._closing_at is not None:
             self._finish(ex)
             return
         self._stream_broke(ex, failure.describe(), now)

@@ -12,8 +12,9 @@ environment and home directory are arguments: the core never reads them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
+from urllib.parse import urlsplit
 
 from ._config import (
     LocalServer,
@@ -26,6 +27,7 @@ from ._config import (
 from ._errors import ConfigError
 from ._http import HttpLimits
 from ._session import SessionOptions, positive_seconds
+from ._stdio import child_environment
 from ._tools import ascii_lower
 
 __all__ = [
@@ -33,15 +35,13 @@ __all__ = [
     "ClientOptions",
     "ClientSetup",
     "child_environment",
+    "choose_proxy",
     "describe_failure",
     "hub_entries",
     "prepare_client",
 ]
 
 LOCAL_REFUSED = "local MCP servers (command) are not supported yet"
-
-# S2: what a local server inherits from the host, besides its entry's env.
-INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "USER", "TERM")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -93,6 +93,13 @@ class ClientOptions(TypedDict, total=False):
         to a local server as ``PLUGIN_DATA`` (C7, S2).
     ``client_name`` (``"mcpcore"``)
         The ``clientInfo.name`` this client gives in ``initialize`` (P1).
+    ``proxy`` (from the environment)
+        The HTTP proxy for a remote server: ``"http://[user:password@]host:port"``
+        (or ``https://``), or ``""`` for none. Left out, it comes from the
+        environment the driver passes: ``https_proxy``/``HTTPS_PROXY`` for an
+        ``https`` URL, ``http_proxy``/``HTTP_PROXY`` for ``http``, then
+        ``all_proxy``/``ALL_PROXY``; ``no_proxy``/``NO_PROXY`` (``*``, hosts,
+        ``.domain`` suffixes, ``host:port``) and loopback hosts go direct.
     """
 
     call_timeout: float
@@ -112,6 +119,7 @@ class ClientOptions(TypedDict, total=False):
     plugin_root: str | None
     plugin_data: str | None
     client_name: str
+    proxy: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +138,9 @@ class ClientSetup:
     max_connections: int
     server: RemoteServer | LocalServer | None
     config_error: ConfigError | None
+    # The proxy URL to reach ``server`` through, or None (direct). It may hold a
+    # password: never shown (C8).
+    proxy: str | None = field(default=None, repr=False)
 
 
 def prepare_client(
@@ -161,6 +172,7 @@ def prepare_client(
         max_tools=options.get("max_tools", 10_000),
     )
     allow_local = options.get("allow_local", False)
+    proxy: str | None = None
     resolved: RemoteServer | LocalServer | None = None
     error: ConfigError | None = None
     try:
@@ -186,6 +198,8 @@ def prepare_client(
                 allow_local=allow_local,
                 allow_insecure_http=options.get("allow_insecure_http", False),
             )
+        if isinstance(resolved, RemoteServer):
+            proxy = choose_proxy(resolved.url, env, options.get("proxy"))
     except ConfigError as exc:
         error = exc
     listen = options.get("listen", True)
@@ -212,7 +226,80 @@ def prepare_client(
         max_connections=max_connections,
         server=resolved,
         config_error=error,
+        proxy=proxy,
     )
+
+
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def choose_proxy(url: str, env: Mapping[str, str], explicit: str | None) -> str | None:
+    """The proxy to reach ``url`` through (C5): ``explicit``, else the environment's.
+
+    ``explicit`` ``""`` means none. From the environment, the scheme's variable
+    (lowercase first, as curl and Python's urllib read them), then ``all_proxy``;
+    ``no_proxy`` and loopback hosts (as Go's ``ProxyFromEnvironment`` does) go
+    direct. A proxy URL that is not ``http(s)://host[:port]`` is a ``ConfigError``
+    naming where it came from, never its text (it may hold a password).
+    """
+    if explicit is not None:
+        if not isinstance(explicit, str):
+            raise TypeError("proxy must be a URL string (or '' for no proxy)")
+        return _checked_proxy(explicit, "the proxy option") if explicit else None
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if host in _LOOPBACK_HOSTS or host.startswith("127."):
+        return None
+    chosen: tuple[str, str] | None = None
+    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"):
+        value = env.get(name, "").strip()
+        if value:
+            chosen = (name, value)
+            break
+    if chosen is None:
+        return None
+    no_proxy = env.get("no_proxy", env.get("NO_PROXY", ""))
+    port = parts.port or (443 if scheme == "https" else 80)
+    if _bypassed(host, port, no_proxy):
+        return None
+    return _checked_proxy(chosen[1], f"the {chosen[0]} environment variable")
+
+
+def _bypassed(host: str, port: int, no_proxy: str) -> bool:
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        entry_host, entry_port = entry, None
+        if entry.count(":") == 1:  # host:port (an IPv6 address has more colons)
+            entry_host, _, port_text = entry.partition(":")
+            entry_port = int(port_text) if port_text.isdigit() else -1
+        entry_host = entry_host.strip("[]").lstrip("*").lstrip(".")
+        if entry_port is not None and entry_port != port:
+            continue
+        if host == entry_host or host.endswith("." + entry_host):
+            return True
+    return False
+
+
+def _checked_proxy(value: str, origin: str) -> str:
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError:
+        raise ConfigError(f"{origin} has an invalid port", key="proxy") from None
+    if (
+        parts.scheme.lower() not in ("http", "https")
+        or not parts.hostname
+        or any(ch.isspace() or ord(ch) < 32 for ch in value)
+    ):
+        raise ConfigError(
+            f"{origin} is not an http:// or https:// proxy URL with a host", key="proxy"
+        )
+    return value
 
 
 def _check_separator(name: str, lowered: str, separator: str) -> None:
@@ -232,16 +319,6 @@ def _check_separator(name: str, lowered: str, separator: str) -> None:
         "another separator",
         key=name,
     )
-
-
-def child_environment(server: LocalServer, inherited: Mapping[str, str]) -> dict[str, str]:
-    """S2: a minimal inherited environment, the plugin directories, then the entry's env."""
-    environment = {k: inherited[k] for k in INHERITED_VARIABLES if k in inherited}
-    environment["PLUGIN_ROOT"] = server.plugin_root
-    if server.plugin_data is not None:
-        environment["PLUGIN_DATA"] = server.plugin_data
-    environment.update(server.env)
-    return environment
 
 
 def describe_failure(exc: BaseException) -> str:

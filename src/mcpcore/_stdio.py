@@ -11,13 +11,40 @@ the input however it is chunked.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from ._errors import LimitExceeded, LocalProtocolError
 from ._escape import excerpt
+from ._events import (
+    CloseInput,
+    KillProcess,
+    ProcessAction,
+    StartProcess,
+    TerminateProcess,
+    WriteInput,
+)
 
-__all__ = ["LineFramer", "StderrTail", "frame_message"]
+if TYPE_CHECKING:
+    from ._config import LocalServer
+
+__all__ = [
+    "INHERITED_VARIABLES",
+    "ChildControl",
+    "LineFramer",
+    "StderrTail",
+    "child_environment",
+    "frame_message",
+]
+
+# S2: all a child inherits from the host's environment, before its entry's own env.
+INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "USER", "TERM")
+_STDERR_WAIT = 0.5  # seconds a lost child's stderr may take to end (its last words)
+_KILL_AFTER = 1.0  # seconds between asking a child to stop and killing it
+_STDERR_PARTIAL = 8192  # bytes of an unfinished stderr line kept
+_LOGGED_STDERR_CHARS = 2000  # characters of one stderr line logged
 
 _TAIL_LINES = 5
 _TAIL_LINE_CHARS = 200
@@ -133,3 +160,209 @@ class StderrTail:
             return what
         shown = [excerpt(self.redact(line), _TAIL_LINE_CHARS) for line in self._lines]
         return f"{what}; its last words on stderr: " + " | ".join(shown)
+
+
+# --- the child process, as actions (S1-S3) ---------------------------------------------
+
+
+def child_environment(server: LocalServer, inherited: Mapping[str, str]) -> dict[str, str]:
+    """S2: a minimal inherited environment, the plugin directories, then the entry's env."""
+    environment = {k: inherited[k] for k in INHERITED_VARIABLES if k in inherited}
+    environment["PLUGIN_ROOT"] = server.plugin_root
+    if server.plugin_data is not None:
+        environment["PLUGIN_DATA"] = server.plugin_data
+    environment.update(server.env)
+    return environment
+
+
+class ChildControl:
+    """What happens to a local server's child process, decided without I/O (S1-S3).
+
+    The engine asks it to start a child (with the environment S2 allows), to
+    write, to stop; the driver performs the resulting actions and reports what
+    the child did. It decides the rest: a child is started again only when a
+    request must go out and none runs; a child whose stdout closed is declared
+    lost once its stderr has also ended (or after ``_STDERR_WAIT``), with its
+    last stderr lines as the reason; closing closes stdin, terminates after the
+    grace period (3 s), kills a second later, and is finished once every child
+    it started has exited (or, at the latest, a second after the kill).
+    """
+
+    def __init__(
+        self, server: LocalServer, environ: Mapping[str, str], *, grace: float = 3.0
+    ) -> None:
+        self.server = server
+        self._environ = dict(environ)
+        self._grace = grace
+        self.process = 0  # the current child's number; 0: none started yet
+        self.running = False  # the current child was started and is not known to be gone
+        self._actions: list[ProcessAction] = []
+        self._tail = StderrTail(secrets=server.env.values())
+        self._stderr_partial = b""
+        self._stderr_open = False
+        self._lost_at: float | None = None  # stdout closed: lost at this time at the latest
+        self._alive: set[int] = set()  # children started and not reported exited
+        self._kill_at: dict[int, float] = {}  # children being stopped: when to kill
+        self._closing_until: float | None = None  # closing: finished by then whatever happens
+        self._closing_over = False
+        self._terminated: set[int] = set()  # children sent TerminateProcess (kill next)
+        self._log = logging.getLogger(f"mcpcore.stderr.{server.name}")
+
+    # --- commands from the engine --------------------------------------------------------
+
+    def start(self) -> None:
+        """Start a new child (the first, or one after the last was lost)."""
+        self.process += 1
+        self.running = True
+        self._alive.add(self.process)
+        self._tail = StderrTail(secrets=self.server.env.values())
+        self._stderr_partial = b""
+        self._stderr_open = True
+        self._lost_at = None
+        self._actions.append(
+            StartProcess(
+                process=self.process,
+                command=self.server.command,
+                args=tuple(self.server.args),
+                env=child_environment(self.server, self._environ),
+                cwd=self.server.cwd or None,
+            )
+        )
+
+    def write(self, data: bytes) -> None:
+        if self.running and data:
+            self._actions.append(WriteInput(process=self.process, data=data))
+
+    def stop(self, now: float, *, grace: float | None = None) -> None:
+        """S3: close the current child's stdin; terminate after ``grace``, kill 1 s later."""
+        if not self.running:
+            return
+        self.running = False
+        self._lost_at = None
+        number = self.process
+        self._actions.append(CloseInput(process=number))
+        wait = self._grace if grace is None else grace
+        if number in self._alive:
+            if wait <= 0:
+                self._terminate(number, now)
+            else:
+                self._kill_at[number] = now + wait  # terminate first, then kill (handle_timer)
+
+    def close(self, now: float) -> None:
+        """Closing: stop the child with the full grace; ``finished`` says when it is over."""
+        if self._closing_until is not None:
+            return
+        self.stop(now)
+        latest = max(self._kill_at.values(), default=now)
+        self._closing_until = latest + 2 * _KILL_AFTER
+
+    # --- reports from the driver ---------------------------------------------------------
+
+    def current(self, process: int | None) -> bool:
+        """Whether a report about child ``process`` (None: the current one) still matters."""
+        return self.running and (process is None or process == self.process)
+
+    def stderr_data(self, data: bytes, process: int | None) -> None:
+        if process is not None and process != self.process:
+            return
+        lines = (self._stderr_partial + data).split(b"\n")
+        self._stderr_partial = lines.pop()[-_STDERR_PARTIAL:]
+        for raw in lines:
+            self._stderr_line(raw)
+
+    def _stderr_line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace")
+        self._tail.add(line)
+        if line.strip() and self._log.isEnabledFor(logging.INFO):
+            shown = self._tail.redact(line[:_LOGGED_STDERR_CHARS].rstrip("\r"))
+            self._log.info("%s", shown.encode("unicode_escape").decode("ascii"))  # X1
+
+    def stderr_closed(self, now: float, process: int | None) -> bool:
+        """The child's stderr ended; True when the child is now to be declared lost."""
+        if process is not None and process != self.process:
+            return False
+        if self._stderr_partial:
+            self._stderr_line(self._stderr_partial)
+            self._stderr_partial = b""
+        self._stderr_open = False
+        return self._lost_at is not None
+
+    def output_closed(self, now: float, process: int | None) -> bool:
+        """The child's stdout ended; True when it is to be declared lost right away."""
+        if not self.current(process):
+            return False
+        if not self._stderr_open:
+            return True
+        # Its last words on stderr say why it died: give them a moment to arrive.
+        self._lost_at = now + _STDERR_WAIT
+        return False
+
+    def exited(self, process: int | None, now: float) -> bool:
+        """The child exited; True when it is (the current one and) to be declared lost."""
+        number = self.process if process is None else process
+        self._alive.discard(number)
+        self._kill_at.pop(number, None)
+        self._terminated.discard(number)
+        if not self.current(number):
+            return False
+        if self._lost_at is None:
+            self._lost_at = now + _STDERR_WAIT  # its stdout may still be draining
+        return False
+
+    def lost(self, now: float, what: str) -> str:
+        """The current child is gone: the reason, worded with its stderr tail (S1, C8)."""
+        number = self.process
+        self.running = False
+        self._lost_at = None
+        if number in self._alive:  # stdout closed but the process lives on: stop it
+            self._actions.append(CloseInput(process=number))
+            self._terminate(number, now)
+        return self._tail.reason(what)
+
+    def failed_to_start(self, process: int | None) -> None:
+        number = self.process if process is None else process
+        self._alive.discard(number)
+        self._kill_at.pop(number, None)
+        if number == self.process:
+            self.running = False
+            self._lost_at = None
+
+    # --- time ------------------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        times = list(self._kill_at.values())
+        if self._lost_at is not None:
+            times.append(self._lost_at)
+        if self._closing_until is not None and not self.finished:
+            times.append(self._closing_until)
+        return min(times) if times else None
+
+    def handle_timer(self, now: float) -> bool:
+        """Terminate or kill what is due; True when the current child is now lost."""
+        for number, at in list(self._kill_at.items()):
+            if at > now:
+                continue
+            if number in self._terminated:
+                self._actions.append(KillProcess(process=number))
+                del self._kill_at[number]
+            else:
+                self._terminate(number, now)
+        if self._closing_until is not None and now >= self._closing_until:
+            self._closing_over = True
+        return self._lost_at is not None and now >= self._lost_at
+
+    def _terminate(self, number: int, now: float) -> None:
+        self._actions.append(TerminateProcess(process=number))
+        self._terminated.add(number)
+        self._kill_at[number] = now + _KILL_AFTER
+
+    @property
+    def finished(self) -> bool:
+        """Closing began and every child started has exited (or the close bound passed)."""
+        if self._closing_until is None:
+            return False
+        return not self._alive or self._closing_over
+
+    def take_actions(self) -> list[ProcessAction]:
+        out, self._actions = self._actions, []
+        return out

@@ -32,35 +32,43 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcore import (
+    AbortExchange,
     Availability,
     CallCancelled,
     CallFailed,
     CallSucceeded,
+    ClientBase,
+    ClientOptions,
+    CloseInput,
     ConfigError,
+    Event,
     HttpClientEngine,
+    HttpRequest,
     InvalidState,
+    KillProcess,
     LocalServer,
     McpError,
+    ProcessAction,
     ProgressReceived,
     RefreshFailed,
+    RegistrationContract,
     RemoteServer,
     SessionReady,
     StartFailed,
-    StderrTail,
+    StartProcess,
     StdioClientEngine,
     SyncReport,
+    TerminateProcess,
     Tool,
     ToolOutput,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
+    WriteInput,
     call_outcome,
     closed_outcome,
+    prepare_client,
 )
-from mcpcore._client_base import ClientBase
-from mcpcore._events import AbortExchange, Event, HttpRequest
-from mcpcore._registry import RegistrationContract
-from mcpcore._setup import ClientOptions, child_environment, prepare_client
 
 if TYPE_CHECKING:
     import ssl
@@ -255,8 +263,10 @@ class McpClient(ClientBase):
         self._state_changed = anyio.Event()
         self._main_scope: anyio.CancelScope | None = None
         self._started = False
-        self._closed = False
-        self._process: _ChildProcess | None = None
+        self._closing = False  # aclose() began: no new calls
+        self._closed = False  # closing is over: the main task stops
+        self._children: _Children | None = None
+        self._close_progress = anyio.Event()  # set when closing may have finished
 
     def __repr__(self) -> str:
         return f"McpClient({self.name!r}, {self._server!r})"
@@ -287,9 +297,12 @@ class McpClient(ClientBase):
                 self._pool = connection_pool(self._ssl_context, self._max_connections)
         else:
             self._engine = StdioClientEngine(
-                options=self._options, max_line_size=self._limits.max_message_size
+                self._server,
+                environ=os.environ,
+                options=self._options,
+                max_line_size=self._limits.max_message_size,
             )
-            self._process = _ChildProcess(self, self._server)
+            self._children = _Children(self, task_group)
         task_group.start_soon(self._run, name=f"mcpcore:{self.name}")
 
     async def __aenter__(self) -> McpClient:
@@ -307,16 +320,23 @@ class McpClient(ClientBase):
                 await group.__aexit__(None, None, None)
 
     async def aclose(self) -> None:
-        """L6: cancel calls (``notifications/cancelled``), ``DELETE``, release everything."""
-        if self._closed:
+        """L6: the engine closes (cancel notices and DELETE, or the child's stop) within
+        its own bound while this client performs what it asks; then all is released."""
+        if self._closing:
             return
-        self._closed = True
+        self._closing = True
         engine = self._engine
         with anyio.CancelScope(shield=True):
-            if engine is not None:
+            if engine is not None and self._main_scope is not None:
                 engine.close(self._now())
-                await self._perform_closing(engine)
-                self._route_events(engine.take_events())
+                await self._dispatch()
+                # The main task goes on driving the engine's deadlines meanwhile.
+                while not engine.finished:
+                    self._close_progress = anyio.Event()
+                    await self._close_progress.wait()
+            elif engine is not None:
+                engine.close(self._now())  # never started: there is nothing to perform
+            self._closed = True
             for scope in self._scopes.values():
                 scope.cancel()
             if self._main_scope is not None:
@@ -326,36 +346,13 @@ class McpClient(ClientBase):
                     waiter.error = waiter.error or closed_outcome(server=self.name)
                 waiter.done.set()
             for refresh in self._refreshes.values():
-                refresh.error = Unavailable("the client was closed", server=self.name)
+                refresh.error = closed_outcome(server=self.name)
                 refresh.done.set()
             self._state_changed.set()
-            if self._process is not None:
-                await self._process.close()
+            if self._children is not None:
+                await self._children.aclose()
             if self._pool is not None:
                 await self._pool.aclose()
-
-    async def _perform_closing(self, engine: HttpClientEngine | StdioClientEngine) -> None:
-        """Send what closing produced, in order, each briefly bounded (L6, H9)."""
-        if isinstance(engine, StdioClientEngine):
-            if self._process is not None:
-                self._process.write(engine.data_to_send())
-            return
-        closing: list[HttpRequest] = []
-        for action in engine.take_actions():
-            if isinstance(action, AbortExchange):
-                scope = self._scopes.pop(action.exchange_id, None)
-                if scope is not None:
-                    scope.cancel()
-            else:
-                closing.append(action)
-        # Notices already on their way (a notifications/cancelled) go before DELETE.
-        with anyio.move_on_after(self._limits.delete_timeout):
-            while self._scopes:
-                self._exchange_ended = anyio.Event()
-                await self._exchange_ended.wait()
-        for request in closing:
-            with anyio.move_on_after(request.timeout or self._limits.delete_timeout):
-                await self._exchange(request, anyio.CancelScope())
 
     # --- the background task ----------------------------------------------------------
 
@@ -365,18 +362,16 @@ class McpClient(ClientBase):
     async def _run(self) -> None:
         engine = self._engine
         assert engine is not None
-        if self._closed:
+        if self._closing:
             return  # closed before this task ran (an empty ``async with``): nothing to start
         with anyio.CancelScope() as scope:
             self._main_scope = scope
-            if self._process is not None:
-                await self._process.spawn()
             if self._asgi_app is not None and self._task_group is not None:
                 from ._asgi import AsgiPool
 
                 assert isinstance(self._pool, AsgiPool)
                 await self._pool.start(self._task_group)
-            if self._closed:
+            if self._closing:
                 return
             engine.start(self._now())
             await self._dispatch()
@@ -422,9 +417,11 @@ class McpClient(ClientBase):
                         here = (action, scope)
                     else:
                         self._task_group.start_soon(self._exchange, action, scope)
-        elif self._process is not None:
-            await self._process.flush(engine)
+        elif self._children is not None:
+            self._children.perform(engine.take_actions())
         self._route_events(engine.take_events())
+        if self._closing and engine.finished:
+            self._close_progress.set()
         # Wake the timer task only when the engine now needs an earlier wake-up
         # than the one it sleeps until: waking it on every event cost a task
         # switch and a cancel scope per HTTP chunk.
@@ -442,8 +439,6 @@ class McpClient(ClientBase):
             if isinstance(event, (SessionReady, StartFailed)):
                 if isinstance(event, StartFailed):
                     _log.info("server %r is unavailable: %s", self.name, event.error)
-                    if self._process is not None:
-                        self._process.kill_soon()
                 self._state_changed.set()
                 self._state_changed = anyio.Event()
             elif isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
@@ -541,7 +536,7 @@ class McpClient(ClientBase):
         self, request: HttpRequest, chunks: AsyncIterator[bytes], stack: AsyncExitStack
     ) -> bool:
         """Give the rest of a caller's stream to a task of its own (False: closing)."""
-        if self._closed or self._task_group is None:
+        if self._closing or self._task_group is None:
             return False
         scope = anyio.CancelScope()
         self._scopes[request.exchange_id] = scope  # aborts now cancel that task
@@ -603,7 +598,7 @@ class McpClient(ClientBase):
                 availability = engine.availability
                 if availability is not None:
                     return availability
-                if self._closed:
+                if self._closing:
                     return Availability(False, "the client is closed")
                 await self._state_changed.wait()
         return Availability(False, f"still starting after {timeout:g} s")
@@ -678,100 +673,113 @@ class McpClient(ClientBase):
         return self._mirror_into(registry)
 
 
-class _ChildProcess:
-    """A local server's child process (S1–S3): stdin/stdout carry the protocol.
+class _Children:
+    """Performs the engine's child-process actions (S1–S3), in order; decides nothing.
 
-    One writer task per child, fed by a memory stream, writes its stdin: callers
-    never write the pipe themselves, so concurrent calls never contend for it
-    (trio refuses two writers), a caller cancelled mid-write cannot cut a frame
-    in two, and bytes taken from the engine are never lost.
+    One task performs them from a queue, so a start finishes before the writes
+    that follow it. Each child gets a writer task fed by a memory stream
+    (callers never write a pipe: concurrent calls never contend for it, trio
+    refuses two writers, and a caller cancelled mid-write cannot cut a frame
+    in two), a stdout reader that then waits for the exit, and a stderr reader.
     """
 
-    def __init__(self, client: McpClient, server: LocalServer) -> None:
+    def __init__(self, client: McpClient, task_group: anyio.abc.TaskGroup) -> None:
         self.client = client
-        self.server = server
-        self.process: anyio.abc.Process | None = None
-        self._kill = False
-        self._outbox: MemoryObjectSendStream[bytes | None] | None = None
-        self._writer_done: anyio.Event | None = None
-        self._stderr = StderrTail(secrets=server.env.values())
-        self._stderr_read = anyio.Event()
+        self._group = task_group
+        self._children: dict[int, tuple[anyio.abc.Process, MemoryObjectSendStream[bytes | None]]] = {}
+        self._queue, inbox = anyio.create_memory_object_stream[ProcessAction](math.inf)
+        self._performer_done = anyio.Event()
+        task_group.start_soon(self._perform_all, inbox, name=f"mcpcore:{client.name}:child")
 
-    def _environment(self) -> dict[str, str]:
-        return child_environment(self.server, os.environ)  # S2
-
-    async def spawn(self) -> None:
-        assert self.client._task_group is not None
-        self._stderr = StderrTail(secrets=self.server.env.values())
-        self._stderr_read = anyio.Event()
-        if self._outbox is not None:  # a child that died by itself: retire its writer
+    def perform(self, actions: list[ProcessAction]) -> None:
+        for action in actions:
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._outbox.send_nowait(None)
-            self._outbox.close()
-            self._outbox = None
+                self._queue.send_nowait(action)
+
+    def _engine(self) -> StdioClientEngine:
+        engine = self.client._engine
+        assert isinstance(engine, StdioClientEngine)
+        return engine
+
+    async def _perform_all(self, inbox: MemoryObjectReceiveStream[ProcessAction]) -> None:
         try:
-            self.process = await anyio.open_process(
-                [self.server.command, *self.server.args],
-                cwd=self.server.cwd or None,
-                env=self._environment(),
+            async with inbox:
+                async for action in inbox:
+                    await self._perform(action)
+        finally:
+            self._performer_done.set()
+
+    async def _perform(self, action: ProcessAction) -> None:
+        if isinstance(action, StartProcess):
+            await self._start(action)
+            return
+        entry = self._children.get(action.process)
+        if entry is None:
+            return
+        process, outbox = entry
+        if isinstance(action, (WriteInput, CloseInput)):
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                outbox.send_nowait(action.data if isinstance(action, WriteInput) else None)
+        elif isinstance(action, (TerminateProcess, KillProcess)):
+            with contextlib.suppress(OSError, ProcessLookupError):
+                if isinstance(action, TerminateProcess):
+                    process.terminate()
+                else:
+                    process.kill()
+
+    async def _start(self, action: StartProcess) -> None:
+        engine = self._engine()
+        try:
+            process = await anyio.open_process(
+                [action.command, *action.args], cwd=action.cwd, env=action.env
             )
         except OSError as exc:
-            self.process = None
-            engine = self.client._engine
-            assert isinstance(engine, StdioClientEngine)
-            engine.connection_lost(
-                f"could not start the server: {TransportFailure.from_exception(exc).describe()}",
-                self.client._now(),
-            )
+            failure = TransportFailure.from_exception(exc)
+            engine.process_failed(failure, self.client._now(), process=action.process)
+            await self.client._dispatch()
             return
         outbox, inbox = anyio.create_memory_object_stream[bytes | None](math.inf)
-        self._outbox = outbox
-        self._writer_done = anyio.Event()
-        self.client._task_group.start_soon(self._read_stdout, self.process)
-        self.client._task_group.start_soon(self._read_stderr, self.process)
-        self.client._task_group.start_soon(
-            self._write_stdin, self.process, inbox, self._writer_done
-        )
+        self._children[action.process] = (process, outbox)
+        number = action.process
+        self._group.start_soon(self._read_stdout, number, process)
+        self._group.start_soon(self._read_stderr, number, process)
+        self._group.start_soon(self._write_stdin, process, inbox)
 
-    async def _read_stdout(self, process: anyio.abc.Process) -> None:
-        engine = self.client._engine
-        assert isinstance(engine, StdioClientEngine) and process.stdout is not None
+    async def _read_stdout(self, number: int, process: anyio.abc.Process) -> None:
+        engine, client = self._engine(), self.client
+        assert process.stdout is not None
         try:
             async for chunk in process.stdout:
-                engine.receive_data(chunk, self.client._now())
-                await self.client._dispatch()
+                engine.receive_data(chunk, client._now(), process=number)
+                await client._dispatch()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
-        if process is self.process and not self.client._closed:
-            # Its last words on stderr say why it died: give them a moment to be read.
-            with anyio.move_on_after(0.5):
-                await self._stderr_read.wait()
-        if process is self.process and not self.client._closed:
-            reason = self._stderr.reason("the server process closed its output")
-            engine.connection_lost(reason, self.client._now())
-            await self.client._dispatch()
+        engine.output_closed(client._now(), process=number)
+        await client._dispatch()
+        code = await process.wait()  # the engine stops a child that outlives its stdout
+        entry = self._children.pop(number, None)
+        if entry is not None:
+            entry[1].close()  # its writer has nothing left to write to
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+        engine.process_exited(code, client._now(), process=number)
+        await client._dispatch()
 
-    async def _read_stderr(self, process: anyio.abc.Process) -> None:
+    async def _read_stderr(self, number: int, process: anyio.abc.Process) -> None:
+        engine, client = self._engine(), self.client
         assert process.stderr is not None
-        log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
-        tail, done = self._stderr, self._stderr_read
         try:
             async for chunk in process.stderr:
-                for line in chunk.decode("utf-8", "replace").splitlines():
-                    tail.add(line)
-                    log.info("%s", tail.redact(line[:2000]).encode("unicode_escape").decode("ascii"))
+                engine.receive_stderr(chunk, client._now(), process=number)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
-        finally:
-            done.set()
+        engine.stderr_closed(client._now(), process=number)
+        await client._dispatch()
 
     async def _write_stdin(
-        self,
-        process: anyio.abc.Process,
-        inbox: MemoryObjectReceiveStream[bytes | None],
-        done: anyio.Event,
+        self, process: anyio.abc.Process, inbox: MemoryObjectReceiveStream[bytes | None]
     ) -> None:
-        """The one writer of this child's stdin; ``None`` closes it."""
+        """The one writer of this child's stdin; ``None`` (or the end of the queue) closes it."""
         stdin = process.stdin
         assert stdin is not None
         try:
@@ -786,49 +794,13 @@ class _ChildProcess:
             with anyio.CancelScope(shield=True):
                 with contextlib.suppress(Exception):
                     await stdin.aclose()
-            done.set()
 
-    def kill_soon(self) -> None:
-        self._kill = True
-
-    async def flush(self, engine: StdioClientEngine) -> None:
-        if self._kill:
-            self._kill = False
-            await self.close(grace=0.0)
-        data = engine.data_to_send()
-        if data:
-            if self.process is None or self.process.returncode is not None:
-                await self.spawn()
-            self.write(data)
-
-    def write(self, data: bytes) -> None:
-        """Queue ``data`` for the writer task; never blocks."""
-        if data and self.process is not None and self._outbox is not None:
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._outbox.send_nowait(data)
-
-    async def close(self, grace: float = 3.0) -> None:
-        """S3: close stdin (after what is queued), wait up to 3 s, terminate, then kill."""
-        process, self.process = self.process, None
-        outbox, self._outbox = self._outbox, None
-        done, self._writer_done = self._writer_done, None
-        if process is None:
-            return
-        with anyio.CancelScope(shield=True):
-            if outbox is not None:
-                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    outbox.send_nowait(None)  # the writer closes stdin once the queue is written
-                outbox.close()
-            with anyio.move_on_after(grace):
-                await process.wait()
-            if process.returncode is None:
-                process.terminate()
-                with anyio.move_on_after(1.0):
-                    await process.wait()
-            if process.returncode is None:
+    async def aclose(self) -> None:
+        """After the engine finished closing: stop the performer; kill any child left."""
+        self._queue.close()
+        with anyio.move_on_after(1.0):
+            await self._performer_done.wait()
+        for process, outbox in self._children.values():
+            outbox.close()
+            with contextlib.suppress(OSError, ProcessLookupError):
                 process.kill()
-                await process.wait()
-            if done is not None:
-                with anyio.move_on_after(1.0):  # a write to a dead child fails at once
-                    await done.wait()
-            await process.aclose()

@@ -12,10 +12,11 @@ import anyio.abc
 from mcpcore import (
     Availability,
     ConfigError,
+    HubBase,
     ToolOutput,
+    hub_entries,
+    looks_like_document,
 )
-from mcpcore._client_base import HubBase, looks_like_document
-from mcpcore._setup import hub_entries
 
 from ._client import McpClient, ProgressCallback
 

@@ -21,38 +21,46 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Unpack
 
 from mcpcore import (
+    AbortExchange,
     Availability,
     CallCancelled,
     CallFailed,
     CallSucceeded,
+    ClientBase,
+    ClientOptions,
+    CloseInput,
     ConfigError,
+    Event,
     HttpClientEngine,
+    HttpRequest,
     InvalidState,
+    KillProcess,
     LocalServer,
     McpError,
+    ProcessAction,
     ProgressReceived,
     RefreshFailed,
+    RegistrationContract,
     RemoteServer,
-    SessionReady,
     StartFailed,
-    StderrTail,
+    StartProcess,
     StdioClientEngine,
     SyncReport,
+    TerminateProcess,
     Tool,
     ToolOutput,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
+    WriteInput,
     call_outcome,
     closed_outcome,
+    prepare_client,
 )
-from mcpcore._client_base import ClientBase
-from mcpcore._events import AbortExchange, Event, HttpRequest
-from mcpcore._registry import RegistrationContract
-from mcpcore._setup import ClientOptions, child_environment, prepare_client
 
 if TYPE_CHECKING:
     import ssl
@@ -256,13 +264,19 @@ class McpClient(ClientBase):
         self._sleep_until: float | None = _AWAKE  # the deadline the timer thread waits for
         self._availability: Availability | None = None
         self._exchanges: dict[int, _Exchange] = {}
-        self._threads: set[threading.Thread] = set()
+        self._threads: set[threading.Thread] = set()  # hand-offs and child pipes
+        # Exchanges run on a bounded set of threads: at most one per connection the
+        # pool may open, and two more (at most max_connections hold a permit anyway).
+        self._workers = _Workers(self._max_connections + 2, f"mcpcore:{self.name}")
         self._calls: dict[int, CallHandle] = {}
         self._refreshes: dict[int, list[Any]] = {}
+        self._deliveries: deque[Callable[[], None]] = deque()  # see _deliver
+        self._delivering = False
         self._thread: threading.Thread | None = None
         self._started = False
-        self._closed = False
-        self._process: _ChildProcess | None = None
+        self._closing = False  # close() began: no new calls
+        self._closed = False  # closing is over: the timer thread stops
+        self._children: _Children | None = None
 
     def __repr__(self) -> str:
         return f"McpClient({self.name!r}, {self._server!r})"
@@ -290,9 +304,12 @@ class McpClient(ClientBase):
                 )
             else:
                 self._engine = StdioClientEngine(
-                    options=self._options, max_line_size=self._limits.max_message_size
+                    self._server,
+                    environ=os.environ,
+                    options=self._options,
+                    max_line_size=self._limits.max_message_size,
                 )
-                self._process = _ChildProcess(self, self._server)
+                self._children = _Children(self)
             self._thread = threading.Thread(
                 target=self._run, name=f"mcpcore:{self.name}", daemon=True
             )
@@ -306,66 +323,46 @@ class McpClient(ClientBase):
         self.close()
 
     def close(self) -> None:
-        """L6: cancel calls (``notifications/cancelled``), ``DELETE``, join every thread."""
+        """L6: the engine closes (cancel notices and DELETE, or the child's stop) within
+        its own bound while this client performs what it asks; then every thread ends."""
         with self._lock:
-            if self._closed:
+            if self._closing:
                 return
-            self._closed = True
+            self._closing = True
             engine = self._engine
-            closing: list[HttpRequest] = []
             if engine is not None:
                 engine.close(self._now())
-                if isinstance(engine, HttpClientEngine):
-                    for action in engine.take_actions():
-                        if isinstance(action, AbortExchange):
-                            self._abort(action.exchange_id)
-                        else:
-                            closing.append(action)
-                self._route_events(engine.take_events())
-            running = list(self._exchanges.values())
+                self._dispatch()
+        self._deliver()
+        with self._lock:
+            if engine is not None:
+                # The timer thread goes on driving the engine's deadlines meanwhile.
+                while not engine.finished:
+                    deadline = engine.next_deadline()
+                    wait = None if deadline is None else max(0.0, deadline - self._now())
+                    self._changed.wait(wait)
+                    if deadline is not None and self._now() >= deadline:
+                        engine.handle_timer(self._now())
+                        self._dispatch()
             for handle in self._calls.values():
                 handle._finish(None, closed_outcome(server=self.name))
             for waiter in self._refreshes.values():
-                waiter[1] = Unavailable("the client was closed", server=self.name)
+                waiter[1] = closed_outcome(server=self.name)
                 waiter[0].set()
-            self._changed.notify_all()
-            self._timer.notify_all()
-        # Outside the lock: notices already on their way (a notifications/cancelled)
-        # finish first, then the last messages go out in order, each briefly bounded.
-        end = self._now() + self._limits.delete_timeout
-        for exchange in running:
-            exchange.ended.wait(max(0.0, end - self._now()))
-        with self._lock:
             for xid in list(self._exchanges):
                 self._abort(xid)
-        for request in closing:
-            self._perform_closing(request)
-        if self._process is not None and isinstance(engine, StdioClientEngine):
-            self._process.write(engine.data_to_send())
-            self._process.close()
-        if self._thread is not None:
+            self._closed = True
+            self._changed.notify_all()
+            self._timer.notify_all()
+        self._deliver()
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+        self._workers.close()
         for thread in list(self._threads):
-            thread.join()
+            if thread is not threading.current_thread():
+                thread.join()
         if self._pool is not None:
             self._pool.close()
-
-    def _perform_closing(self, request: HttpRequest) -> None:
-        assert self._pool is not None
-        limit = request.timeout or self._limits.delete_timeout
-        timeouts = {"connect": limit, "read": limit, "write": limit, "pool": limit}
-        try:
-            with self._pool.stream(
-                request.method,
-                request.url,
-                headers=request.headers,
-                content=request.body,
-                extensions={"timeout": timeouts},
-            ) as response:
-                for _ in response.iter_stream():
-                    break
-        except Exception as exc:
-            _log.debug("closing request failed: %s", TransportFailure.from_exception(exc).describe())
 
     # --- the background thread ----------------------------------------------------------
 
@@ -373,16 +370,18 @@ class McpClient(ClientBase):
         return time.monotonic()
 
     def _run(self) -> None:
+        """The timer thread: sleep until the engine's next deadline, then fire it."""
         engine = self._engine
         assert engine is not None
-        if self._process is not None:
-            self._process.spawn()
-        with self._lock:
-            if self._closed:
+        with self._turn():
+            if self._closing:
                 return
             engine.start(self._now())
             self._dispatch()
-            while not self._closed:
+        while True:
+            with self._turn():
+                if self._closed:
+                    return
                 deadline = engine.next_deadline()
                 timeout = None if deadline is None else max(0.0, deadline - self._now())
                 self._sleep_until = deadline
@@ -394,12 +393,20 @@ class McpClient(ClientBase):
                     engine.handle_timer(self._now())
                 self._dispatch()
 
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """The lock for one turn of the engine; what it produced for callers runs after."""
+        with self._lock:
+            yield
+        self._deliver()
+
     def _dispatch(self, perform_here: int | None = None) -> tuple[HttpRequest, _Exchange] | None:
         """Under the lock: perform the engine's actions and route its events.
 
         With ``perform_here`` (a call id), the exchange carrying that call's
-        request is not started on a thread but returned, for the calling
-        thread to perform itself.
+        request is not given to a worker but returned, for the calling thread
+        to perform itself. Events are routed after the actions, and callbacks
+        (``on_progress``) run once the lock is released (``_run_callbacks``).
         """
         engine = self._engine
         if engine is None:
@@ -415,14 +422,15 @@ class McpClient(ClientBase):
                     here = (action, _Exchange(thread=threading.current_thread()))
                     self._exchanges[action.exchange_id] = here[1]
                 else:
-                    self._spawn_exchange(action)
-        elif self._process is not None and not self._closed:
-            self._process.flush(engine)
+                    self._submit_exchange(action)
+        elif self._children is not None:
+            for process_action in engine.take_actions():
+                self._children.perform(process_action)
         self._route_events(engine.take_events())
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
         availability = engine.availability
-        if availability != self._availability:
+        if availability != self._availability or self._closing:
             self._availability = availability
             self._changed.notify_all()
         deadline = engine.next_deadline()
@@ -438,18 +446,10 @@ class McpClient(ClientBase):
         if exchange.thread is not None and exchange.thread.ident is not None:
             self._readers.abort_reader(exchange.thread.ident)
 
-    def _spawn_exchange(self, request: HttpRequest) -> None:
+    def _submit_exchange(self, request: HttpRequest) -> None:
         exchange = _Exchange()
-        thread = threading.Thread(
-            target=self._exchange,
-            args=(request, exchange),
-            name=f"mcpcore:{self.name}:{request.method.lower()}-{request.exchange_id}",
-            daemon=True,
-        )
-        exchange.thread = thread
         self._exchanges[request.exchange_id] = exchange
-        self._threads.add(thread)
-        thread.start()
+        self._workers.submit(lambda: self._exchange(request, exchange))
 
     def _exchange(
         self, request: HttpRequest, exchange: _Exchange, caller: CallHandle | None = None
@@ -466,6 +466,12 @@ class McpClient(ClientBase):
         pool = self._pool
         assert pool is not None
         xid = request.exchange_id
+        if exchange.thread is None:  # on a worker: aborts now go to this thread's reads
+            with self._lock:
+                if exchange.aborted:
+                    self._exchange_done(xid, exchange)
+                    return
+                exchange.thread = threading.current_thread()
         if not self._permits.acquire(lambda: exchange.aborted or self._closed):
             self._exchange_done(xid, exchange)
             return
@@ -477,7 +483,7 @@ class McpClient(ClientBase):
                         request.method, request.url, headers=request.headers, content=request.body
                     )
                 )
-                with self._lock:
+                with self._turn():
                     if exchange.aborted:
                         return
                     self._engine_http().response_started(
@@ -521,7 +527,7 @@ class McpClient(ClientBase):
                 for chunk in chunks:
                     if not self._report_data(xid, exchange, chunk):
                         return
-            with self._lock:
+            with self._turn():
                 if not exchange.aborted:
                     self._engine_http().response_ended(xid, self._now())
                     self._dispatch()
@@ -563,7 +569,7 @@ class McpClient(ClientBase):
         return engine
 
     def _report_data(self, xid: int, exchange: _Exchange, chunk: bytes) -> bool:
-        with self._lock:
+        with self._turn():
             if exchange.aborted:
                 return False
             self._engine_http().response_data(xid, chunk, self._now())
@@ -571,7 +577,7 @@ class McpClient(ClientBase):
         return True
 
     def _report_failed(self, xid: int, exchange: _Exchange, exc: Exception) -> None:
-        with self._lock:
+        with self._turn():
             if not exchange.aborted:
                 self._engine_http().response_failed(xid, TransportFailure.from_exception(exc), self._now())
                 self._dispatch()
@@ -585,34 +591,47 @@ class McpClient(ClientBase):
         exchange.ended.set()
 
     def _route_events(self, events: list[Event]) -> None:
+        """Under the lock: queue what each event means to a caller, in order.
+
+        Nothing a caller supplied runs here: ``_deliver`` runs the queue once
+        the lock is released, so an ``on_progress`` callback may block or call
+        back into the client.
+        """
         for event in events:
             if isinstance(event, StartFailed):
                 _log.info("server %r is unavailable: %s", self.name, event.error)
-                if self._process is not None:
-                    self._process.kill_soon()
-            elif isinstance(event, SessionReady):
-                pass
             elif isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
                 handle = self._calls.pop(event.call_id, None)
                 if handle is not None:
                     outcome = call_outcome(event, server=self.name)
                     if isinstance(outcome, McpError):
-                        handle._finish(None, outcome)
+                        self._deliveries.append(partial(handle._finish, None, outcome))
                     else:
-                        handle._finish(outcome, None)
+                        self._deliveries.append(partial(handle._finish, outcome, None))
             elif isinstance(event, ProgressReceived):
                 handle = self._calls.get(event.call_id)
                 if handle is not None and handle.on_progress is not None:
-                    try:
-                        handle.on_progress(event.progress, event.total, event.message)
-                    except Exception:
-                        _log.exception("on_progress callback failed")
+                    self._deliveries.append(partial(_report_progress, handle.on_progress, event))
             elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
                 waiter = self._refreshes.get(event.refresh_id or 0)
                 if waiter is None:
                     continue
                 waiter[1] = event.report if isinstance(event, ToolsRefreshed) else event.error
                 waiter[0].set()
+
+    def _deliver(self) -> None:
+        """Run what ``_route_events`` queued, in order, one thread at a time, unlocked."""
+        while True:
+            with self._lock:
+                if self._delivering or not self._deliveries:
+                    return
+                self._delivering = True
+                job = self._deliveries.popleft()
+            try:
+                job()
+            finally:
+                with self._lock:
+                    self._delivering = False
 
     # --- what callers use --------------------------------------------------------------
 
@@ -630,7 +649,7 @@ class McpClient(ClientBase):
                 availability = engine.availability
                 if availability is not None:
                     return availability
-                if self._closed:
+                if self._closing:
                     return Availability(False, "the client is closed")
                 remaining = None if end is None else end - self._now()
                 if remaining is not None and remaining <= 0:
@@ -665,10 +684,10 @@ class McpClient(ClientBase):
     ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
         """Start a call; with ``here``, its exchange is returned for this thread to perform."""
         self._ensure_ready()
-        with self._lock:
+        with self._turn():
             engine = self._engine
             assert engine is not None
-            if self._closed:
+            if self._closing:
                 raise Unavailable("the client was closed", server=self.name)
             call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
             handle = CallHandle(self, call_id, on_progress)
@@ -694,7 +713,7 @@ class McpClient(ClientBase):
         return handle.result()
 
     def _cancel(self, handle: CallHandle, reason: str) -> bool:
-        with self._lock:
+        with self._turn():
             engine = self._engine
             if engine is None or handle.done:
                 return False
@@ -707,7 +726,7 @@ class McpClient(ClientBase):
         self._ensure_ready()
         done = threading.Event()
         waiter: list[Any] = [done, None]
-        with self._lock:
+        with self._turn():
             engine = self._engine
             assert engine is not None
             refresh_id = engine.refresh(self._now())
@@ -739,121 +758,206 @@ class McpClient(ClientBase):
         return self._mirror_into(registry)
 
 
-class _ChildProcess:
-    """A local server's child process (S1–S3): stdin/stdout carry the protocol.
+def _report_progress(callback: ProgressCallback, event: ProgressReceived) -> None:
+    try:
+        callback(event.progress, event.total, event.message)
+    except Exception:
+        _log.exception("on_progress callback failed")
 
-    One writer thread per child, fed by a queue, writes its stdin: callers and
-    the reader never write the pipe, and no lock is held while a write blocks
-    (a child busy writing its stdout reads nothing until that output is read).
+
+class _Workers:
+    """At most ``limit`` threads performing exchanges, started as needed.
+
+    A flood of exchanges (a server sending request after request) waits in
+    the queue instead of becoming a flood of threads. A worker left idle for
+    ``_IDLE_EXIT`` seconds ends. Exchanges may wait inside for a connection
+    permit; those holding one never wait for a worker (a caller's own
+    exchange and a hand-off run on their own threads), so the queue drains.
     """
 
-    def __init__(self, client: McpClient, server: LocalServer) -> None:
+    def __init__(self, limit: int, name: str) -> None:
+        self._limit = limit
+        self._name = name
+        self._guard = threading.Condition(threading.Lock())
+        self._jobs: deque[Callable[[], None]] = deque()
+        self._threads: set[threading.Thread] = set()
+        self._idle = 0
+        self._closed = False
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._guard:
+            self._jobs.append(job)
+            if self._idle > len(self._jobs) - 1:
+                self._guard.notify()
+            elif len(self._threads) < self._limit:
+                thread = threading.Thread(
+                    target=self._work, name=f"{self._name}:worker", daemon=True
+                )
+                self._threads.add(thread)
+                thread.start()
+
+    def _work(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._guard:
+                while not self._jobs:
+                    if self._closed:
+                        self._threads.discard(me)
+                        return
+                    self._idle += 1
+                    woken = self._guard.wait(_IDLE_EXIT)
+                    self._idle -= 1
+                    if not woken and not self._jobs:
+                        self._threads.discard(me)
+                        return
+                job = self._jobs.popleft()
+            try:
+                job()
+            except Exception:  # pragma: no cover - an exchange reports its own failures
+                _log.exception("an exchange failed unexpectedly")
+
+    @property
+    def count(self) -> int:
+        with self._guard:
+            return len(self._threads)
+
+    def close(self) -> None:
+        """Let the workers finish what is queued (aborted by now), then join them."""
+        with self._guard:
+            self._closed = True
+            self._guard.notify_all()
+            threads = list(self._threads)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join()
+
+
+_IDLE_EXIT = 30.0  # seconds an idle worker waits for another exchange before it ends
+
+
+class _Child:
+    """One started child process and its stdin queue (the writer thread reads it)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+
+
+class _Children:
+    """Performs the engine's child-process actions (S1–S3); decides nothing.
+
+    Each child gets three threads: one writes its stdin from a queue (callers
+    never write a pipe, and no lock is held while a write blocks), one reads
+    its stdout and then waits for its exit, one reads its stderr. Each reports
+    to the engine with the child's number, under the client's lock.
+    """
+
+    def __init__(self, client: McpClient) -> None:
         self.client = client
-        self.server = server
-        self.process: subprocess.Popen[bytes] | None = None
-        self._kill = False
-        self._outbox: queue.SimpleQueue[bytes | None] | None = None
-        self._writer: threading.Thread | None = None
-        self._stderr = StderrTail(secrets=server.env.values())
-        self._stderr_read = threading.Event()
+        self._children: dict[int, _Child] = {}
 
-    def _environment(self) -> dict[str, str]:
-        return child_environment(self.server, os.environ)  # S2
+    def perform(self, action: ProcessAction) -> None:
+        """Under the client's lock: one action. Starting a child is one fork and exec."""
+        if isinstance(action, StartProcess):
+            self._start(action)
+            return
+        child = self._children.get(action.process)
+        if child is None:
+            return
+        if isinstance(action, WriteInput):
+            child.outbox.put(action.data)
+        elif isinstance(action, CloseInput):
+            child.outbox.put(None)  # the writer closes stdin once the queue is written
+        elif isinstance(action, (TerminateProcess, KillProcess)):
+            with contextlib.suppress(OSError):
+                if isinstance(action, TerminateProcess):
+                    child.popen.terminate()
+                else:
+                    child.popen.kill()
 
-    def spawn(self) -> None:
+    def _start(self, action: StartProcess) -> None:
         import subprocess  # only local servers need it (B5)
 
-        self._stderr = StderrTail(secrets=self.server.env.values())
-        self._stderr_read = threading.Event()
-        if self._outbox is not None:  # a child that died by itself: retire its writer
-            self._outbox.put(None)
-            self._outbox = None
+        engine = self._engine()
         try:
-            process = subprocess.Popen(
-                [self.server.command, *self.server.args],
-                cwd=self.server.cwd or None,
-                env=self._environment(),
+            popen = subprocess.Popen(
+                [action.command, *action.args],
+                cwd=action.cwd,
+                env=action.env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )
         except OSError as exc:
-            engine = self.client._engine
-            assert isinstance(engine, StdioClientEngine)
-            with self.client._lock:
-                engine.connection_lost(
-                    f"could not start the server: {TransportFailure.from_exception(exc).describe()}",
-                    self.client._now(),
-                )
+            failure = TransportFailure.from_exception(exc)
+            engine.process_failed(failure, self.client._now(), process=action.process)
             return
-        self.process = process
-        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._outbox = outbox
-        threads: list[tuple[Callable[..., None], tuple[object, ...], str]] = [
-            (self._read_stdout, (process,), "stdout"),
-            (self._read_stderr, (process,), "stderr"),
-            (self._write_stdin, (process, outbox), "stdin"),
-        ]
-        for target, args, label in threads:
+        child = _Child(popen)
+        self._children[action.process] = child
+        for target, label in (
+            (self._read_stdout, "stdout"),
+            (self._read_stderr, "stderr"),
+            (self._write_stdin, "stdin"),
+        ):
             thread = threading.Thread(
                 target=target,
-                args=args,
-                name=f"mcpcore:{self.server.name}:{label}",
+                args=(action.process, child),
+                name=f"mcpcore:{self.client.name}:{label}",
                 daemon=True,
             )
-            if label == "stdin":
-                self._writer = thread
             self.client._threads.add(thread)
             thread.start()
 
-    def _read_stdout(self, process: subprocess.Popen[bytes]) -> None:
+    def _engine(self) -> StdioClientEngine:
         engine = self.client._engine
-        assert isinstance(engine, StdioClientEngine) and process.stdout is not None
+        assert isinstance(engine, StdioClientEngine)
+        return engine
+
+    def _report(self, report: Callable[[float], None]) -> None:
+        client = self.client
+        with client._turn():
+            report(client._now())
+            client._dispatch()
+
+    def _read_stdout(self, number: int, child: _Child) -> None:
+        engine = self._engine()
+        stdout = child.popen.stdout
+        assert stdout is not None
         try:
-            while True:
-                chunk = os.read(process.stdout.fileno(), 65536)
-                if not chunk:
-                    break
-                with self.client._lock:
-                    engine.receive_data(chunk, self.client._now())
-                    self.client._dispatch()
+            while chunk := os.read(stdout.fileno(), 65536):
+                self._report(lambda now: engine.receive_data(chunk, now, process=number))
         except (OSError, ValueError):
             pass
-        process.stdout.close()
-        if process is self.process and not self.client._closed:
-            # Its last words on stderr say why it died: give them a moment to be read.
-            self._stderr_read.wait(0.5)
-        with self.client._lock:
-            if process is self.process and not self.client._closed:
-                reason = self._stderr.reason("the server process closed its output")
-                engine.connection_lost(reason, self.client._now())
-                self.client._dispatch()
+        stdout.close()
+        self._report(lambda now: engine.output_closed(now, process=number))
+        code = child.popen.wait()  # the engine stops a child that outlives its stdout
+        child.outbox.put(None)  # its writer has nothing left to write to
+        with self.client._turn():
+            self._children.pop(number, None)
+            engine.process_exited(code, self.client._now(), process=number)
+            self.client._dispatch()
             self.client._threads.discard(threading.current_thread())
 
-    def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stderr is not None
-        log = logging.getLogger(f"mcpcore.stderr.{self.server.name}")
-        tail, done = self._stderr, self._stderr_read
+    def _read_stderr(self, number: int, child: _Child) -> None:
+        engine = self._engine()
+        stderr = child.popen.stderr
+        assert stderr is not None
         try:
-            for raw in process.stderr:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                tail.add(line)
-                log.info("%s", tail.redact(line[:2000]).encode("unicode_escape").decode("ascii"))
+            while chunk := os.read(stderr.fileno(), 65536):
+                self._report(lambda now: engine.receive_stderr(chunk, now, process=number))
         except (OSError, ValueError):
             pass
-        done.set()
-        process.stderr.close()
+        stderr.close()
+        self._report(lambda now: engine.stderr_closed(now, process=number))
         with self.client._lock:
             self.client._threads.discard(threading.current_thread())
 
-    def _write_stdin(
-        self, process: subprocess.Popen[bytes], outbox: queue.SimpleQueue[bytes | None]
-    ) -> None:
+    def _write_stdin(self, number: int, child: _Child) -> None:
         """The one writer of this child's stdin; ``None`` closes it."""
-        stdin = process.stdin
+        stdin = child.popen.stdin
         assert stdin is not None
         try:
-            while (data := outbox.get()) is not None:
+            while (data := child.outbox.get()) is not None:
                 stdin.write(data)
                 stdin.flush()
         except (OSError, ValueError):
@@ -862,44 +966,3 @@ class _ChildProcess:
             stdin.close()
         with self.client._lock:
             self.client._threads.discard(threading.current_thread())
-
-    def kill_soon(self) -> None:
-        self._kill = True
-
-    def flush(self, engine: StdioClientEngine) -> None:
-        if self._kill:
-            self._kill = False
-            self.close(grace=0.0)
-        data = engine.data_to_send()
-        if data:
-            if self.process is None or self.process.poll() is not None:
-                self.spawn()
-            self.write(data)
-
-    def write(self, data: bytes) -> None:
-        """Queue ``data`` for the writer thread; never blocks."""
-        if data and self.process is not None and self._outbox is not None:
-            self._outbox.put(data)
-
-    def close(self, grace: float = 3.0) -> None:
-        """S3: close stdin (after what is queued), wait up to 3 s, terminate, then kill."""
-        import subprocess
-
-        process, self.process = self.process, None
-        outbox, self._outbox = self._outbox, None
-        writer, self._writer = self._writer, None
-        if process is None:
-            return
-        if outbox is not None:
-            outbox.put(None)  # the writer closes stdin once the queue is written
-        try:
-            process.wait(grace)
-        except subprocess.TimeoutExpired:
-            process.terminate()
-            try:
-                process.wait(1.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if writer is not None and writer is not threading.current_thread():
-            writer.join(1.0)  # a write to a dead child fails at once

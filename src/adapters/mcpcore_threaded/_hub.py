@@ -7,9 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from mcpcore import Availability, ConfigError, ToolOutput
-from mcpcore._client_base import HubBase, looks_like_document
-from mcpcore._setup import hub_entries
+from mcpcore import Availability, ConfigError, HubBase, ToolOutput, hub_entries, looks_like_document
 
 from ._client import McpClient, ProgressCallback
 
