@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fake_peer import FakeServer, connect
-from mcpcore import CallTimeout, InvalidArguments
+from mcpcore import CallTimeout, InvalidArguments, InvalidState
 from mcpcore._events import AbortExchange, CallCancelled, CallFailed, CallSucceeded, HttpRequest
 from mcpcore._failure import FailureKind, TransportFailure
 from mcpcore._http import HttpLimits
@@ -57,6 +57,7 @@ class Open:
 
 NOTICE_BOUND = 3.0
 ANSWERS_IN_FLIGHT = 3
+CLOSE_BOUND = HttpLimits().close_timeout
 TOOLS = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
 
 
@@ -121,6 +122,13 @@ class EngineMachine(RuleBasedStateMachine):
             headers.get(b"mcp-session-id") != self.sid.encode()
         ):
             self.without_session.append(f"{req.method} {method}")
+        if req.method == "DELETE":  # L6: the close; held like a notice when stalling
+            if self.stall_notices:
+                self.open_notices[xid] = (self.now, False)
+            else:
+                e.response_started(xid, 200, [], self.now)
+                e.response_ended(xid, self.now)
+            return
         if req.method == "GET":
             last = headers[b"last-event-id"].decode()
             sid = headers.get(b"mcp-session-id", b"").decode()
@@ -202,6 +210,10 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(timeout=st.sampled_from([None, 1.0, 2.5, 30.0]), args=st.sampled_from([None, {}, {"a": 1}]))
     def start_call(self, timeout: float | None, args: dict[str, Any] | None) -> None:
+        if self.engine.finished:
+            with pytest.raises(InvalidState):
+                self.engine.call("srv/echo", args, self.now, timeout=timeout)
+            return
         cid = self.engine.call("srv/echo", args, self.now, timeout=timeout)
         assert cid not in self.deadline
         self.deadline[cid] = self.now + (10.0 if timeout is None else timeout)
@@ -366,7 +378,7 @@ class EngineMachine(RuleBasedStateMachine):
     def unencodable_arguments(self, bad: object) -> None:
         """K9: refused at once; nothing is registered, sent or scheduled."""
         pending = list(self.engine.session.pending_call_ids)
-        with pytest.raises(InvalidArguments):
+        with pytest.raises(InvalidState if self.engine.finished else InvalidArguments):
             self.engine.call("srv/echo", {"value": bad}, self.now)
         assert self.engine.take_actions() == []
         assert list(self.engine.session.pending_call_ids) == pending
@@ -460,6 +472,28 @@ class EngineMachine(RuleBasedStateMachine):
         self.no_request_without_a_session_once_one_was_given()
         assert not self.engine.session.reinitializing
         self.nothing_pending_when_idle()
+
+    @rule(stall=st.booleans())
+    def close_with_what_is_in_flight(self, stall: bool) -> None:
+        """L6, H9: closing ends every call at once and is over within the one close
+        bound, whatever is in flight, also when the server holds every notice and the
+        DELETE; then the engine asks for nothing more. The machine goes on: later
+        rules meet a closed engine (calls refused, input ignored)."""
+        if self.engine.finished:
+            return
+        self.stall_notices = stall
+        closed_at = self.now
+        self.engine.close(self.now)
+        self.process()
+        assert self.running() == []
+        self.every_call_ends_at_most_once_and_pending_matches()
+        self.advance(CLOSE_BOUND)
+        assert self.engine.finished, self.engine.http.active_exchanges
+        assert self.engine.http.active_exchanges == [] and self.engine.next_deadline() is None
+        assert self.now - closed_at <= CLOSE_BOUND
+        self.open.clear()
+        self.open_notices.clear()
+        self.stall_notices = False
 
 
 EngineMachine.TestCase.settings = settings(
