@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,3 +38,28 @@ def test_bench_quick_writes_a_report(tmp_path: Path) -> None:
         if line.startswith(("| anyio", "| threaded")):
             assert "error" not in line, line
     assert out.with_suffix(".json").exists()
+
+
+@pytest.mark.realpeer
+def test_bench_hub_runs_with_a_few_servers() -> None:
+    """B9 (``python -m bench.hub``) with 3 servers: every client gets all of them ready."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.hub", "--n", "3", "--rounds", "1", "--idle", "0", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["n"] == 3
+    for client in ("threaded", "anyio", "official"):
+        row = res["clients"][client]
+        assert "error" not in row, row
+        assert row["samples"] == 1 and row["note"] is None, row
+        assert row["threads_after_close"] == 0, row
+    assert "| threaded |" in proc.stdout
