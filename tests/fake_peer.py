@@ -10,6 +10,8 @@ before the initialize result) as configured per test.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -320,11 +322,14 @@ def connect(
     byte_by_byte: bool = False,
     start: bool = True,
     name: str = "srv",
+    protocol: str = "legacy",
 ) -> Link:
     """An engine for ``server`` (default: a plain FakeServer), started unless told not to."""
     remote = RemoteServer(name=name, url=URL, headers=headers or {})
     if options is None:
         options = SessionOptions(server_name=name)
+    # This fake speaks the handshake era; the 2026-07-28 tests pass protocol="auto".
+    options = dataclasses.replace(options, protocol=protocol)
     engine = HttpClientEngine(remote, options=options, limits=limits, listen=listen)
     link = Link(engine, server or FakeServer(), byte_by_byte=byte_by_byte)
     if start:

@@ -394,3 +394,163 @@ else:
             pytest.fail(INSTALL_HINT, pytrace=False)
         with everything_server() as peer:
             yield peer
+
+
+# ---------------------------------------------------------------------------
+# Modern-era peers (MCP revision 2026-07-28)
+#
+#     with modern_sdk_server("dual") as peer: ...             # Python SDK 2.3 MCPServer, both eras
+#     with modern_sdk_server("modern-only", json_response=True) as peer: ...
+#     with ts_modern_server("dual") as peer: ...              # @modelcontextprotocol/server 2.x
+#     conformance_alpha_command("client", "--scenario", "request-metadata",
+#                               "--spec-version", "2026-07-28", "--command", "...")
+#     event_records(peer, "http")   # the JSON-valued event lines, decoded
+#
+# Both servers share one tool set (echo, add, slow, regional, confirm, add_tool,
+# remove_tool) and one events vocabulary; see the docstrings of
+# tests/servers/modern_sdk_server.py and tests/servers/ts_modern_server.mjs.
+
+MODERN_PROTOCOL_VERSION = "2026-07-28"
+MODERN_SDK_SERVER_SCRIPT = ROOT / "tests" / "servers" / "modern_sdk_server.py"
+TS_MODERN_SERVER_SCRIPT = ROOT / "tests" / "servers" / "ts_modern_server.mjs"
+TS_SERVER_PACKAGE_JSON = NODE_MODULES / "@modelcontextprotocol" / "server" / "package.json"
+CONFORMANCE_ALPHA_JS = NODE_MODULES / "conformance-alpha" / "dist" / "index.js"
+MODERN_SDK_MODES = ("dual", "modern-only")
+TS_MODERN_MODES = ("dual", "modern-only")
+TS_RESPONSE_MODES = ("auto", "sse", "json")
+MODERN_TOOLS = ("echo", "add", "slow", "regional", "confirm", "add_tool", "remove_tool")
+
+
+def modern_peers_installed() -> bool:
+    """Whether install_peers.sh has installed the TS SDK v2 server and the conformance alpha too."""
+    return peers_installed() and TS_SERVER_PACKAGE_JSON.is_file() and CONFORMANCE_ALPHA_JS.is_file()
+
+
+def require_modern_peers() -> None:
+    """Raise `PeersNotInstalled` with the installer hint unless the modern JS peers are present."""
+    if not modern_peers_installed():
+        raise PeersNotInstalled(INSTALL_HINT)
+
+
+def conformance_alpha_command(*args: str) -> list[str]:
+    """argv running @modelcontextprotocol/conformance 0.2.0-alpha.12 (npm alias
+    ``conformance-alpha``, with the 2026-07-28 scenarios) under Node 22."""
+    require_modern_peers()
+    return [node22(), str(CONFORMANCE_ALPHA_JS), *args]
+
+
+def event_records(peer: Peer, tag: str = "http") -> list[dict[str, object]]:
+    """The JSON payloads of the peer's ``<tag> {json}`` event lines (``http`` or ``done``), in order."""
+    import json
+
+    prefix = f"{tag} {{"
+    return [json.loads(line[len(tag) + 1 :]) for line in peer.events() if line.startswith(prefix)]
+
+
+@contextlib.contextmanager
+def modern_sdk_server(
+    mode: str = "dual",
+    json_response: bool = False,
+    *,
+    stateless: bool = False,
+    extra_args: Sequence[str] = (),
+    start_timeout: float = START_TIMEOUT,
+) -> Iterator[Peer]:
+    """Run tests/servers/modern_sdk_server.py (Python SDK 2.3 ``MCPServer``) on a free port.
+
+    `mode`: ``"dual"`` (the SDK default: 2026-07-28 and the handshake era on one
+    endpoint) or ``"modern-only"`` (handshake-era requests refused with HTTP 400
+    ``-32022``, GET/DELETE 405, by an ASGI gate: the SDK has no such switch).
+    `json_response` sets the SDK's ``json_response=True``; `stateless` makes the
+    legacy era stateless.  ``peer.events()`` records every HTTP exchange and
+    tool activity (see the script's docstring; `event_records` decodes them).
+    """
+    if mode not in MODERN_SDK_MODES:
+        raise ValueError(
+            f"unknown modern_sdk_server mode {mode!r}; expected one of {MODERN_SDK_MODES}"
+        )
+
+    def argv(port: int, events_path: Path | None) -> list[str]:
+        cmd = [sys.executable, str(MODERN_SDK_SERVER_SCRIPT), str(port), "--mode", mode]
+        if json_response:
+            cmd.append("--json")
+        if stateless:
+            cmd.append("--stateless")
+        if events_path is not None:
+            cmd += ["--events-file", str(events_path)]
+        return cmd + list(extra_args)
+
+    name = f"modern-sdk-{mode}{'-json' if json_response else ''}"
+    with _run_peer(name, argv, with_events=True, start_timeout=start_timeout) as peer:
+        yield peer
+
+
+@contextlib.contextmanager
+def ts_modern_server(
+    mode: str = "dual",
+    response_mode: str = "auto",
+    *,
+    start_timeout: float = START_TIMEOUT,
+) -> Iterator[Peer]:
+    """Run tests/servers/ts_modern_server.mjs (TypeScript SDK v2 ``createMcpHandler``) under Node 22.
+
+    `mode`: ``"dual"`` (``legacy: 'stateless'``: handshake-era requests served
+    statelessly) or ``"modern-only"`` (``legacy: 'reject'``).  `response_mode`:
+    the SDK's modern response shaping, ``"auto"``/``"sse"``/``"json"``.  Same
+    tools and events vocabulary as `modern_sdk_server`.
+    """
+    if mode not in TS_MODERN_MODES:
+        raise ValueError(
+            f"unknown ts_modern_server mode {mode!r}; expected one of {TS_MODERN_MODES}"
+        )
+    if response_mode not in TS_RESPONSE_MODES:
+        raise ValueError(
+            f"unknown ts_modern_server response_mode {response_mode!r}; expected one of {TS_RESPONSE_MODES}"
+        )
+    require_modern_peers()
+    node_bin = node22()
+
+    def argv(port: int, events_path: Path | None) -> list[str]:
+        cmd = [
+            node_bin,
+            str(TS_MODERN_SERVER_SCRIPT),
+            str(port),
+            "--mode",
+            mode,
+            "--response-mode",
+            response_mode,
+            "--peers-dir",
+            str(PEERS_DIR),
+        ]
+        if events_path is not None:
+            cmd += ["--events-file", str(events_path)]
+        return cmd
+
+    name = f"ts-modern-{mode}-{response_mode}"
+    with _run_peer(name, argv, with_events=True, start_timeout=start_timeout) as peer:
+        yield peer
+
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover
+    pass
+else:
+
+    @pytest.fixture
+    def modern_sdk_peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
+        """A modern_sdk_server peer; parametrize indirectly with a mode or a (mode, json_response) pair."""
+        param = getattr(request, "param", "dual")
+        mode, json_response = param if isinstance(param, tuple) else (param, False)
+        with modern_sdk_server(mode, json_response) as peer:
+            yield peer
+
+    @pytest.fixture
+    def ts_modern_peer(request: pytest.FixtureRequest) -> Iterator[Peer]:
+        """A ts_modern_server peer (mode or (mode, response_mode)); FAILS when the JS peers are missing."""
+        if not modern_peers_installed():
+            pytest.fail(INSTALL_HINT, pytrace=False)
+        param = getattr(request, "param", "dual")
+        mode, response_mode = param if isinstance(param, tuple) else (param, "auto")
+        with ts_modern_server(mode, response_mode) as peer:
+            yield peer

@@ -1004,13 +1004,16 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     result = run("check", config, "--timeout", "10")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATUS", "TOOLS", "REASON"]
+    assert lines[0].split() == ["NAME", "STATUS", "PROTOCOL", "TOOLS", "REASON"]
     rows = {
-        line.split()[0]: line.split(None, 3) for line in lines[1:] if not line.startswith("Bad")
+        line.split()[0]: line.split(None, 4) for line in lines[1:] if not line.startswith("Bad")
     }
-    assert rows["good"][1:3] == ["ready", "11"]
-    assert rows["down"][1] == "unavailable" and "connection" in rows["down"][3]
-    assert rows["plain"][1] == "invalid" and "plain http" in rows["plain"][3]
+    # E1: the demo server speaks the handshake era (found by the probe's fallback)
+    assert rows["good"][1:5] == ["ready", "2025-11-25", "(handshake)", "11"]
+    down = lines[[i for i, line in enumerate(lines) if line.startswith("down")][0]].split(None, 4)
+    assert down[1] == "unavailable" and down[2] == "-" and "connection" in down[4]
+    plain = lines[[i for i, line in enumerate(lines) if line.startswith("plain")][0]].split(None, 4)
+    assert plain[1] == "invalid" and "plain http" in plain[4]
     assert any(line.startswith("Bad Name") and "invalid" in line for line in lines)
 
     result = run("check", config, "--json", "--timeout", "10")
@@ -1018,8 +1021,14 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     rows_json = json.loads(result.stdout)
     assert [r["name"] for r in rows_json] == ["good", "down", "plain", "Bad Name"]
     for row in rows_json:
-        assert set(row) == {"name", "status", "tools", "reason"}
-    assert rows_json[0] == {"name": "good", "status": "ready", "tools": 11, "reason": None}
+        assert set(row) == {"name", "status", "protocol", "tools", "reason"}
+    assert rows_json[0] == {
+        "name": "good",
+        "status": "ready",
+        "protocol": "2025-11-25",
+        "tools": 11,
+        "reason": None,
+    }
     assert [r["status"] for r in rows_json] == ["ready", "unavailable", "invalid", "invalid"]
 
 

@@ -15,11 +15,14 @@ def _blocks(language: str) -> list[str]:
 
 
 def test_engine_example_runs_handshake_and_call_against_canned_http() -> None:
-    """L2, P1, P3, K1, H1, H3, H9: the first ```python block of docs/engine.md."""
+    """L2, K1, H1, M1, M2, M18, M70: the first ```python block of docs/engine.md."""
     code = _blocks("python")[0]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(DOC), "exec"), {"__name__": "engine_example"})
-    assert out.getvalue() == "ready: ['demo/greet']\nresult: Hello, Ada!\nnext deadline: None\n"
+    assert out.getvalue() == (
+        "ready: ['demo/greet'] speaking 2026-07-28\nresult: Hello, Ada!\n"
+        "finished: True next deadline: None\n"
+    )
     # the doc shows exactly that output
     assert _blocks("text")[0] == out.getvalue()

@@ -63,6 +63,7 @@ TOOLS = [tool("echo"), tool("Slow_One")]
 
 
 def opts(**kw: Any) -> SessionOptions:
+    kw.setdefault("protocol", "legacy")  # the handshake era; 2026-07-28: test_modern.py
     return SessionOptions(server_name="srv", **kw)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from ._errors import UnknownTool
 from ._registry import RegistrationContract, register_catalogue, sync_registry
-from ._session import positive_seconds
+from ._session import SessionState, positive_seconds
 from ._tools import suggest_ids
 
 if TYPE_CHECKING:
@@ -74,6 +74,22 @@ class ClientBase:
         if engine is None or engine.catalogue is None:
             return ()
         return engine.catalogue.tools
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision spoken with the server (``None`` until it is known)."""
+        engine = self._engine
+        return (
+            None
+            if engine is None or engine.state is not SessionState.READY
+            else engine.session.protocol_version
+        )
+
+    @property
+    def era(self) -> str | None:
+        """``"modern"`` (2026-07-28), ``"legacy"`` (the handshake era) or ``None`` (not known yet, E1)."""
+        engine = self._engine
+        return None if engine is None else engine.session.era
 
     @property
     def call_timeout(self) -> float:

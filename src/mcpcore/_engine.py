@@ -19,6 +19,7 @@ Driving one by hand (see docs/engine.md for a runnable version)::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -229,9 +230,10 @@ class HttpClientEngine(_EngineBase):
                 moved = True
                 http.abandon(request_id)
             http.protocol_version = session.protocol_version
+            http.modern = session.modern
             for message, body in session.take_outgoing_encoded():
                 moved = True
-                http.send(message, now, body)
+                http.send(message, now, body, session.headers_for(message))
             for event in session.take_events():
                 moved = True
                 if isinstance(event, StartFailed):
@@ -269,9 +271,10 @@ class StdioClientEngine(_EngineBase):
         max_line_size: int = 64 * 1024 * 1024,
         close_grace: float = 3.0,
     ) -> None:
-        if options is None and server is not None:
-            options = SessionOptions(server_name=server.name)
-        super().__init__(options)
+        if options is None:
+            options = SessionOptions(server_name="server" if server is None else server.name)
+        # The 2026-07-28 revision is spoken over HTTP here; stdio keeps the handshake.
+        super().__init__(dataclasses.replace(options, protocol="legacy"))
         self._max_line_size = max_line_size
         self._framer = LineFramer(max_line_size=max_line_size)
         self._outgoing = bytearray()

@@ -127,7 +127,13 @@ class HandshakeError(RemoteProtocolError):
 
 
 class TransportError(McpError):
-    """The exchange failed: connection, HTTP status, malformed reply or deadline (K4)."""
+    """The exchange failed: connection, HTTP status, malformed reply or deadline (K4).
+
+    ``status`` is the HTTP status when the server answered with an error status
+    (``None`` when no answer came: refused, reset, timed out).
+    """
+
+    status: int | None = None
 
 
 class CallTimeout(TransportError):

@@ -61,6 +61,7 @@ _SHOWN_SESSION_ID = 40  # characters of a session id a debug record shows
 
 _ACCEPT_BOTH = b"application/json, text/event-stream"
 _ERROR_EXCERPT_BYTES = 512
+_ERROR_JSON_BYTES = 64 * 1024  # M9: an error status's JSON body read whole up to this
 _SSE_LINE_SLACK = 1024  # room for "data: " and the like beyond max_message_size
 
 
@@ -149,6 +150,7 @@ class _Exchange:
     new_event: bool = False
     candidate_session_id: str | None = None
     opened_at: float = 0.0  # the ``now`` it was asked for (X4: timings)
+    json_error: bool = False  # an error status with a JSON body (M9)
 
 
 @dataclass(slots=True)
@@ -222,6 +224,9 @@ class HttpMapping:
         self._never_sent: set[int] = set()
         # L6: when closing must be over (set by begin_close); None while open.
         self._closing_at: float | None = None
+        # E1: the endpoint speaks 2026-07-28: no session, no GET stream, no
+        # resumption; each request's own headers come with it (M23–M27, M69–M72).
+        self.modern = False
 
     # --- outputs -------------------------------------------------------------------
 
@@ -276,8 +281,18 @@ class HttpMapping:
 
     # --- commands ------------------------------------------------------------------
 
-    def send(self, message: Message, now: float, body: bytes | None = None) -> None:
-        """H1: one message per POST. ``body``: the message already encoded, if it was."""
+    def send(
+        self,
+        message: Message,
+        now: float,
+        body: bytes | None = None,
+        headers: Sequence[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """H1: one message per POST. ``body``: the message already encoded, if it was.
+
+        ``headers``: the 2026-07-28 headers of this very body (M24–M27); with them
+        no session id or version header of the handshake era is added.
+        """
         self._last_now = now
         if self._gate is not None:
             self._held.append(message)
@@ -306,14 +321,17 @@ class HttpMapping:
         if body is None:
             body = encode_message(message)
         xid = self._open(_Kind.POST, message, stream)
-        headers = self._headers(_ACCEPT_BOTH)
-        headers.append((b"content-type", b"application/json"))
+        if headers is None:
+            request_headers = self._headers(_ACCEPT_BOTH)
+        else:
+            request_headers = [(b"accept", _ACCEPT_BOTH), *self._extra_headers, *headers]
+        request_headers.append((b"content-type", b"application/json"))
         self._actions.append(
             HttpRequest(
                 exchange_id=xid,
                 method="POST",
                 url=self.url,
-                headers=headers,
+                headers=request_headers,
                 body=body,
                 request_id=None if stream is None else stream.request_id,
             )
@@ -364,9 +382,10 @@ class HttpMapping:
             self._abort(xid)
 
     def start_listening(self) -> None:
-        """H8: open the GET stream for server-initiated messages."""
+        """H8: open the GET stream for server-initiated messages (never on 2026-07-28)."""
         if (
             self.listen
+            and not self.modern
             and not self._listening
             and self.session_id is not None
             and self._listen_refused_for != self.session_id
@@ -515,6 +534,8 @@ class HttpMapping:
             return
         if status >= 400 or status < 200:
             ex.mode = _Mode.ERROR
+            media = _header(headers, b"content-type").split(";", 1)[0].strip().lower()
+            ex.json_error = media == "application/json"
             return
         if ex.kind is _Kind.POST and not isinstance(ex.message, Request):
             ex.mode = _Mode.IGNORE  # H3: any 2xx accepts a notification or response
@@ -540,14 +561,12 @@ class HttpMapping:
             return
         else:
             shown = excerpt(content_type, 80) if content_type else "none"
-            self._fail(
-                ex,
-                TransportError(
-                    f"{self.display_url} answered HTTP {status} with an unexpected "
-                    f"content type ({shown})"
-                ),
-                now,
+            error = TransportError(
+                f"{self.display_url} answered HTTP {status} with an unexpected "
+                f"content type ({shown})"
             )
+            error.status = status  # an answer, not an outage (M8)
+            self._fail(ex, error, now)
             return
         if (
             ex.kind is _Kind.POST
@@ -601,9 +620,11 @@ class HttpMapping:
                 return
             ex.body += data
         elif ex.mode is _Mode.ERROR:
-            room = _ERROR_EXCERPT_BYTES - len(ex.body)
+            limit = _ERROR_JSON_BYTES if ex.json_error else _ERROR_EXCERPT_BYTES
+            room = limit - len(ex.body)
             ex.body += data[:room]
-            if len(ex.body) >= _ERROR_EXCERPT_BYTES:
+            if len(ex.body) >= limit:
+                ex.json_error = False  # too long to be a JSON-RPC error: an excerpt
                 self._http_error(ex, now)
 
     def response_ended(self, exchange_id: int, now: float) -> None:
@@ -785,10 +806,23 @@ class HttpMapping:
             _log.debug("GET stream failed: %s", error)
 
     def _http_error(self, ex: _Exchange, now: float) -> None:
-        """H7: a transport error naming the status, with a short escaped excerpt."""
-        shown = excerpt(bytes(ex.body), 200).strip()
+        """H7: a transport error naming the status, with a short escaped excerpt.
+
+        M9: a JSON-RPC error object in the body is that request's answer instead
+        (its id may be null: it answers the request this POST carried).
+        """
+        if ex.json_error and isinstance(ex.message, Request) and ex.stream is not None:
+            answer = _json_rpc_error(bytes(ex.body), ex.message.id)
+            if answer is not None:
+                self._deliver(ex, answer, now, len(ex.body))
+                if self._response_seen(ex):
+                    self._finish(ex)
+                    return
+        shown = excerpt(bytes(ex.body[:_ERROR_EXCERPT_BYTES]), 200).strip()
         detail = f": {shown}" if shown else ""
-        self._fail(ex, TransportError(f"{self.display_url} answered HTTP {ex.status}{detail}"), now)
+        error = TransportError(f"{self.display_url} answered HTTP {ex.status}{detail}")
+        error.status = ex.status
+        self._fail(ex, error, now)
 
     def _expired(self, ex: _Exchange, now: float) -> None:
         """H6: a 404 on a request that carried a session id."""
@@ -923,7 +957,8 @@ class HttpMapping:
             return
         if ex.kind is _Kind.LISTEN and self.session_id is None:
             return
-        if not stream.last_event_id and ex.kind is not _Kind.LISTEN:
+        if (self.modern or not stream.last_event_id) and ex.kind is not _Kind.LISTEN:
+            # M72: a 2026-07-28 stream is never resumed: the request is lost.
             if stream.request_id is not None:
                 self._upward.append(
                     RequestFailed(
@@ -968,6 +1003,23 @@ class HttpMapping:
         if kind is _Kind.LISTEN:
             self._listening = True
         self._schedule(_Timer(at=now + delay, stream=stream, kind=kind))
+
+
+def _json_rpc_error(body: bytes, request_id: object) -> ErrorResponse | None:
+    """M9: the JSON-RPC error object in an error status's body, as the answer to
+    ``request_id``; None when the body is not one."""
+    try:
+        message = decode_message(body)
+    except McpError:
+        return None
+    if not isinstance(message, ErrorResponse):
+        return None
+    return ErrorResponse(
+        id=request_id,  # type: ignore[arg-type]
+        code=message.code,
+        message=message.message,
+        data=message.data,
+    )
 
 
 def _cancels(message: Message, never_sent: set[int]) -> bool:

@@ -64,7 +64,26 @@ from ._events import (
     ToolsListChanged,
     ToolsRefreshed,
 )
+from ._headers import (
+    HeaderParam,
+    InvalidHeaderDeclaration,
+    param_headers,
+    standard_headers,
+    tool_header_params,
+)
 from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
+from ._modern import (
+    HEADER_MISMATCH,
+    MAX_INPUT_ROUNDS,
+    MODERN_VERSIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    answer_input_requests,
+    discover_verdict,
+    envelope,
+    probe_error_verdict,
+    probe_failure_is_outage,
+    result_type,
+)
 from ._render import render_result
 from ._tools import Catalogue, Tool
 
@@ -101,7 +120,9 @@ class SessionState(Enum):
 
 class SessionInput(Enum):
     START = "start"
-    INIT_SUCCEEDED = "init succeeded"
+    INIT_SUCCEEDED = "initialized (handshake era)"
+    DISCOVERED = "discovered (2026-07-28)"
+    FELL_BACK = "fell back to initialize"
     LISTING_DONE = "listing done"
     START_FAILED = "start failed"
     RETRY_DUE = "retry due"
@@ -118,6 +139,8 @@ TRANSITIONS: dict[SessionState, dict[SessionInput, SessionState]] = {
     S.IDLE: {In.START: S.CONNECTING, In.CLOSE: S.CLOSED},
     S.CONNECTING: {
         In.INIT_SUCCEEDED: S.LISTING,
+        In.DISCOVERED: S.LISTING,
+        In.FELL_BACK: S.CONNECTING,
         In.START_FAILED: S.BACKOFF,
         In.CLOSE: S.CLOSED,
     },
@@ -158,15 +181,26 @@ class SessionOptions:
     max_tools: int = 10_000
     backoff_first: float = 1.0
     backoff_max: float = 60.0
+    # E1: "auto" probes with server/discover and falls back to initialize;
+    # "legacy" (or a handshake-era version) always uses initialize; "modern" (or a
+    # 2026-07-28-era version) never falls back.
+    protocol: str = "auto"
 
 
 @dataclass(slots=True)
 class _Pending:
     """One request of ours that is waiting for its response."""
 
-    kind: Literal["initialize", "list", "call"]
+    kind: Literal["initialize", "discover", "list", "call", "listen"]
     request: Request
     deadline: float | None
+    # calls: the id the caller knows (the first request's id; a re-sent round of
+    # input_required or a header-mismatch retry has a new request id, M49)
+    call_id: int = 0
+    rounds: int = 0
+    mismatch_retried: bool = False
+    # modern listing and discovery: re-issued once when their stream broke (E3)
+    reissued: bool = False
     # calls
     tool: Tool | None = None
     budget: float = 0.0
@@ -227,6 +261,28 @@ class ClientSession:
         # P4: a tools/list_changed that came during the start-up listing, re-listed
         # once that listing is done (auto_refresh).
         self._relist_after_start = False
+        # E1: the era of this endpoint once known: remembered for the client's life
+        # and re-checked when it stops fitting (M12, M13).
+        protocol = self.options.protocol
+        self._pinned: Literal["modern", "legacy"] | None = (
+            "modern"
+            if protocol == "modern" or protocol in MODERN_VERSIONS
+            else "legacy"
+            if protocol == "legacy" or protocol in SUPPORTED_PROTOCOL_VERSIONS
+            else None
+        )
+        self.era: Literal["modern", "legacy"] | None = self._pinned
+        self._probe_retried = False
+        # M34: each listed tool's x-mcp-header declarations (modern era)
+        self._header_params: dict[str, tuple[HeaderParam, ...]] = {}
+        # a call's id -> the id of the request now carrying it (M49)
+        self._call_requests: dict[int, int] = {}
+        # M42: calls waiting for a re-list before they are sent again
+        self._after_relist: list[_Pending] = []
+        # M63, M67: the subscriptions/listen request, and when to open it again
+        self._listen_id: int | None = None
+        self._listen_at: float | None = None
+        self._listen_failures = 0
 
     # --- the table ---------------------------------------------------------------
 
@@ -276,6 +332,7 @@ class ClientSession:
                 self._startup_deadline,
                 self._retry_at,
                 self._reinit_at,
+                self._listen_at,
             )
             if t is not None
         ]
@@ -306,7 +363,12 @@ class ClientSession:
 
     @property
     def pending_call_ids(self) -> list[int]:
-        return [rid for rid, p in self._pending.items() if p.kind == "call"]
+        return list(self._call_requests)
+
+    @property
+    def modern(self) -> bool:
+        """The endpoint speaks the 2026-07-28 revision (known once probed)."""
+        return self.era == "modern" and self.protocol_version in MODERN_VERSIONS
 
     @property
     def is_idle(self) -> bool:
@@ -363,11 +425,13 @@ class ClientSession:
         request = Request(
             id=request_id,
             method="tools/call",
-            params={
-                "name": tool.name,
-                "arguments": dict(arguments),
-                "_meta": {"progressToken": request_id},
-            },
+            params=self._stamp(
+                {
+                    "name": tool.name,
+                    "arguments": dict(arguments),
+                    "_meta": {"progressToken": request_id},
+                }
+            ),
         )
         # K9: encoded before anything is registered, so arguments JSON cannot carry
         # (NaN, a set, an object) fail this call alone and leave nothing behind.
@@ -384,8 +448,10 @@ class ClientSession:
             tool=tool,
             budget=budget,
             started=now,
+            call_id=request_id,
         )
         self._pending[request_id] = pending
+        self._call_requests[request_id] = request_id
         self._track_deadline(request_id, pending.deadline)
         if self._send_request(pending):
             self._encoded[request_id] = body
@@ -403,10 +469,18 @@ class ClientSession:
 
     def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
         """Abandon a call (K6). Returns False when the call had already ended."""
-        pending = self._pending.get(call_id)
+        request_id = self._call_requests.get(call_id)
+        pending = None if request_id is None else self._pending.get(request_id)
         if pending is None or pending.kind != "call":
-            return False
-        self._abandon(call_id, pending, reason)
+            waiting = self._waiting_call(call_id)
+            if waiting is None:
+                return False
+            self._after_relist.remove(waiting)  # between two rounds: nothing on the wire
+            self._call_requests.pop(call_id, None)
+            self._events.append(CallCancelled(call_id=call_id, reason=reason))
+            return True
+        assert request_id is not None
+        self._abandon(request_id, pending, reason)
         self._events.append(CallCancelled(call_id=call_id, reason=reason))
         return True
 
@@ -425,7 +499,12 @@ class ClientSession:
         for call_id in self.pending_call_ids:
             self.cancel(call_id, now, "the client is closing")
         self._transition(SessionInput.CLOSE)
+        if self._listen_id is not None and self._listen_id in self._pending:
+            self._dropped.append(self._listen_id)  # M68: its stream is closed
+        self._listen_id = None
+        self._listen_at = None
         self._pending.clear()
+        self._call_requests.clear()
         self._deadlines.clear()
         self._parked.clear()
         self._reinit_at = None
@@ -453,6 +532,16 @@ class ClientSession:
         if pending is None:
             return
         del self._pending[request_id]
+        if (
+            pending.kind == "list"
+            and self.modern
+            and not pending.reissued
+            and probe_failure_is_outage(error)
+        ):
+            # E3, M72: no resumption on this wire; a listing page is re-issued once
+            # with a new id (it changes nothing on the server).
+            self._reissue(pending, now)
+            return
         if _log.isEnabledFor(_DEBUG):
             _log.debug(
                 "%s %s id=%d failed after %.1f ms: %s",
@@ -499,6 +588,10 @@ class ClientSession:
             self._fail_start(
                 CallTimeout(f"start-up did not finish within {budget:g} s", budget=budget), now
             )
+        if self._listen_at is not None and now >= self._listen_at:
+            self._listen_at = None
+            if self.state is SessionState.READY:
+                self._open_listen(now, relist=True)
         if self._reinit_at is not None and now >= self._reinit_at:
             self._reinit_at = None
             _log.debug("setting up a new session again (attempt %d)", self._reinit_failures + 1)
@@ -522,10 +615,10 @@ class ClientSession:
                     now - pending.started,
                 )
                 self._abandon(request_id, pending, "timed out")
-                self._events.append(CallFailed(call_id=request_id, error=error))
+                self._events.append(CallFailed(call_id=pending.call_id, error=error))
             else:
                 del self._pending[request_id]
-                what = "initialize" if pending.kind == "initialize" else "tools/list"
+                what = pending.request.method
                 self._fail_pending(
                     pending,
                     CallTimeout(f"{what} did not finish in time", budget=None),
@@ -552,12 +645,114 @@ class ClientSession:
         self.protocol_version = None
         self._attempt_started = now
         self._startup_deadline = now + self.options.startup_timeout
+        self._probe_retried = False
+        if self.era == "legacy":
+            _log.debug(
+                "%s start-up attempt %d: initialize (offering protocol version %s)",
+                self._tag,
+                self.failures + 1,
+                self._handshake_version(),
+            )
+            self._send_initialize(now, deadline=None)
+        else:
+            self._send_discover(now, self._modern_version())
+
+    def _modern_version(self) -> str:
+        protocol = self.options.protocol
+        return protocol if protocol in MODERN_VERSIONS else MODERN_VERSIONS[0]
+
+    def _handshake_version(self) -> str:
+        protocol = self.options.protocol
+        return (
+            protocol if protocol in SUPPORTED_PROTOCOL_VERSIONS else SUPPORTED_PROTOCOL_VERSIONS[0]
+        )
+
+    def _send_discover(self, now: float, version: str) -> None:
+        """E1, M1: the probe: server/discover at the newest revision, fully stamped."""
         _log.debug(
-            "%s start-up attempt %d: initialize (offering protocol version %s)",
+            "%s start-up attempt %d: server/discover at protocol version %s",
             self._tag,
             self.failures + 1,
-            SUPPORTED_PROTOCOL_VERSIONS[0],
+            version,
         )
+        self.protocol_version = version  # the probe's headers and envelope use it
+        request_id = self._new_id()
+        request = Request(
+            id=request_id,
+            method="server/discover",
+            params=envelope(None, version, self.options.client_name, self.options.client_version),
+        )
+        self._pending[request_id] = _Pending(
+            kind="discover", request=request, deadline=None, started=now
+        )
+        self._outgoing.append(request)
+
+    def _stamp(self, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """Params as the era wants them: with the modern envelope (M18), else as given."""
+        if not self.modern:
+            return None if params is None else dict(params)
+        assert self.protocol_version is not None
+        return envelope(
+            params, self.protocol_version, self.options.client_name, self.options.client_version
+        )
+
+    def _handle_discover_result(self, pending: _Pending, result: object, now: float) -> None:
+        verdict = discover_verdict(result)
+        if verdict.kind != "modern":
+            self._fall_back(now, "server/discover named no revision this client speaks")
+            return
+        assert verdict.version is not None
+        self.era = "modern"
+        self.protocol_version = verdict.version
+        self.server_capabilities = dict(verdict.capabilities or {})
+        self.server_info = dict(verdict.server_info or {})
+        _log.debug(
+            "%s server/discover id=%s answered in %.1f ms: protocol version %s",
+            self._tag,
+            pending.request.id,
+            (now - pending.started) * 1000,
+            verdict.version,
+        )
+        self._transition(SessionInput.DISCOVERED)
+        # M17: list even when no tools capability was advertised.
+        self._listing = _Listing(refresh_id=None)
+        self._request_page(None, now)
+
+    def _probe_refused(self, pending: _Pending, message: ErrorResponse, now: float) -> None:
+        """M4–M8: a JSON-RPC error answering the probe."""
+        sent = self.protocol_version or MODERN_VERSIONS[0]
+        verdict = probe_error_verdict(
+            message.code, message.data, retried=self._probe_retried, sent=sent
+        )
+        if verdict.kind == "retry":
+            assert verdict.version is not None
+            self._probe_retried = True
+            self._send_discover(now, verdict.version)
+        elif verdict.kind == "fail":
+            assert verdict.error is not None
+            self._fail_start(verdict.error, now)
+        else:
+            self._fall_back(now, f"server/discover was refused with error {message.code}")
+
+    def _probe_failed(self, pending: _Pending, error: McpError, now: float) -> None:
+        """M8, M10: a failed probe is an outage, or the handshake era's answer."""
+        if probe_failure_is_outage(error):
+            self._fail_start(error, now)
+        else:
+            self._fall_back(now, str(error))
+
+    def _fall_back(self, now: float, why: str) -> None:
+        """E1: the handshake era, on the same URL (M3, M6, M8, M83)."""
+        if self._pinned == "modern":
+            self._fail_start(
+                HandshakeError(f"the server does not speak protocol version 2026-07-28 ({why})"),
+                now,
+            )
+            return
+        _log.debug("%s falling back to initialize: %s", self._tag, excerpt(why, 200))
+        self.era = "legacy"
+        self.protocol_version = None
+        self._transition(SessionInput.FELL_BACK)
         self._send_initialize(now, deadline=None)
 
     def _send_initialize(self, now: float, *, deadline: float | None) -> None:
@@ -566,7 +761,7 @@ class ClientSession:
             id=request_id,
             method="initialize",
             params={
-                "protocolVersion": SUPPORTED_PROTOCOL_VERSIONS[0],
+                "protocolVersion": self._handshake_version(),
                 "capabilities": {},
                 "clientInfo": {
                     "name": self.options.client_name,
@@ -581,15 +776,24 @@ class ClientSession:
         self._outgoing.append(request)
 
     def _abandon(self, request_id: int, pending: _Pending, reason: str) -> None:
-        """K6: forget the request, tell the server once, drop its exchange."""
+        """K6: forget the request, tell the server once, drop its exchange.
+
+        On the 2026-07-28 wire closing the request's stream is the cancellation
+        (M58): no notice is sent.
+        """
         del self._pending[request_id]
-        if pending.kind == "initialize":
-            return  # never cancelled (K6)
+        if pending.kind == "call":
+            self._call_requests.pop(pending.call_id, None)
+        if pending.kind in ("initialize", "discover"):
+            return  # never cancelled (K6, M14)
         if not pending.sent:
             self._parked = [r for r in self._parked if r.id != request_id]
             return
         self._remember_abandoned(request_id)
         self._dropped.append(request_id)
+        if self.modern:
+            _log.debug("%s abandoned request id=%d (%s)", self._tag, request_id, reason)
+            return
         _log.debug(
             "%s abandoned request id=%d (%s): sending notifications/cancelled",
             self._tag,
@@ -641,7 +845,12 @@ class ClientSession:
 
     def _fail_pending(self, pending: _Pending, error: McpError, now: float) -> None:
         if pending.kind == "call":
-            self._events.append(CallFailed(call_id=pending.request.id, error=error))  # type: ignore[arg-type]
+            self._call_requests.pop(pending.call_id, None)
+            self._events.append(CallFailed(call_id=pending.call_id, error=error))
+        elif pending.kind == "listen":
+            self._listen_lost(now)
+        elif pending.kind == "discover":
+            self._probe_failed(pending, error, now)
         elif pending.kind == "initialize":
             if self._reinitializing:
                 self._reinit_failed(error, now)
@@ -651,6 +860,10 @@ class ClientSession:
             self._listing_failed(error, now)
 
     def _listing_failed(self, error: McpError, now: float) -> None:
+        for waiting in self._after_relist:  # M42: no fresh listing, no second try
+            self._call_requests.pop(waiting.call_id, None)
+            self._events.append(CallFailed(call_id=waiting.call_id, error=error))
+        self._after_relist.clear()
         listing, self._listing = self._listing, None
         if listing is not None and listing.refresh_id is not None:
             self._events.append(
@@ -755,7 +968,7 @@ class ClientSession:
         request = Request(
             id=request_id,
             method="tools/list",
-            params=None if cursor is None else {"cursor": cursor},
+            params=self._stamp(None if cursor is None else {"cursor": cursor}),
         )
         deadline = (
             None
@@ -772,6 +985,8 @@ class ClientSession:
         if listing is None:
             return
         try:
+            if self.modern and isinstance(result, dict):
+                result_type(result, mrtr=False)  # M57
             tools, cursor = _parse_list_result(result)
             listing.pages += 1
             listing.tools.extend(tools)
@@ -808,10 +1023,11 @@ class ClientSession:
             self._finish_listing(listing, now)
 
     def _finish_listing(self, listing: _Listing, now: float) -> None:
+        tools = self._keep_valid_headers(listing.tools) if self.modern else listing.tools
         try:
             catalogue = Catalogue.from_listing(
                 self.options.server_name,
-                listing.tools,
+                tools,
                 separator=self.options.separator,
                 segment_pattern=self.options.segment_pattern,
                 max_tools=self.options.max_tools,
@@ -845,6 +1061,7 @@ class ClientSession:
             if self._relist_after_start:
                 self._relist_after_start = False
                 self._queue_refresh(-1, now)
+            self._maybe_listen(now)
         else:
             previous = self.catalogue
             assert previous is not None
@@ -858,11 +1075,194 @@ class ClientSession:
                     report=previous.diff(catalogue),
                 )
             )
+            self._resend_after_relist(now)
             self._next_queued_refresh(now)
+
+    def _keep_valid_headers(self, tools: list[object]) -> list[object]:
+        """M32–M34, E5: drop each tool whose x-mcp-header declarations break the rules
+        (with a warning naming it and why); remember the others' declarations."""
+        kept: list[object] = []
+        params: dict[str, tuple[HeaderParam, ...]] = {}
+        for raw in tools:
+            if not isinstance(raw, dict):
+                kept.append(raw)  # the catalogue judges (and drops) it
+                continue
+            schema = raw.get("inputSchema")
+            try:
+                declared = tool_header_params(schema) if isinstance(schema, dict) else ()
+            except InvalidHeaderDeclaration as exc:
+                name = raw.get("name")
+                _log.warning(
+                    "server %r: dropped tool %s: its x-mcp-header declaration is invalid: %s",
+                    self.options.server_name,
+                    escape_text(name[:100]) if isinstance(name, str) else "(unnamed)",
+                    exc,
+                )
+                continue
+            name = raw.get("name")
+            if isinstance(name, str) and declared:
+                params[name] = declared
+            kept.append(raw)
+        self._header_params = params
+        return kept
+
+    def headers_for(self, message: Message) -> list[tuple[bytes, bytes]] | None:
+        """The 2026-07-28 headers of one outgoing request (M24–M27, M37): computed
+        from the very body being sent; ``None`` in the handshake era."""
+        if not isinstance(message, Request) or self.protocol_version is None:
+            return None
+        if not (self.modern or message.method == "server/discover"):
+            return None
+        params = message.params if isinstance(message.params, Mapping) else {}
+        name = params.get("name") if message.method == "tools/call" else None
+        headers = standard_headers(
+            message.method, name if isinstance(name, str) else None, self.protocol_version
+        )
+        if message.method == "tools/call" and isinstance(name, str):
+            declared = self._header_params.get(name, ())
+            arguments = params.get("arguments")
+            headers += param_headers(
+                declared, arguments if isinstance(arguments, Mapping) else None
+            )
+        return headers
+
+    def _reissue(self, pending: _Pending, now: float) -> None:
+        """E3: the same request again with a new id (listing, once)."""
+        request_id = self._new_id()
+        params = pending.request.params
+        request = Request(id=request_id, method=pending.request.method, params=params)
+        again = _Pending(
+            kind=pending.kind,
+            request=request,
+            deadline=pending.deadline,
+            started=now,
+            reissued=True,
+        )
+        self._pending[request_id] = again
+        self._track_deadline(request_id, again.deadline)
+        self._outgoing.append(request)
+
+    def _resend_call(self, pending: _Pending, now: float, extra: Mapping[str, Any]) -> None:
+        """M49: the call again with a new id, a fresh envelope and progress token, ``extra``."""
+        old = pending.request.params or {}
+        request_id = self._new_id()
+        params: dict[str, Any] = {"name": old.get("name"), "arguments": old.get("arguments", {})}
+        params.update(extra)
+        params["_meta"] = {"progressToken": request_id}
+        request = Request(id=request_id, method="tools/call", params=self._stamp(params))
+        again = _Pending(
+            kind="call",
+            request=request,
+            deadline=pending.deadline,
+            tool=pending.tool,
+            budget=pending.budget,
+            started=pending.started,
+            call_id=pending.call_id,
+            rounds=pending.rounds,
+            mismatch_retried=pending.mismatch_retried,
+        )
+        self._pending[request_id] = again
+        self._call_requests[pending.call_id] = request_id
+        self._track_deadline(request_id, again.deadline)
+        self._outgoing.append(request)
+
+    def _answer_input_required(self, pending: _Pending, result: dict[str, Any], now: float) -> None:
+        """M48–M54, E4: answer what the server asked for and send the call again."""
+        call_id = pending.call_id
+        state = result.get("requestState")
+        requests = result.get("inputRequests")
+        if (requests is None and state is None) or (
+            state is not None and not isinstance(state, str)
+        ):
+            raise RemoteProtocolError(
+                "the server's input_required result has neither inputRequests nor a "
+                "requestState string"
+            )
+        if pending.rounds + 1 >= MAX_INPUT_ROUNDS:
+            raise RemoteProtocolError(
+                f"the call needed more than {MAX_INPUT_ROUNDS} rounds of input_required"
+            )
+        answers = answer_input_requests(requests)
+        extra: dict[str, Any] = {}
+        if requests is not None:
+            extra["inputResponses"] = answers
+        if state is not None:
+            extra["requestState"] = state  # M50: byte for byte; absent when absent
+        pending.rounds += 1
+        _log.debug(
+            "%s tools/call id=%d needs input (round %d): sent again",
+            self._tag,
+            call_id,
+            pending.rounds,
+        )
+        self._resend_call(pending, now, extra)
+
+    def _waiting_call(self, call_id: int) -> _Pending | None:
+        for waiting in self._after_relist:
+            if waiting.call_id == call_id:
+                return waiting
+        return None
+
+    def _resend_after_relist(self, now: float) -> None:
+        waiting, self._after_relist = self._after_relist, []
+        for pending in waiting:
+            if pending.tool is not None and self.catalogue is not None:
+                fresh = self.catalogue.get(pending.tool.id)
+                if fresh is not None:
+                    pending.tool = fresh
+            self._resend_call(pending, now, {})
+
+    def _maybe_listen(self, now: float) -> None:
+        """M63: with auto_refresh, listen for tool-list changes on a modern server
+        that says its list may change."""
+        tools = self.server_capabilities.get("tools")
+        if (
+            self.modern
+            and self.options.auto_refresh
+            and isinstance(tools, Mapping)
+            and tools.get("listChanged") is True
+            and self._listen_id is None
+        ):
+            self._open_listen(now, relist=False)
+
+    def _open_listen(self, now: float, *, relist: bool) -> None:
+        request_id = self._new_id()
+        request = Request(
+            id=request_id,
+            method="subscriptions/listen",
+            params=self._stamp({"notifications": {"toolsListChanged": True}}),
+        )
+        self._listen_id = request_id
+        self._pending[request_id] = _Pending(
+            kind="listen", request=request, deadline=None, started=now
+        )
+        self._outgoing.append(request)
+        if relist:
+            self._queue_refresh(-1, now)  # M67: nothing is replayed; list again
+
+    def _listen_lost(self, now: float, *, graceful: bool = False) -> None:
+        """M67: a graceful end stops listening; a loss opens the stream again later."""
+        self._listen_id = None
+        if graceful or self.state is not SessionState.READY:
+            return
+        self._listen_failures += 1
+        delay = backoff_delay(
+            self._listen_failures,
+            first=self.options.backoff_first,
+            maximum=self.options.backoff_max,
+        )
+        self._listen_at = now + delay
 
     # --- internals: receiving --------------------------------------------------------
 
     def _answer_server_request(self, request: Request) -> None:
+        if self.modern:
+            # M29: a request on a 2026-07-28 response stream breaks that revision's
+            # rules; it is not answered (there is nowhere to answer it).
+            _log.debug(
+                "%s ignored a server request %r", self._tag, escape_text(request.method[:100])
+            )
+            return
         # P3a, P4: ping is answered at any time; this client offers nothing else.
         if request.method == "ping":
             self._outgoing.append(Result(id=request.id, result={}))
@@ -908,7 +1308,7 @@ class ClientSession:
                     self._track_deadline(pending.request.id, extended)  # type: ignore[arg-type]
             self._events.append(
                 ProgressReceived(
-                    call_id=pending.request.id,  # type: ignore[arg-type]
+                    call_id=pending.call_id,
                     progress=float(progress),  # type: ignore[arg-type]
                     total=float(total) if _is_number(total) else None,  # type: ignore[arg-type]
                     message=message if isinstance(message, str) else None,
@@ -939,6 +1339,24 @@ class ClientSession:
                 _log.debug("ignored a response with unknown id %r", excerpt(repr(request_id), 40))
             return
         del self._pending[request_id]  # type: ignore[arg-type]
+        if isinstance(message, ErrorResponse) and pending.kind == "discover":
+            self._probe_refused(pending, message, now)
+            return
+        if (
+            isinstance(message, ErrorResponse)
+            and pending.kind == "call"
+            and message.code == HEADER_MISMATCH
+            and self.modern
+            and not pending.mismatch_retried
+        ):
+            # M42, E5: re-list once, then send the call once more with fresh headers.
+            pending.mismatch_retried = True
+            self._after_relist.append(pending)
+            self._queue_refresh(-1, now)
+            return
+        if pending.kind == "listen":
+            self._listen_lost(now, graceful=not isinstance(message, ErrorResponse))
+            return
         if isinstance(message, ErrorResponse):
             if _log.isEnabledFor(_DEBUG):
                 _log.debug(
@@ -951,6 +1369,8 @@ class ClientSession:
                 )
             detail = f"{message.code}: {excerpt(message.message, 300)}"
             if pending.kind == "initialize":
+                if self._pinned is None and message.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    self.era = None  # M13: the verdict stopped fitting; probe again
                 error: McpError = HandshakeError(f"the server refused initialize ({detail})")
             elif pending.kind == "list":
                 error = RemoteProtocolError(f"tools/list failed ({detail})")
@@ -961,15 +1381,27 @@ class ClientSession:
             return
         if pending.kind == "initialize":
             self._handle_initialize_result(pending, message.result, now)
+        elif pending.kind == "discover":
+            self._handle_discover_result(pending, message.result, now)
         elif pending.kind == "list":
             self._handle_list_result(pending, message.result, now)
         else:
             self._handle_call_result(pending, message.result, now)
 
     def _handle_call_result(self, pending: _Pending, result: object, now: float) -> None:
-        call_id: int = pending.request.id  # type: ignore[assignment]
+        call_id = pending.call_id
         tool = pending.tool
         assert tool is not None
+        if self.modern and isinstance(result, dict):
+            try:
+                if result_type(result, mrtr=True) == "input_required":
+                    self._answer_input_required(pending, result, now)
+                    return
+            except McpError as exc:
+                self._call_requests.pop(call_id, None)
+                self._events.append(CallFailed(call_id=call_id, error=exc))
+                return
+        self._call_requests.pop(call_id, None)
         if _log.isEnabledFor(_DEBUG):
             content = result.get("content") if isinstance(result, dict) else None
             _log.debug(

@@ -24,9 +24,11 @@ from ._config import (
     parse_server,
     server_name,
 )
-from ._errors import ConfigError
+from ._errors import ConfigError, InvalidValue
+from ._escape import excerpt
 from ._http import HttpLimits
-from ._session import SessionOptions, positive_seconds
+from ._modern import MODERN_VERSIONS
+from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
 from ._stdio import child_environment
 from ._tools import ascii_lower
 
@@ -93,6 +95,11 @@ class ClientOptions(TypedDict, total=False):
         to a local server as ``PLUGIN_DATA`` (C7, S2).
     ``client_name`` (``"mcpcore"``)
         The ``clientInfo.name`` this client gives in ``initialize`` (P1).
+    ``protocol`` (``"auto"``)
+        Which MCP revision to speak (E1): ``"auto"`` asks the server with
+        ``server/discover`` (2026-07-28) and falls back to the ``initialize``
+        handshake; ``"legacy"`` always uses the handshake; ``"modern"`` only
+        2026-07-28; or a protocol version to use exactly that one.
     ``proxy`` (from the environment)
         The HTTP proxy for a remote server: ``"http://[user:password@]host:port"``
         (or ``https://``), or ``""`` for none. Left out, it comes from the
@@ -119,6 +126,7 @@ class ClientOptions(TypedDict, total=False):
     plugin_root: str | None
     plugin_data: str | None
     client_name: str
+    protocol: str
     proxy: str
 
 
@@ -170,6 +178,7 @@ def prepare_client(
         auto_refresh=options.get("auto_refresh", False),
         max_pages=options.get("max_pages", 1000),
         max_tools=options.get("max_tools", 10_000),
+        protocol=_protocol(options.get("protocol", "auto")),
     )
     allow_local = options.get("allow_local", False)
     proxy: str | None = None
@@ -228,6 +237,15 @@ def prepare_client(
         config_error=error,
         proxy=proxy,
     )
+
+
+def _protocol(value: object) -> str:
+    known = ("auto", "legacy", "modern", *MODERN_VERSIONS, *SUPPORTED_PROTOCOL_VERSIONS)
+    if value not in known:
+        raise InvalidValue(
+            f"protocol must be one of {', '.join(repr(k) for k in known)}, not {excerpt(repr(value), 40)}"
+        )
+    return str(value)
 
 
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")

@@ -969,7 +969,13 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
     valid: dict[str, McpClient] = {}
     for key, outcome in outcomes.items():
         name = _outcome_name(key, outcome)
-        row: dict[str, Any] = {"name": name, "status": "invalid", "tools": 0, "reason": None}
+        row: dict[str, Any] = {
+            "name": name,
+            "status": "invalid",
+            "protocol": None,
+            "tools": 0,
+            "reason": None,
+        }
         if isinstance(outcome, ConfigError):
             row["reason"] = _entry_reason(outcome)
         else:
@@ -983,6 +989,7 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
                 continue
             availability = client.ready(max(0.0, deadline - time.monotonic()))
             row["status"] = "ready" if availability.ok else "unavailable"
+            row["protocol"] = client.protocol_version if availability.ok else None  # E1
             row["tools"] = len(client.tools) if availability.ok else 0
             row["reason"] = None if availability.ok else (availability.reason or "unavailable")
 
@@ -998,16 +1005,17 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             (
                 one_line(row["name"]),
                 row["status"],
+                _era_shown(row["protocol"]),
                 str(row["tools"]) if row["status"] == "ready" else "-",
                 one_line(row["reason"] or ""),
             )
             for row in rows
         ]
         lines = table(
-            ("NAME", "STATUS", "TOOLS", "REASON"),
+            ("NAME", "STATUS", "PROTOCOL", "TOOLS", "REASON"),
             body,
             style=cli.style,
-            right=(2,),
+            right=(3,),
             paint={1: lambda status: colour[status](status)},
         )
         for line in lines:
@@ -1017,6 +1025,13 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
     _hint_refusals(cli, outcomes.values())
     bad = sum(1 for row in rows if row["status"] != "ready")
     return EXIT_TOOL_ERROR if bad else EXIT_OK
+
+
+def _era_shown(version: str | None) -> str:
+    """E1: the revision a server speaks, and its era."""
+    if version is None:
+        return "-"
+    return f"{version} (modern)" if version >= "2026-07-28" else f"{version} (handshake)"
 
 
 # --- demo ------------------------------------------------------------------------------

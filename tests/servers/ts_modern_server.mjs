@@ -1,0 +1,412 @@
+// An MCP server speaking revision 2026-07-28, built on the TypeScript SDK v2
+// (`@modelcontextprotocol/server`, installed into .peers/ by scripts/install_peers.sh).
+//
+//   node22 tests/servers/ts_modern_server.mjs PORT [--mode dual|modern-only]
+//       [--response-mode auto|sse|json] [--events-file PATH] [--peers-dir DIR]
+//
+// Serves Streamable HTTP at http://127.0.0.1:PORT/mcp through the SDK's
+// `createMcpHandler(factory, options)` (a web-standard fetch handler; a fresh
+// McpServer per HTTP request), mounted on node:http by a small adapter below
+// (the official `@modelcontextprotocol/node` adapter would pull in hono).
+//
+// --mode dual         (default) `legacy: 'stateless'`: 2025-era traffic is
+//                     served statelessly (no Mcp-Session-Id; GET/DELETE → 405).
+// --mode modern-only  `legacy: 'reject'`: handshake-era requests get the SDK's
+//                     UnsupportedProtocolVersion error; notifications 202.
+// --response-mode     the SDK's modern response shaping: auto (JSON unless the
+//                     handler emits first, e.g. progress), sse (always stream),
+//                     json (never stream; progress dropped).
+//
+// Tools: echo(text); add(a, b) → structured {sum}; slow(steps=5, delay=0.2)
+// with progress (needs _meta.progressToken) and cancellation on client
+// disconnect; regional(region, text, priority=0, verbose=false) whose
+// parameters carry x-mcp-header Region / Priority / Verbose (the SDK validates
+// the Mcp-Param-* headers of a modern call: 400 -32020 on mismatch) and which
+// returns the mcp-param-* headers it received; confirm(action), an
+// input-required tool (SEP-2322: `inputRequired({inputRequests: {confirm:
+// elicit}})`, completed by the client's retry with inputResponses; on a
+// 2025-era request the SDK's legacy shim elicits through the legacy
+// connection, which a stateless server cannot do); add_tool(name) /
+// remove_tool(name) change the tool list (shared by every per-request
+// instance) and publish notifications/tools/list_changed to open
+// subscriptions/listen streams.
+//
+// --events-file receives the same lines as tests/servers/modern_sdk_server.py:
+// `request <method>` / `notification <method>` / `get` / `delete`,
+// `http {json}`, `closed <method>`, `done {json}`, and `call <tool>`,
+// `progress slow <i>`, `finished slow`, `cancelled slow`, `ask confirm`,
+// `tool-added <name>`, `tool-removed <name>`, `notified tools/list_changed`.
+
+import { appendFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+function parseArgs(argv) {
+    const args = { port: null, mode: 'dual', responseMode: 'auto', eventsFile: null, peersDir: null };
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        const next = () => {
+            if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+            return argv[++i];
+        };
+        if (a === '--mode') args.mode = next();
+        else if (a === '--response-mode') args.responseMode = next();
+        else if (a === '--events-file') args.eventsFile = next();
+        else if (a === '--peers-dir') args.peersDir = next();
+        else if (args.port === null && /^\d+$/.test(a)) args.port = Number(a);
+        else throw new Error(`unexpected argument ${a}`);
+    }
+    if (args.port === null) throw new Error('usage: ts_modern_server.mjs PORT [--mode dual|modern-only] ...');
+    if (!['dual', 'modern-only'].includes(args.mode)) throw new Error(`unknown --mode ${args.mode}`);
+    if (!['auto', 'sse', 'json'].includes(args.responseMode)) throw new Error(`unknown --response-mode ${args.responseMode}`);
+    return args;
+}
+
+const args = parseArgs(process.argv.slice(2));
+const here = path.dirname(fileURLToPath(import.meta.url));
+const peersDir = path.resolve(args.peersDir ?? process.env.MCP_PEERS_DIR ?? path.join(here, '..', '..', '.peers'));
+const serverPkg = path.join(peersDir, 'node_modules', '@modelcontextprotocol', 'server', 'package.json');
+// Resolve the SDK (and the zod it depends on) from .peers/, wherever this script runs from.
+const requireFromSdk = createRequire(serverPkg);
+const sdk = requireFromSdk('@modelcontextprotocol/server');
+const { z } = requireFromSdk('zod');
+const sdkVersion = requireFromSdk(serverPkg).version;
+const { McpServer, createMcpHandler, inputRequired, acceptedContent } = sdk;
+
+// ---------------------------------------------------------------------------
+// Events file
+
+function record(line) {
+    if (!args.eventsFile) return;
+    appendFileSync(args.eventsFile, line + '\n');
+}
+
+function sortKeys(value) {
+    if (Array.isArray(value)) return value.map(sortKeys);
+    if (value && typeof value === 'object') {
+        return Object.fromEntries(Object.keys(value).sort().map(k => [k, sortKeys(value[k])]));
+    }
+    return value;
+}
+
+function recordJson(tag, data) {
+    record(`${tag} ${JSON.stringify(sortKeys(data))}`);
+}
+
+const RECORDED_HEADERS = new Set(['mcp-protocol-version', 'mcp-method', 'mcp-name', 'mcp-session-id', 'last-event-id', 'accept']);
+const HANDSHAKE_VERSIONS = new Set(['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']);
+
+function describeBody(text) {
+    let decoded;
+    try {
+        decoded = text.trim() ? JSON.parse(text) : null;
+    } catch {
+        return { kind: 'invalid', method: null, id: null, name: null };
+    }
+    if (Array.isArray(decoded)) return { kind: 'batch', method: null, id: null, name: null };
+    if (!decoded || typeof decoded !== 'object') return { kind: 'invalid', method: null, id: null, name: null };
+    let kind;
+    let method = decoded.method;
+    if (typeof method !== 'string') {
+        kind = 'result' in decoded || 'error' in decoded ? 'response' : 'invalid';
+        method = null;
+    } else {
+        kind = 'id' in decoded ? 'request' : 'notification';
+    }
+    const name = decoded.params && typeof decoded.params.name === 'string' ? decoded.params.name : null;
+    return { kind, method, id: decoded.id ?? null, name };
+}
+
+// ---------------------------------------------------------------------------
+// Tools (one definition, registered on every per-request McpServer instance)
+
+const dynamicTools = new Set();
+const sleep = (ms, signal) =>
+    new Promise((resolve, reject) => {
+        if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+        const timer = setTimeout(() => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+        }, ms);
+        const onAbort = () => {
+            clearTimeout(timer);
+            reject(signal.reason ?? new Error('aborted'));
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+    });
+
+function decodeHeaderValue(value) {
+    const m = /^=\?base64\?(.*)\?=$/.exec(value);
+    if (!m) return value;
+    try {
+        return Buffer.from(m[1], 'base64').toString('utf8');
+    } catch {
+        return value;
+    }
+}
+
+const text = t => ({ content: [{ type: 'text', text: t }] });
+let handler; // set below; the tools publish list changes through it
+
+function buildServer() {
+    const server = new McpServer(
+        { name: 'mcpcore-ts-modern-server', version: sdkVersion },
+        { capabilities: { tools: { listChanged: true } }, instructions: 'mcpcore test peer (TypeScript SDK v2)' }
+    );
+
+    server.registerTool('echo', { description: 'Echo the text back.', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => {
+        record('call echo');
+        return text(t);
+    });
+
+    server.registerTool(
+        'add',
+        {
+            description: 'Add two numbers (structured output).',
+            inputSchema: z.object({ a: z.number(), b: z.number() }),
+            outputSchema: z.object({ sum: z.number() })
+        },
+        async ({ a, b }) => {
+            record('call add');
+            const out = { sum: a + b };
+            return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+        }
+    );
+
+    server.registerTool(
+        'slow',
+        {
+            description: 'Take `steps` steps of `delay` seconds, reporting progress; cancellable.',
+            inputSchema: z.object({ steps: z.number().int().default(5), delay: z.number().default(0.2) })
+        },
+        async ({ steps, delay }, ctx) => {
+            record('call slow');
+            const token = ctx.mcpReq._meta?.progressToken;
+            try {
+                for (let i = 1; i <= steps; i++) {
+                    await sleep(delay * 1000, ctx.mcpReq.signal);
+                    if (token !== undefined) {
+                        await ctx.mcpReq.notify({
+                            method: 'notifications/progress',
+                            params: { progressToken: token, progress: i, total: steps, message: `step ${i}/${steps}` }
+                        });
+                    }
+                    record(`progress slow ${i}`);
+                }
+            } catch (err) {
+                if (ctx.mcpReq.signal.aborted) record('cancelled slow');
+                throw err;
+            }
+            record('finished slow');
+            return text(`completed ${steps} steps`);
+        }
+    );
+
+    server.registerTool(
+        'regional',
+        {
+            description: 'Echo `text` tagged with `region`; returns the Mcp-Param-* headers it received.',
+            inputSchema: z.object({
+                region: z.string().meta({ 'x-mcp-header': 'Region' }),
+                text: z.string(),
+                priority: z.number().int().default(0).meta({ 'x-mcp-header': 'Priority' }),
+                verbose: z.boolean().default(false).meta({ 'x-mcp-header': 'Verbose' })
+            })
+        },
+        async ({ region, text: t, priority, verbose }, ctx) => {
+            record('call regional');
+            const headers = {};
+            const decoded = {};
+            const req = ctx.http?.req;
+            if (req) {
+                for (const [k, v] of req.headers) {
+                    if (k.toLowerCase().startsWith('mcp-param-')) {
+                        headers[k.toLowerCase()] = v;
+                        decoded[k.toLowerCase()] = decodeHeaderValue(v);
+                    }
+                }
+            }
+            const out = { region, text: t, priority, verbose, headers, decoded, headersReadable: Boolean(req) };
+            return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+        }
+    );
+
+    server.registerTool(
+        'confirm',
+        {
+            description: 'Ask the client to confirm `action` (input_required / elicitation) before completing.',
+            inputSchema: z.object({ action: z.string() })
+        },
+        async ({ action }, ctx) => {
+            const responses = ctx.mcpReq.inputResponses;
+            const answer = responses?.confirm;
+            if (answer === undefined) {
+                record('ask confirm');
+                return inputRequired({
+                    inputRequests: {
+                        confirm: inputRequired.elicit({
+                            message: `Confirm ${action}?`,
+                            requestedSchema: {
+                                type: 'object',
+                                properties: { confirmed: { type: 'boolean' } },
+                                required: ['confirmed']
+                            }
+                        })
+                    }
+                });
+            }
+            record('call confirm');
+            const content = acceptedContent(responses, 'confirm');
+            if (content !== undefined) return text(`${action}: accept confirmed=${content.confirmed}`);
+            return text(`${action}: ${answer?.action ?? 'unknown'}`);
+        }
+    );
+
+    server.registerTool(
+        'add_tool',
+        { description: 'Register a new tool `name(text)` and announce tools/list_changed.', inputSchema: z.object({ name: z.string() }) },
+        async ({ name }) => {
+            record('call add_tool');
+            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'add_tool', 'remove_tool'].includes(name)) {
+                return { ...text(`tool '${name}' already exists`), isError: true };
+            }
+            dynamicTools.add(name);
+            record(`tool-added ${name}`);
+            handler.notify.toolsChanged();
+            record('notified tools/list_changed');
+            return text(`added ${name}`);
+        }
+    );
+
+    server.registerTool(
+        'remove_tool',
+        { description: 'Remove a tool added by add_tool and announce tools/list_changed.', inputSchema: z.object({ name: z.string() }) },
+        async ({ name }) => {
+            record('call remove_tool');
+            if (!dynamicTools.delete(name)) return { ...text(`cannot remove '${name}'`), isError: true };
+            record(`tool-removed ${name}`);
+            handler.notify.toolsChanged();
+            record('notified tools/list_changed');
+            return text(`removed ${name}`);
+        }
+    );
+
+    for (const name of dynamicTools) {
+        server.registerTool(
+            name,
+            { description: `dynamic tool ${name}`, inputSchema: z.object({ text: z.string().default('') }) },
+            async ({ text: t }) => {
+                record(`call ${name}`);
+                return text(`dynamic ${name}: ${t}`);
+            }
+        );
+    }
+    return server;
+}
+
+handler = createMcpHandler(() => buildServer(), {
+    legacy: args.mode === 'modern-only' ? 'reject' : 'stateless',
+    responseMode: args.responseMode,
+    onerror: err => process.stderr.write(`ts_modern_server: ${err?.stack ?? err}\n`)
+});
+
+// ---------------------------------------------------------------------------
+// node:http ⇄ fetch adapter with recording
+
+const httpServer = http.createServer(async (req, res) => {
+    const verb = (req.method ?? 'GET').toUpperCase();
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const body = Buffer.concat(chunks);
+
+    const headers = {};
+    const fetchHeaders = new Headers();
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        const key = req.rawHeaders[i].toLowerCase();
+        const value = req.rawHeaders[i + 1];
+        fetchHeaders.append(key, value);
+        if (RECORDED_HEADERS.has(key) || key.startsWith('mcp-param-')) headers[key] = value;
+    }
+    const version = headers['mcp-protocol-version'];
+    const era = version !== undefined && !HANDSHAKE_VERSIONS.has(version) ? 'modern' : 'legacy';
+    const info = verb === 'POST' ? describeBody(body.toString('utf8')) : { kind: verb.toLowerCase(), method: null, id: null, name: null };
+    const label = info.method ?? verb;
+    if (verb === 'POST') record(['request', 'notification'].includes(info.kind) ? `${info.kind} ${info.method}` : `post ${info.kind}`);
+    else record(verb.toLowerCase());
+    recordJson('http', { verb, era, kind: info.kind, method: info.method, id: info.id, name: info.name, headers });
+
+    const state = { status: null, contentType: null, closedByClient: false };
+    const abort = new AbortController();
+    let reader = null;
+    res.on('close', () => {
+        if (!res.writableFinished) {
+            state.closedByClient = true;
+            record(`closed ${label}`);
+            abort.abort(new Error('client closed the response stream'));
+            reader?.cancel().catch(() => {});
+        }
+        recordJson('done', {
+            verb,
+            method: info.method,
+            id: info.id,
+            status: state.status,
+            content_type: state.contentType,
+            closed_by_client: state.closedByClient
+        });
+    });
+
+    try {
+        const request = new Request(`http://${req.headers.host ?? '127.0.0.1'}${req.url}`, {
+            method: verb,
+            headers: fetchHeaders,
+            body: verb === 'GET' || verb === 'HEAD' ? undefined : body,
+            signal: abort.signal
+        });
+        const response = await handler.fetch(request);
+        state.status = response.status;
+        state.contentType = response.headers.get('content-type');
+        const outHeaders = {};
+        response.headers.forEach((value, key) => {
+            outHeaders[key] = value;
+        });
+        res.writeHead(response.status, outHeaders);
+        if (typeof res.flushHeaders === 'function') res.flushHeaders();
+        if (response.body) {
+            reader = response.body.getReader();
+            for (;;) {
+                const { done, value } = await reader.read();
+                if (done) break;
+                if (!res.write(value)) await new Promise(resolve => res.once('drain', resolve).once('close', resolve));
+                if (res.destroyed) break;
+            }
+        }
+        res.end();
+    } catch (err) {
+        if (!res.headersSent && !res.destroyed) {
+            state.status = 500;
+            res.writeHead(500, { 'content-type': 'text/plain' });
+            res.end(String(err));
+        } else {
+            res.destroy();
+        }
+    }
+});
+
+httpServer.keepAliveTimeout = 5000;
+httpServer.listen(args.port, '127.0.0.1', () => {
+    process.stderr.write(
+        `ts_modern_server: @modelcontextprotocol/server ${sdkVersion} mode=${args.mode} ` +
+            `response-mode=${args.responseMode} http://127.0.0.1:${args.port}/mcp\n`
+    );
+});
+
+function shutdown() {
+    httpServer.close();
+    httpServer.closeAllConnections?.();
+    handler.close().finally(() => process.exit(0));
+    setTimeout(() => process.exit(0), 1000).unref();
+}
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);
