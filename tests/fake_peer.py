@@ -11,7 +11,6 @@ before the initialize result) as configured per test.
 from __future__ import annotations
 
 import dataclasses
-
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field

@@ -1010,9 +1010,9 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     }
     # E1: the demo server speaks the handshake era (found by the probe's fallback)
     assert rows["good"][1:5] == ["ready", "2025-11-25", "(handshake)", "11"]
-    down = lines[[i for i, line in enumerate(lines) if line.startswith("down")][0]].split(None, 4)
+    down = next(line for line in lines if line.startswith("down")).split(None, 4)
     assert down[1] == "unavailable" and down[2] == "-" and "connection" in down[4]
-    plain = lines[[i for i, line in enumerate(lines) if line.startswith("plain")][0]].split(None, 4)
+    plain = next(line for line in lines if line.startswith("plain")).split(None, 4)
     assert plain[1] == "invalid" and "plain http" in plain[4]
     assert any(line.startswith("Bad Name") and "invalid" in line for line in lines)
 

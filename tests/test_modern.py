@@ -175,7 +175,7 @@ def test_M3_a_discover_naming_only_handshake_versions_falls_back_to_initialize()
         "notifications/initialized",
     ]
     assert ready_event(link).protocol_version == "2025-11-25"
-    init = [s for s in legacy.seen if s.message and s.message.get("method") == "initialize"][0]
+    init = next(s for s in legacy.seen if s.message and s.message.get("method") == "initialize")
     assert "mcp-protocol-version" not in init.headers  # M83: the probe's version does not leak
     assert "_meta" not in (init.message or {}).get("params", {})
 
@@ -278,7 +278,7 @@ def test_M10_network_failures_5xx_and_timeouts_are_outages_not_era_evidence(fini
 def test_E1_a_host_can_pin_either_era() -> None:
     legacy = FakeServer()
     link = link_to(legacy, protocol="legacy")
-    assert [s.message.get("method") for s in legacy.seen if s.message][0] == "initialize"
+    assert next(s.message.get("method") for s in legacy.seen if s.message) == "initialize"
     ready_event(link)
     refusing = FakeServer()
     refusing.hook = lambda seen: Reply(404) if seen.message and seen.message.get("method") == "server/discover" else None
@@ -600,7 +600,7 @@ def test_M83_M87_legacy_requests_carry_no_modern_headers_or_envelope() -> None:
     link = link_to(legacy)
     call_id = link.engine.call("srv/echo", {}, link.now)
     outcome(link, call_id)
-    call = [s for s in legacy.seen if s.message and s.message.get("method") == "tools/call"][0]
+    call = next(s for s in legacy.seen if s.message and s.message.get("method") == "tools/call")
     assert "mcp-method" not in call.headers and "mcp-name" not in call.headers
     assert call.headers["mcp-protocol-version"] == "2025-11-25"
     assert set(call.message["params"]["_meta"]) == {"progressToken"}  # type: ignore[index]
