@@ -16,13 +16,25 @@ from pathlib import Path
 
 import pytest
 
-from peers import ROOT, conformance_command, require_peers
+from peers import ROOT, conformance_alpha_command, conformance_command, require_peers
 
 pytestmark = pytest.mark.realpeer
 
 CLIENT = ROOT / "tests" / "conformance" / "client.py"
 BASELINE = ROOT / "tests" / "conformance" / "expected-failures.yaml"
 IN_SCOPE = ["initialize", "tools_call", "sse-retry"]
+# 0.2.0-alpha.12: every 2026-07-28 client scenario that is neither auth/* nor an
+# extension, run at that revision (E1-E6, M1-M57), and the handshake-era three.
+MODERN = [
+    "tools_call",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+]
 
 
 def _expected_failures() -> list[str]:
@@ -52,6 +64,27 @@ def _run(scenario: str, out: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _run_alpha(scenario: str, out: Path, *spec: str) -> subprocess.CompletedProcess[str]:
+    command = f"{sys.executable} {CLIENT}"
+    return subprocess.run(
+        conformance_alpha_command(
+            "client", "--command", command, "--scenario", scenario, *spec, "-o", str(out)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def _passed_with_real_checks(result: subprocess.CompletedProcess[str], out: Path) -> None:
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    checks = _checks(out)
+    statuses = [c["status"] for c in checks]
+    assert "SUCCESS" in statuses, checks  # a client that does nothing "passes" 0/0
+    assert "FAILURE" not in statuses and "WARNING" not in statuses, checks
+
+
 def _checks(out: Path) -> list[dict[str, object]]:
     files = list(out.rglob("checks.json"))
     assert len(files) == 1, files
@@ -68,6 +101,18 @@ def test_in_scope_scenario_passes(scenario: str, tmp_path: Path) -> None:
     statuses = [c["status"] for c in checks]
     assert "SUCCESS" in statuses, checks  # a client that does nothing "passes" 0/0
     assert "FAILURE" not in statuses and "WARNING" not in statuses, checks
+
+
+@pytest.mark.parametrize("scenario", MODERN)
+def test_M1_M18_E1_alpha_2026_07_28_scenario_passes(scenario: str, tmp_path: Path) -> None:
+    """E1-E6: conformance 0.2.0-alpha.12 at 2026-07-28, no failure, no warning."""
+    _passed_with_real_checks(_run_alpha(scenario, tmp_path, "--spec-version", "2026-07-28"), tmp_path)
+
+
+@pytest.mark.parametrize("scenario", IN_SCOPE)
+def test_M8_alpha_handshake_era_scenario_passes(scenario: str, tmp_path: Path) -> None:
+    """M8, P1, H4: the handshake-era scenarios on the alpha suite too (found by the fallback)."""
+    _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
 
 
 @pytest.mark.parametrize("scenario", _expected_failures())

@@ -2,12 +2,16 @@
 
 The official suite (``@modelcontextprotocol/conformance``) starts a mock
 server per scenario and runs this with the scenario's name in
-``MCP_CONFORMANCE_SCENARIO``. It drives the anyio driver as a user would:
-connect, list, call what the scenario offers, close. Exit 0 on success.
+``MCP_CONFORMANCE_SCENARIO``. It drives the anyio driver as a host would:
+connect, list, call the offered tools (with the arguments the scenario gives
+in ``MCP_CONFORMANCE_CONTEXT`` when it gives any), close. Nothing in the
+library depends on the scenario. Exit 0 once connected and every call was
+made (a tool's own error is reported, as a host would); 1 if unavailable.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -20,8 +24,30 @@ from mcpcore_anyio import McpClient
 
 # What each scenario's tools expect; other tools are called with no arguments.
 ARGUMENTS: dict[str, dict[str, Any]] = {
-    "add_numbers": {"a": 2, "b": 3},
+    "add_numbers": {"a": 5, "b": 3},
+    "valid_tool": {"region": "us-west1"},
 }
+
+
+def _planned_calls(tools: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The calls a host makes: the context's, else every tool with known or no arguments."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    by_name = {tool.name: tool for tool in tools}
+    given = context.get("toolCalls") if isinstance(context, dict) else None
+    if isinstance(given, list):
+        return [
+            (by_name[c["name"]].id, c.get("arguments") or {})
+            for c in given
+            if isinstance(c, dict) and c.get("name") in by_name
+        ]
+    calls = []
+    for tool in tools:
+        arguments = ARGUMENTS.get(tool.name, {})
+        if tool.name == "json_schema_echo" and "json_schema_2020_12_tool" in by_name:
+            # the schema exactly as this client received it (E6)
+            arguments = {"schema": by_name["json_schema_2020_12_tool"].parameters}
+        calls.append((tool.id, arguments))
+    return calls
 
 
 async def run(url: str, scenario: str) -> int:
@@ -31,14 +57,17 @@ async def run(url: str, scenario: str) -> int:
             print(f"unavailable: {availability.reason}", file=sys.stderr)
             return 1
         tools = client.tools
-        print(f"[{scenario}] ready with {len(tools)} tools", file=sys.stderr)
-        for tool in tools:
+        print(
+            f"[{scenario}] ready with {len(tools)} tools, protocol {client.protocol_version}",
+            file=sys.stderr,
+        )
+        for tool_id, arguments in _planned_calls(tools):
             try:
-                output = await client.call(tool.id, ARGUMENTS.get(tool.name, {}))
+                output = await client.call(tool_id, arguments)
             except McpError as exc:
-                print(f"[{scenario}] {tool.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-                return 1
-            print(f"[{scenario}] {tool.name}: {output.text[:200]!r}", file=sys.stderr)
+                print(f"[{scenario}] {tool_id}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            print(f"[{scenario}] {tool_id}: {output.text[:200]!r}", file=sys.stderr)
     return 0
 
 
