@@ -15,7 +15,10 @@ Invariants:
   a call in the wrong state, ``UnknownTool``);
 * every failure in an event is an ``McpError``, with no raw control character;
 * each call ends at most once (succeeded, failed or cancelled);
-* every server request gets exactly one answer: ``{}`` for ping, -32601 otherwise;
+* every server request gets exactly one answer: ``{}`` for ping, -32601 otherwise
+  (none at all on the 2026-07-28 wire, M29);
+* the probe's answers (E1), result types and rounds of input (M43–M54) on the
+  2026-07-28 path only ever become events;
 * everything the session sends encodes as JSON-RPC; request ids are never reused;
 * the catalogue never holds more than ``max_tools`` tools.
 """
@@ -86,6 +89,17 @@ def _result_for(kind: str, r: Reader) -> Any:
     shape = r.u8() % 8
     if shape == 0:
         return r.json_value(2)
+    if kind == "server/discover":  # E1: the probe's answers, modern and legacy shapes
+        return {
+            "supportedVersions": r.choice(
+                (["2026-07-28"], ["2025-11-25"], ["2026-07-28", "2025-11-25"], [], "x", [3])
+            ),
+            "capabilities": r.choice(({"tools": {"listChanged": True}}, {}, r.json_value(1))),
+            "resultType": r.choice(("complete", "input_required", None)),
+            "serverInfo": r.json_value(1),
+        }
+    if kind == "subscriptions/listen":
+        return r.json_value(1)
     if kind == "initialize":
         return {
             "protocolVersion": r.choice(("2025-11-25", "2025-06-18", "2025-03-26", "2099-01-01", 5)),
@@ -114,6 +128,19 @@ def _result_for(kind: str, r: Reader) -> Any:
         out["isError"] = True
     if shape == 4:
         out["structuredContent"] = r.json_value(2)
+    if shape >= 5:  # M43-M54: result types and rounds of input
+        out["resultType"] = r.choice(("complete", "input_required", "weird", 5))
+        if r.flag():
+            out["requestState"] = r.choice(("s", "", 7, None))
+        if r.flag():
+            out["inputRequests"] = r.choice(
+                (
+                    {"a": {"method": "elicitation/create"}},
+                    {"r": {"method": "roots/list"}},
+                    {"s": {"method": "sampling/createMessage"}},
+                    r.json_value(2),
+                )
+            )
     return out
 
 
@@ -123,7 +150,9 @@ def _server_message(session: ClientSession, sent: list[Request], r: Reader) -> M
     if kind <= 3 and open_requests:
         target = open_requests[-1] if r.flag() else r.choice(open_requests)
         if r.u8() % 5 == 0:
-            return ErrorResponse(id=target.id, code=r.u16() - 40000, message=r.text())
+            code = r.choice((r.u16() - 40000, -32022, -32020, -32021, -32601))
+            data = r.choice(({"supported": ["2026-07-28"]}, {"supported": ["2025-11-25"]}, None))
+            return ErrorResponse(id=target.id, code=code, message=r.text(), data=data)
         return Result(id=target.id, result=_result_for(target.method, r))
     if kind == 4:
         return Result(id=r.choice((999, "1", 0, -1)), result=r.json_value(1))
@@ -160,6 +189,7 @@ def fuzz_one_input(data: bytes) -> None:
         extend_on_progress=r.flag(),
         call_timeout=5.0,
         startup_timeout=30.0,
+        protocol=r.choice(("auto", "legacy", "modern")),
     )
     session = ClientSession(options)
     now = 0.0
@@ -172,6 +202,11 @@ def fuzz_one_input(data: bytes) -> None:
     def drain() -> None:
         for message in session.take_outgoing():
             encode_message(message)
+            if session.modern:
+                # M30: nothing but requests on the 2026-07-28 wire, each stamped (M18)
+                assert isinstance(message, Request), f"{message!r} sent to a modern server"
+                meta = (message.params or {}).get("_meta") or {}
+                assert meta.get("io.modelcontextprotocol/protocolVersion"), message
             if isinstance(message, Request):
                 assert isinstance(message.id, int)
                 if message.id in ids_used:
@@ -211,8 +246,8 @@ def fuzz_one_input(data: bytes) -> None:
             if op < 9:
                 message = _server_message(session, sent, r)
                 if message is not None:
-                    if isinstance(message, Request):
-                        answers_owed.append((message.method, message.id))
+                    if isinstance(message, Request) and not session.modern:
+                        answers_owed.append((message.method, message.id))  # M29: not on 2026
                     session.receive_message(message, now)
             elif op == 9 and sent:
                 target = r.choice(sent)
