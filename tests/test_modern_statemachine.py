@@ -1,0 +1,292 @@
+"""The HTTP engine on the 2026-07-28 wire as a hypothesis state machine (E3, E4, M30, M43–M72).
+
+The test plays a modern server that holds every call's stream open and answers
+whenever a rule says so: complete, without ``resultType``, ``input_required``
+(with input requests, with state only, or asking for sampling), an unknown
+``resultType``, a header mismatch, an error status with a JSON-RPC body, or a
+stream that breaks. Callers call, cancel and wait; the clock moves.
+
+Invariants after every step: every call ends exactly once; no call outlives its
+deadline; nothing but requests is sent, each carrying the envelope and the
+headers that mirror it (M18, M24, M25, M30); no GET, no DELETE, no session id
+(M69, M70); a retried round has a new id and echoes the state exactly (M49,
+M50); the rounds of one call stay bounded (M54); a broken call is never sent
+again (E3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from fake_peer import Link, Reply, connect, tool
+from mcpcore import CallCancelled, CallFailed, CallSucceeded
+from mcpcore._events import AbortExchange, HttpRequest
+from mcpcore._session import SessionOptions
+
+V = "2026-07-28"
+JSON = [(b"content-type", b"application/json")]
+SSE = [(b"content-type", b"text/event-stream")]
+CALL_TIMEOUT = 10.0
+
+
+@dataclass
+class Held:
+    """A call's POST the 'server' holds open."""
+
+    call_key: int  # the first request id of the caller's call (its call id)
+    request_id: int
+    state: str | None  # the requestState this round must have echoed
+    started: bool = False
+
+
+class ModernServer:
+    """Answers discovery and listing at once; holds every tools/call (the machine answers)."""
+
+    def __init__(self, machine: ModernMachine) -> None:
+        self.machine = machine
+
+    def handle(self, req: HttpRequest) -> Reply:
+        return self.machine.perform(req)
+
+
+class ModernMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[str] = []
+        self.held: dict[int, Held] = {}  # exchange id -> held call
+        self.rounds: Counter[int] = Counter()  # call id -> POSTs of it
+        self.expected_state: dict[int, str | None] = {}  # call id -> state its next round echoes
+        self.broken: set[int] = set()  # calls whose stream broke: never sent again (E3)
+        self.outcomes: dict[int, list[Any]] = {}
+        self.deadline: dict[int, float] = {}
+        self.listings = 0
+        self.link: Link = connect(
+            ModernServer(self),  # type: ignore[arg-type]
+            options=SessionOptions(server_name="srv", call_timeout=CALL_TIMEOUT),
+            protocol="auto",
+            start=False,
+        )
+        self.engine = self.link.engine
+        self.now = self.link.now
+        self.link.start()
+        self.process()
+        assert self.engine.session.modern, self.problems
+
+    # --- the server --------------------------------------------------------------------
+
+    def perform(self, req: HttpRequest) -> Reply:
+        headers = {k.decode().lower(): v.decode() for k, v in req.headers}
+        if req.method != "POST" or req.body is None:
+            self.problems.append(f"{req.method} sent")
+            return Reply(405)
+        message = json.loads(req.body)
+        method = message.get("method")
+        if "id" not in message:
+            self.problems.append(f"notification {method} sent")
+            return Reply(202)
+        meta = (message.get("params") or {}).get("_meta") or {}
+        if meta.get("io.modelcontextprotocol/protocolVersion") != V:
+            self.problems.append(f"{method} without the envelope")
+        if headers.get("mcp-protocol-version") != V or headers.get("mcp-method") != method:
+            self.problems.append(f"{method} without its headers")
+        if "mcp-session-id" in headers:
+            self.problems.append("a session id sent")
+        rid = message["id"]
+        if method == "server/discover":
+            result = {"supportedVersions": [V], "capabilities": {"tools": {}}}
+            return Reply(200, JSON, [json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()])
+        if method == "tools/list":
+            self.listings += 1
+            result = {"tools": [tool("echo")]}
+            return Reply(200, JSON, [json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()])
+        if method == "tools/call":
+            params = message["params"]
+            # which caller's call this POST carries (a new round has a new id, M49)
+            requests = self.engine.session._call_requests
+            call_key = next((c for c, r in requests.items() if r == rid), rid)
+            if call_key in self.broken:
+                self.problems.append(f"call {call_key} sent again after its stream broke")
+            expected = self.expected_state.get(call_key)
+            if params.get("requestState") != expected or ("requestState" in params) != (expected is not None):
+                self.problems.append(f"call {call_key}: state {params.get('requestState')!r} != {expected!r}")
+            self.rounds[call_key] += 1
+            self.held[req.exchange_id] = Held(call_key=call_key, request_id=rid, state=expected)
+            return Reply(200, SSE, [], finish="stall")
+        self.problems.append(f"unexpected {method}")
+        return Reply(404)
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def process(self) -> None:
+        e = self.engine
+        while True:
+            actions = e.take_actions()
+            for event in e.take_events():
+                if isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+                    self.outcomes.setdefault(event.call_id, []).append(event)
+            if not actions:
+                return
+            for action in actions:
+                if isinstance(action, AbortExchange):
+                    self.held.pop(action.exchange_id, None)
+                    continue
+                assert isinstance(action, HttpRequest)
+                self.link._perform(action)
+
+    def running(self) -> list[int]:
+        return sorted(c for c in self.deadline if c not in self.outcomes)
+
+    def answer(self, xid: int, status: int, body: dict[str, Any], *, sse: bool = True) -> None:
+        self.held.pop(xid)
+        data = json.dumps(body).encode()
+        e = self.engine
+        if sse:
+            e.response_started(xid, status, SSE, self.now)
+            e.response_data(xid, b"data: " + data + b"\n\n", self.now)
+        else:
+            e.response_started(xid, status, JSON, self.now)
+            e.response_data(xid, data, self.now)
+        e.response_ended(xid, self.now)
+        self.process()
+
+    def pick(self, index: int) -> int:
+        keys = sorted(self.held)
+        return keys[index % len(keys)]
+
+    # --- rules -------------------------------------------------------------------------
+
+    @rule(timeout=st.sampled_from([None, 1.0, 30.0]))
+    def call(self, timeout: float | None) -> None:
+        call_id = self.engine.call("srv/echo", {"x": 1}, self.now, timeout=timeout)
+        self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        self.expected_state[call_id] = None
+        self.process()
+
+    @precondition(lambda self: self.held)
+    @rule(index=st.integers(0, 50), kind=st.sampled_from(["complete", "absent", "weird", "is-error"]))
+    def finish(self, index: int, kind: str) -> None:
+        xid = self.pick(index)
+        held = self.held[xid]
+        result: dict[str, Any] = {"content": [{"type": "text", "text": "ok"}]}
+        if kind == "complete":
+            result["resultType"] = "complete"
+        elif kind == "weird":
+            result["resultType"] = "weird"
+        elif kind == "is-error":
+            result["isError"] = True
+        self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": result})
+
+    @precondition(lambda self: self.held)
+    @rule(
+        index=st.integers(0, 50),
+        state=st.sampled_from([None, "s", '{"a": "é"}', ""]),
+        ask=st.sampled_from(["none", "elicit", "roots", "sampling"]),
+    )
+    def input_required(self, index: int, state: str | None, ask: str) -> None:
+        xid = self.pick(index)
+        held = self.held[xid]
+        result: dict[str, Any] = {"resultType": "input_required"}
+        if state is not None:
+            result["requestState"] = state
+        if ask == "elicit":
+            result["inputRequests"] = {"c": {"method": "elicitation/create", "params": {}}}
+        elif ask == "roots":
+            result["inputRequests"] = {"r": {"method": "roots/list", "params": {}}}
+        elif ask == "sampling":
+            result["inputRequests"] = {"s": {"method": "sampling/createMessage", "params": {}}}
+        if state is None and ask == "none":
+            result["requestState"] = "x"
+            state = "x"
+        self.expected_state[held.call_key] = state
+        self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": result})
+
+    @precondition(lambda self: self.held)
+    @rule(index=st.integers(0, 50), code=st.sampled_from([-32021, -32603, -32020]))
+    def error_status(self, index: int, code: int) -> None:
+        """M9, M42, M56: an error status whose JSON body is the call's error."""
+        xid = self.pick(index)
+        held = self.held[xid]
+        self.expected_state[held.call_key] = None  # a mismatch retry carries no state
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": "no"}}
+        self.answer(xid, 400, body, sse=False)
+
+    @precondition(lambda self: self.held)
+    @rule(index=st.integers(0, 50), primed=st.booleans())
+    def break_stream(self, index: int, primed: bool) -> None:
+        """E3, M72: a call's stream breaks: the call fails, is never sent again."""
+        xid = self.pick(index)
+        held = self.held.pop(xid)
+        self.broken.add(held.call_key)
+        e = self.engine
+        e.response_started(xid, 200, SSE, self.now)
+        if primed:
+            e.response_data(xid, b"id: 7\nretry: 10\ndata: \n\n", self.now)
+        e.response_ended(xid, self.now)
+        self.process()
+
+    @precondition(lambda self: self.running())
+    @rule(index=st.integers(0, 50))
+    def cancel(self, index: int) -> None:
+        running = self.running()
+        call_id = running[index % len(running)]
+        self.engine.cancel(call_id, self.now)
+        self.process()
+
+    @rule(seconds=st.sampled_from([0.01, 0.5, 1.0, 5.0, 15.0]))
+    def advance(self, seconds: float) -> None:
+        self.link.now = self.now
+        target = self.now + seconds
+        while True:
+            self.process()
+            due = self.engine.next_deadline()
+            if due is None or due > target:
+                break
+            self.now = max(self.now, due)
+            self.engine.handle_timer(self.now)
+        self.now = target
+        self.process()
+
+    # --- invariants ----------------------------------------------------------------------
+
+    @invariant()
+    def the_wire_stays_modern(self) -> None:
+        assert self.problems == [], self.problems
+
+    @invariant()
+    def every_call_ends_at_most_once(self) -> None:
+        for call_id, events in self.outcomes.items():
+            assert len(events) == 1, (call_id, events)
+        assert set(self.engine.session.pending_call_ids) <= set(self.running())
+
+    @invariant()
+    def no_call_outlives_its_deadline(self) -> None:
+        for call_id in self.running():
+            assert self.now < self.deadline[call_id], (call_id, self.now)
+
+    @invariant()
+    def rounds_are_bounded(self) -> None:
+        assert all(n <= 10 for n in self.rounds.values()), self.rounds
+
+    def teardown(self) -> None:
+        self.advance(31.0)  # past the longest budget a rule gives
+        for call_id in self.deadline:
+            assert len(self.outcomes.get(call_id, [])) == 1, call_id
+        self.engine.close(self.now)
+        self.process()
+        assert self.engine.finished and self.problems == []
+
+
+ModernMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("MCPCORE_MACHINE_EXAMPLES", "500")) // 2,
+    stateful_step_count=30,
+    deadline=None,
+)
+test_modern_state_machine = ModernMachine.TestCase
