@@ -617,3 +617,57 @@ def test_X5_aborts_and_failures_of_the_probe_never_break_the_link() -> None:
     link.engine.response_failed(probe.exchange_id, TransportFailure(FailureKind.REFUSED), link.now)
     assert [type(e) for e in link.engine.take_events()] == [StartFailed]
     assert not any(isinstance(a, AbortExchange) and a.exchange_id != probe.exchange_id for a in link.engine.take_actions())
+
+
+# --- schemas as listed (E6, M46, M47) ------------------------------------------------------------
+
+
+SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$defs": {"address": {"$anchor": "addr", "type": "object", "properties": {"street": {"type": "string"}}}},
+    "type": "object",
+    "properties": {
+        "home": {"$ref": "#/$defs/address"},
+        "kind": {"enum": ["a", "b"]},
+        "remote": {"$ref": "http://127.0.0.1:9/canary.json"},
+    },
+    "allOf": [{"anyOf": [{"required": ["home"]}, {"required": ["kind"]}]}],
+    "if": {"properties": {"kind": {"const": "a"}}},
+    "then": {"required": ["home"]},
+    "else": {},
+    "additionalProperties": False,
+}
+
+
+def test_E6_M46_a_schema_reaches_the_host_byte_for_byte() -> None:
+    server = ModernFake(tools=[tool("shaped", inputSchema=SCHEMA_2020_12)])
+    link = link_to(server)
+    [shaped] = ready_event(link).catalogue.tools
+    assert json.dumps(shaped.parameters) == json.dumps(SCHEMA_2020_12)  # same keys, same order
+
+
+def test_E6_M47_output_validation_resolves_refs_inside_the_schema_and_fetches_nothing() -> None:
+    import socket
+
+    from mcpcore._schema import compile_schema, validate
+
+    canary = socket.socket()
+    canary.bind(("127.0.0.1", 0))
+    canary.listen(4)
+    canary.setblocking(False)
+    port = canary.getsockname()[1]
+    try:
+        schema = {
+            "$defs": {"id": {"type": "string"}},
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/id"}, "p": {"$ref": f"http://127.0.0.1:{port}/x.json"}},
+        }
+        validator = compile_schema(schema)
+        assert validator is not None
+        violated = validate(validator, {"a": 1})  # the local $ref resolved
+        assert violated is not None and "$.a" in str(violated)
+        assert validate(validator, {"a": "x", "p": 1}) is None  # remote: left unvalidated
+        with pytest.raises(BlockingIOError):
+            canary.accept()  # nobody ever connected to the canary
+    finally:
+        canary.close()
