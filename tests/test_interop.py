@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.realpeer]
 
 RESULTS = Path(__file__).resolve().parents[1] / "build" / "interop.json"
 BEHAVIOURS = [
-    "handshake", "paging", "text", "image", "audio", "embedded text", "embedded blob",
+    "era", "handshake", "paging", "text", "image", "audio", "embedded text", "embedded blob",
     "resource link", "structured", "isError", "progress", "cancel", "resume", "expiry", "DELETE",
 ]  # fmt: skip
 
@@ -92,6 +92,14 @@ async def common_probes(
         assert availability.ok, availability.reason
 
     await probe.check("handshake", handshake)
+    # E1: which revision the probe found (server/discover, else initialize)
+    version = client.protocol_version
+    if client.era == "modern":
+        probe.outcomes["era"] = f"{version} (server/discover)"
+    elif client._options.protocol == "auto":
+        probe.outcomes["era"] = f"{version} (initialize, after the probe)"
+    else:
+        probe.outcomes["era"] = f"{version} (initialize, pinned)"
     for behaviour, (tool, arguments, expect) in calls.items():
 
         async def call(
@@ -212,11 +220,18 @@ async def test_interop_demo_server() -> None:
         await probe.check("DELETE", delete)
 
 
-@pytest.mark.parametrize("mode", ["stateful-sse", "stateful-json", "stateless-sse", "stateless-json"])
+@pytest.mark.parametrize(
+    "mode",
+    ["stateful-sse", "stateful-json", "stateless-sse", "stateless-json", "2026-07-28 sse", "2026-07-28 json"],
+)
 async def test_interop_sdk_server(mode: str) -> None:
-    """The official Python SDK server (mcp 2.x) in its four modes."""
-    with recording(f"Python SDK server, {mode}") as probe, sdk_server(mode=mode, page_size=3) as peer:
-        async with mcpcore_anyio.McpClient("sdk", {"url": peer.url}) as client:
+    """The official Python SDK server (mcp 2.3): the handshake era in its four modes
+    (pinned: sessions are that era's), and 2026-07-28, found by the probe (E1)."""
+    modern = mode.startswith("2026")
+    server_mode = ("stateful-json" if "json" in mode else "stateful-sse") if modern else mode
+    pinned = {} if modern else {"protocol": "legacy"}
+    with recording(f"Python SDK server, {mode}") as probe, sdk_server(mode=server_mode, page_size=3) as peer:
+        async with mcpcore_anyio.McpClient("sdk", {"url": peer.url}, **pinned) as client:
             await common_probes(
                 probe, client, "sdk",
                 {
@@ -231,12 +246,16 @@ async def test_interop_sdk_server(mode: str) -> None:
                 None if "json" in mode else ("progress", {"steps": 3}),
                 ("slow", {"seconds": 30}),
                 lambda: "call slow" in peer.events(),
-                (lambda: "cancelled" in peer.events()) if "stateful" in mode else (lambda: True),
+                (lambda: "cancelled" in peer.events())
+                if "stateful" in mode or mode == "2026-07-28 sse"
+                else (lambda: True),
             )
             if "json" in mode:
                 probe.na("progress", "a JSON reply carries only the result")
             if "stateless" in mode:
                 probe.outcomes["cancel"] = probe.outcomes["cancel"] + " (the caller returned at once; a stateless server cannot act on it)"
+            if mode == "2026-07-28 json":
+                probe.outcomes["cancel"] = probe.outcomes["cancel"] + " (the caller returned at once; the stream was closed, which this server's JSON mode does not act on)"
 
             async def paging() -> None:
                 assert len(client.tools) >= 10  # pages of 3
@@ -249,6 +268,11 @@ async def test_interop_sdk_server(mode: str) -> None:
 
             await probe.check("isError", is_error)
             session_id = client._engine.http.session_id  # type: ignore[union-attr]
+        if modern:
+            probe.na("resume", "2026-07-28 has no resumption")
+            probe.na("expiry", "2026-07-28 has no session")
+            probe.na("DELETE", "2026-07-28 has no session")
+            return
         probe.na("resume", "the server keeps no event store")
         probe.na("expiry", "no way to expire a session from outside")
         if "stateful" in mode:
