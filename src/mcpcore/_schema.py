@@ -10,8 +10,10 @@ returns ``None`` (validation is off) and says so once per process with a logging
 
 A schema that ``jsonschema`` rejects raises :class:`SchemaInvalid`, so the tools
 layer can drop it at listing with a warning and keep the tool callable (K5).
-Validation never fetches anything: ``$ref`` resolution uses ``jsonschema``'s
-default registry, which has no retrieval.
+Validation never fetches anything (E6, M47): each validator gets an empty
+``referencing.Registry`` of its own, which has no retrieval, so a ``$ref``
+resolves inside the schema only; without it ``jsonschema`` would still fetch
+remote references with ``urllib`` (a deprecated fallback it keeps).
 """
 
 from __future__ import annotations
@@ -128,7 +130,11 @@ def compile_schema(schema: object) -> Validator | None:
     try:
         cls: Any = validators.validator_for(schema, default=validators.Draft202012Validator)
         cls.check_schema(schema)
-        compiled: Validator = cls(schema)
+        # E6, M47: an empty registry of our own. Without one, jsonschema falls back
+        # (deprecated, but still) to fetching a remote $ref with urllib: a server
+        # could make the client connect anywhere, and hang it.
+        registry = importlib.import_module("referencing").Registry()
+        compiled: Validator = cls(schema, registry=registry)
     except Exception as exc:  # SchemaError, RecursionError, odd $schema values, …
         detail = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         raise SchemaInvalid(excerpt(str(detail), 200)) from exc
