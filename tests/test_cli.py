@@ -926,7 +926,7 @@ def test_local_server_recipe_from_the_readme(recipe: dict[str, Any]) -> None:
     config, env = recipe["config"], recipe["env"]
     result = run("check", config, "--allow-local", env=env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[1].split() == ["hello", "ready", "1"]
+    assert result.stdout.splitlines()[1].split() == ["hello", "ready", "2025-11-25", "(handshake)", "1"]
     result = run("tools", "--config", config, "--allow-local", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert [t["id"] for t in json.loads(result.stdout)] == ["hello/hello"]

@@ -1094,7 +1094,7 @@ async def test_L6_H9_closing_with_20_calls_in_flight_on_a_stalled_server_is_one_
                     elapsed = anyio.current_time() - t0
         assert client_face is not None
         # generous against a slow machine, far below the 42 s a bound per message took
-        assert elapsed < 2.0 + 3.0, elapsed
+        assert elapsed < 2.0 + 8.0, elapsed
         assert len(errors) == 20 and all(isinstance(e, Cancelled) for e in errors)
         await wait_for(lambda: len(server.requests_for("notifications/cancelled")) == 20, 5)
         await wait_for(lambda: any(r.method == "DELETE" for r in server.received), 5)

@@ -548,7 +548,8 @@ async def test_P3a_ping_in_the_middle_of_the_handshake(driver: str) -> None:
         answer = next(r.json for r in running.server.received if isinstance(r.json, dict) and r.json.get("id") == "hs-ping")
         assert answer == {"jsonrpc": "2.0", "id": "hs-ping", "result": {}}
         posted = [r.json.get("method") or r.json.get("id") for r in running.server.received if isinstance(r.json, dict)]
-        assert posted[:3] == ["initialize", "hs-ping", "notifications/initialized"]
+        # E1: the probe first (this server is of the handshake era), then the handshake
+        assert posted[:4] == ["server/discover", "initialize", "hs-ping", "notifications/initialized"]
 
 
 async def test_P3a_notifications_before_the_initialize_result(
