@@ -250,15 +250,15 @@ def test_M6_a_32022_naming_only_handshake_versions_falls_back() -> None:
     assert ready_event(link).protocol_version == "2025-11-25"
 
 
-@pytest.mark.parametrize("finish", ["refused", "500", "before-headers"])
-def test_M10_network_failures_5xx_and_timeouts_are_outages_not_era_evidence(finish: str) -> None:
+@pytest.mark.parametrize("finish", ["refused", "500", "401", "403", "before-headers"])
+def test_M10_M11_network_failures_5xx_401_403_and_timeouts_are_not_era_evidence(finish: str) -> None:
     legacy = FakeServer()
 
     def hook(seen: Any) -> Reply | None:
         if not (seen.message and seen.message.get("method") == "server/discover"):
             return None
-        if finish == "500":
-            return Reply(500, [(b"content-type", b"text/plain")], [b"oops"])
+        if finish in ("500", "401", "403"):
+            return Reply(int(finish), [(b"content-type", b"text/plain")], [b"no"])
         return Reply(200, [], [], finish="before-headers")
 
     legacy.hook = hook

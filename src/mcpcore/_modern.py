@@ -149,7 +149,7 @@ def probe_error_verdict(code: object, data: object, *, retried: bool, sent: str)
 
 
 def probe_failure_is_outage(error: McpError) -> bool:
-    """M10: network failures, timeouts and 5xx are outages, never era evidence.
+    """M10, M11: network failures, timeouts, 5xx, 401 and 403 are never era evidence.
 
     Everything else that failed the probe (a 4xx without a JSON-RPC body, a
     2xx that is not a result, 202, a body that is not JSON) is the handshake
@@ -158,7 +158,9 @@ def probe_failure_is_outage(error: McpError) -> bool:
     if not isinstance(error, TransportError):
         return False
     status = getattr(error, "status", None)
-    return status is None or status >= 500
+    # M11: 401 and 403 are about authorization, not the era: the attempt fails
+    # with them (and is retried), rather than falling back.
+    return status is None or status >= 500 or status in (401, 403)
 
 
 def result_type(result: Mapping[str, Any], *, mrtr: bool) -> str:
