@@ -1,4 +1,4 @@
-"""Run every budget (B1–B7) side by side, and B8, and write bench/report.md + bench/report.png.
+"""Run every budget (B1–B7) side by side, and B8 and B10, and write bench/report.md + bench/report.png.
 
     python -m bench            # the full run (takes a while; the report is committed)
     python -m bench --quick    # a smoke run: tiny repeats, no fastmcp, 1 MiB instead of 50 MiB
@@ -6,6 +6,8 @@
 Servers run in their own processes (the canned server of ``bench.canned_server``
 and the official SDK server of ``tests/servers/sdk_server.py``); every client
 runs in its own process (``bench.worker``) so only the client is measured.
+B10 (``bench.eras``) adds the 2026-07-28 revision: connect to ready and B1's calls
+in each era, against the SDK server and a handshake-only one.
 Clients alternate round by round so a noisy machine's drift hits them alike;
 figures are medians over the repeats, and budgets are judged on ratios.
 """
@@ -682,6 +684,12 @@ def write_report(
         w(f"B8: {hi:,} in flight ÷ {lo:,} in flight = {r8['ratio']:.2f}× per step")
         w("")
 
+    # B10 (no budget: the 2026-07-28 revision beside the handshake era)
+    if "b10" in res:
+        from bench import eras
+
+        eras.write_section(res["b10"], w)
+
     w("## Verdicts")
     w("")
     for v in verdicts:
@@ -738,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="smoke run: tiny repeats, no fastmcp, 1 MiB"
     )
     ap.add_argument("--out", default=str(HERE / "report.md"), help="where to write the report")
-    ap.add_argument("--only", default="", help="comma-separated budgets to run (b1,...,b8)")
+    ap.add_argument("--only", default="", help="comma-separated budgets to run (b1,...,b8,b10)")
     args = ap.parse_args(argv)
     quick = args.quick
     notes: list[str] = []
@@ -773,6 +781,9 @@ def main(argv: list[str] | None = None) -> int:
         "pending_repeats": 2 if quick else 11,
         "pending_steps": 20 if quick else 200,
     }
+    from bench import eras
+
+    cfg.update(eras.defaults(quick))
     only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     res: dict[str, Any] = {"meta": {"load": load, "notes": notes}}
@@ -786,6 +797,7 @@ def main(argv: list[str] | None = None) -> int:
         ("b6", lambda: b6(cfg, clients)),
         ("b7", lambda: b7(cfg, clients)),
         ("b8", lambda: b8(cfg)),
+        ("b10", lambda: eras.b10(cfg)),
     ]
     raw_path = Path(args.out).with_suffix(".json")
     previous: dict[str, Any] = {}

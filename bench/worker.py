@@ -13,6 +13,13 @@ Scenarios (arguments in the JSON object):
 * ``big`` {url, size}: one ``big`` call returning ``size`` bytes of text.
 * ``cancel`` {url, repeats, wait}: start ``slow``, cancel it after ``wait`` s.
 * ``pool`` {url, calls, conc}: ``calls`` echo calls with ``conc`` in flight.
+* ``connect`` {targets: [{url, protocol, era}], repeats}: B10, construct → ready
+  (tools listed) → close, ``repeats`` times per target, targets interleaved.
+
+``calls`` and ``connect`` take a ``protocol`` (B10): ``"auto"`` or ``"legacy"``,
+this project's ``protocol=`` option; for ``official`` it selects ``mcp.Client(url,
+mode=protocol)`` instead of ``streamable_http_client`` + ``ClientSession``. The
+era actually spoken is checked against ``era`` when given.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ class AsyncAdapter:
     """``async with adapter.session() as call`` → ``await call(name, args)`` returns text."""
 
     name = ""
+    protocol: str | None = None  # B10: the era to speak (None: the B1 default path)
+    era: str | None = None  # B10: the era that must be negotiated
 
     def session(self, url: str) -> Any:
         raise NotImplementedError
@@ -64,10 +73,12 @@ class AnyioAdapter(AsyncAdapter):
 
         @contextlib.asynccontextmanager
         async def cm():  # type: ignore[no-untyped-def]
-            async with McpClient("bench", {"url": url}, allow_insecure_http=True) as client:
+            kw: dict[str, Any] = {"protocol": self.protocol} if self.protocol else {}
+            async with McpClient("bench", {"url": url}, allow_insecure_http=True, **kw) as client:
                 availability = await client.ready(30)
                 if not availability.ok:
                     raise RuntimeError(f"not ready: {availability.reason}")
+                _check_era(self.era, client.protocol_version)
 
                 async def call(name: str, args: dict[str, Any]) -> str:
                     return (await client.call("bench/" + name, args)).text
@@ -87,6 +98,9 @@ class OfficialAdapter(AsyncAdapter):
         from mcp import ClientSession
         from mcp.client.streamable_http import streamable_http_client
 
+        if self.protocol:
+            return _official_client(url, self.protocol, self.era)
+
         @contextlib.asynccontextmanager
         async def cm():  # type: ignore[no-untyped-def]
             async with streamable_http_client(url) as streams:
@@ -102,6 +116,36 @@ class OfficialAdapter(AsyncAdapter):
                     yield call
 
         return cm()
+
+
+MODERN = "2026-07-28"
+
+
+def _check_era(era: str | None, version: str | None) -> None:
+    """B10: refuse to measure a path other than the one asked for."""
+    if era is not None and (version == MODERN) != (era == "modern"):
+        raise RuntimeError(f"expected the {era} era, negotiated {version!r}")
+
+
+def _official_client(url: str, protocol: str, era: str | None) -> Any:
+    """B10: the official client's own entry point, ``mcp.Client(url, mode=...)``."""
+    import contextlib
+
+    import mcp
+
+    @contextlib.asynccontextmanager
+    async def cm():  # type: ignore[no-untyped-def]
+        async with mcp.Client(url, mode=protocol) as client:
+            _check_era(era, client.protocol_version)
+
+            async def call(name: str, args: dict[str, Any]) -> str:
+                result = await client.call_tool(name, args)
+                return "\n\n".join(getattr(b, "text", "") for b in result.content)
+
+            call.client = client  # type: ignore[attr-defined]
+            yield call
+
+    return cm()
 
 
 class FastmcpAdapter(AsyncAdapter):
@@ -299,6 +343,49 @@ async def _list_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any
     return {"batches": out}
 
 
+async def _connect_once_async(client: str, target: dict[str, Any]) -> dict[str, Any]:
+    """B10: construct → ready with the tools listed (timed), then close (timed apart)."""
+    url, protocol, era = target["url"], target["protocol"], target.get("era")
+    c0, w0 = time.process_time(), time.perf_counter()
+    if client == "anyio":
+        from mcpcore_anyio import McpClient
+
+        mc = McpClient("bench", {"url": url}, allow_insecure_http=True, protocol=protocol)
+        async with mc:
+            availability = await mc.ready(30)
+            assert availability.ok, availability.reason
+            count = len(mc.tools)
+            c1, w1 = time.process_time(), time.perf_counter()
+            version = mc.protocol_version
+    else:
+        import mcp
+
+        oc = mcp.Client(url, mode=protocol)
+        async with oc:
+            count = len((await oc.list_tools()).tools)
+            c1, w1 = time.process_time(), time.perf_counter()
+            version = oc.protocol_version
+    _check_era(era, version)
+    return {"wall": w1 - w0, "cpu": c1 - c0, "close": time.perf_counter() - w1, "tools": count}
+
+
+async def _connect_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    return await _connect_rounds(p, lambda t: _connect_once_async(adapter.name, t))
+
+
+async def _connect_rounds(
+    p: dict[str, Any], once: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    targets = p["targets"]
+    for target in targets:  # warm-up: imports, the HTTP stack's first start, caches
+        await once(target)
+    samples: list[list[dict[str, Any]]] = [[] for _ in targets]
+    for _ in range(p["repeats"]):
+        for i, target in enumerate(targets):
+            samples[i].append(await once(target))
+    return {"targets": samples}
+
+
 async def _big_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
     async with adapter.session(p["url"]) as call:
         await call("echo", {"text": "warm"})
@@ -420,8 +507,11 @@ def _threaded_client(url: str, **kw: Any) -> Any:
 def _calls_threaded(p: dict[str, Any], make: Callable[[str], Any] | None = None) -> dict[str, Any]:
     text = p.get("text", "hello")
     batches = []
-    with (make or _threaded_client)(p["url"]) as client:
+    kw: dict[str, Any] = {"protocol": p["protocol"]} if p.get("protocol") else {}
+    with (make or (lambda url: _threaded_client(url, **kw)))(p["url"]) as client:
         assert client.ready(30).ok
+        if kw:
+            _check_era(p.get("era"), client.protocol_version)
         for _ in range(3):
             client.call("bench/echo", {"text": text})
         for _ in range(p["batches"]):
@@ -476,6 +566,28 @@ def _list_threaded(p: dict[str, Any]) -> dict[str, Any]:
         if i:
             out.append({"wall": w1 - w0, "cpu": c1 - c0, "tools": count})
     return {"batches": out}
+
+
+def _connect_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    def once(target: dict[str, Any]) -> dict[str, Any]:
+        c0, w0 = time.process_time(), time.perf_counter()
+        with _threaded_client(target["url"], protocol=target["protocol"]) as client:
+            availability = client.ready(30)
+            assert availability.ok, availability.reason
+            count = len(client.tools)
+            c1, w1 = time.process_time(), time.perf_counter()
+            version = client.protocol_version
+        _check_era(target.get("era"), version)
+        return {"wall": w1 - w0, "cpu": c1 - c0, "close": time.perf_counter() - w1, "tools": count}
+
+    targets = p["targets"]
+    for target in targets:
+        once(target)
+    samples: list[list[dict[str, Any]]] = [[] for _ in targets]
+    for _ in range(p["repeats"]):
+        for i, target in enumerate(targets):
+            samples[i].append(once(target))
+    return {"targets": samples}
 
 
 def _big_threaded(p: dict[str, Any]) -> dict[str, Any]:
@@ -558,16 +670,20 @@ def main(argv: list[str]) -> None:
             "big": _big_threaded,
             "cancel": _cancel_threaded,
             "pool": _pool_threaded,
+            "connect": _connect_threaded,
         }[scenario]
         result = fn(params)
     else:
         adapter = ASYNC[client]()
+        adapter.protocol = params.get("protocol")
+        adapter.era = params.get("era")
         afn = {
             "calls": _calls_async,
             "list": _list_async,
             "big": _big_async,
             "cancel": _cancel_async,
             "pool": _pool_async,
+            "connect": _connect_async,
         }[scenario]
         result = run_async(lambda: afn(adapter, params))
     sys.stdout.write("\n" + json.dumps(result) + "\n")

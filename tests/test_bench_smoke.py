@@ -63,3 +63,28 @@ def test_bench_hub_runs_with_a_few_servers() -> None:
         assert row["samples"] == 1 and row["note"] is None, row
         assert row["threads_after_close"] == 0, row
     assert "| threaded |" in proc.stdout
+
+
+@pytest.mark.realpeer
+def test_bench_eras_runs_both_eras() -> None:
+    """B10 (``python -m bench.eras``): every client connects on all four paths and calls in both eras."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.eras", "--quick", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    # the worker refuses a sample whose negotiated era is not the one asked for
+    for table in ("connect", "calls"):
+        for path, rows in res[table].items():
+            for client in ("anyio", "threaded", "official"):
+                assert "error" not in rows[client], (table, path, rows[client])
+    assert set(res["calls"]) == {"modern", "legacy"}
+    assert "## B10" in proc.stdout
