@@ -370,6 +370,17 @@ def everything_server(
         yield peer
 
 
+@contextlib.contextmanager
+def fastmcp_server(*, start_timeout: float = START_TIMEOUT) -> Iterator[Peer]:
+    """Run tests/servers/fastmcp_server.py (fastmcp over Streamable HTTP, /mcp) on a free port."""
+
+    def argv(port: int, events_path: Path | None) -> list[str]:
+        return [sys.executable, str(ROOT / "tests" / "servers" / "fastmcp_server.py"), str(port)]
+
+    with _run_peer("fastmcp", argv, start_timeout=start_timeout) as peer:
+        yield peer
+
+
 # ---------------------------------------------------------------------------
 # Optional pytest fixtures (import them into a test module or conftest to use)
 
