@@ -1266,3 +1266,27 @@ def test_L6_an_engine_closed_before_it_started_is_finished_at_once() -> None:
     link = connect(start=False)
     link.engine.close(link.now)
     assert link.engine.take_actions() == [] and link.engine.finished
+
+
+def test_L6_H6_closing_with_a_call_held_behind_the_new_sessions_gate_sends_it_no_notice() -> None:
+    """Found by the state machine: a call sent again after an expiry, still held behind
+    the new session's notifications/initialized when the client closes, never reached
+    the server; closing sends no notifications/cancelled for it."""
+    server = FakeServer()
+    link = connect(server)
+    server.hook = on("tools/call", Reply(200, [], [], finish="before-headers"))
+    call_id = call(link)
+    [xid] = sorted(link.stalled)
+    server.hook = lambda seen: (
+        Reply(202, [], [], finish="before-headers")  # notifications/initialized hangs
+        if seen.message and seen.message.get("method") == "notifications/initialized"
+        else None
+    )
+    link.engine.response_started(xid, 404, [(b"content-type", b"text/plain")], link.now)
+    link.pump()  # the session expired: a new one is set up; the call waits behind its gate
+    assert server.requests("tools/call") and len(server.requests("tools/call")) == 1
+    link.engine.close(link.now)
+    link.pump()
+    cancels = [m for m in server.requests("notifications/cancelled") if m["params"]["requestId"] == call_id]
+    assert cancels == []
+    assert isinstance(outcome(link, call_id), CallCancelled)

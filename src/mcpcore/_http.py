@@ -431,7 +431,11 @@ class HttpMapping:
         if self._closing_at is not None:
             return
         self._last_now = now
+        # Requests still held back (behind notifications/initialized) never reach
+        # the server: the cancel notices that follow them must not either.
+        held = [m.id for m in self._held if isinstance(m, Request) and isinstance(m.id, int)]
         self.drop_exchanges(keep_notices=True)
+        self._never_sent.update(held)
         self._closing_at = now + self.limits.close_timeout
         for xid in self._exchanges:
             self._bounded.pop(xid, None)  # the close deadline bounds them now
