@@ -168,4 +168,22 @@ def test_an_idle_connection_the_server_closed_reads_as_readable() -> None:
     asyncio.run(main())
 
 
-# --- the pool's request assignment ---------------------------------------------------------
+def test_what_arrived_counts_for_the_bodys_end_read_or_not() -> None:
+    """The end of a chunked body that arrived but httpcore has not read yet counts: reading
+    it will not wait. A request written starts over."""
+
+    async def main() -> None:
+        _, inbound, stream = connected()
+        await stream.write(b"POST / HTTP/1.1\r\n\r\n")
+        inbound.data_received(b"HTTP/1.1 200 OK\r\n\r\n9\r\ndata: 1\n\n\r\n")
+        assert await stream.read(19) == b"HTTP/1.1 200 OK\r\n\r\n"
+        assert not stream.read_tail().endswith(b"\r\n0\r\n\r\n")
+        inbound.data_received(b"0\r\n\r\n")
+        assert stream.read_tail().endswith(b"\r\n0\r\n\r\n")  # not read yet
+        while inbound.buffer:
+            await stream.read(4)
+        assert stream.read_tail().endswith(b"\r\n0\r\n\r\n")
+        await stream.write(b"POST / HTTP/1.1\r\n\r\n")
+        assert stream.read_tail() == b""
+
+    asyncio.run(main())

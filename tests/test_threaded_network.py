@@ -1,7 +1,9 @@
 """The threaded driver's network stream (``mcpcore_threaded._network.AbortableStream``) on a
 socket pair: a request's writes go out together on the read that follows, the socket's
 timeout is set only when it changes, failures map to httpcore's errors, aborts still break
-reads. (Every threaded driver test runs over it against real servers as well, TLS included.)"""
+reads; through its backend, on a TCP connection, it reads and writes the socket itself
+(TLS on it too). (Every threaded driver test runs over it against real servers as well, TLS
+included.)"""
 
 from __future__ import annotations
 
@@ -10,11 +12,10 @@ from collections.abc import Iterator
 
 import httpcore
 import pytest
-from httpcore._backends.sync import SyncStream
 
 from mcpcore_httpcore import COALESCE_LIMIT
 from mcpcore_threaded._client import _Readers
-from mcpcore_threaded._network import AbortableStream
+from mcpcore_threaded._network import AbortableStream, _AbortableBackend
 
 
 class CountingSocket(socket.socket):
@@ -48,8 +49,9 @@ def pair() -> Iterator[tuple[CountingSocket, socket.socket]]:
     peer.close()
 
 
-def stream_on(sock: socket.socket) -> AbortableStream:
-    return AbortableStream(SyncStream(sock), _Readers())
+def stream_on(sock: socket.socket, readers: _Readers | None = None) -> AbortableStream:
+    # the stream's own socket given; httpcore's public mock stream stands for the rest
+    return AbortableStream(httpcore.MockStream([]), readers or _Readers(), sock)
 
 
 def received_now(peer: socket.socket) -> bytes:
@@ -135,10 +137,31 @@ def test_an_abort_before_the_read_fails_it_without_sending(
 
     sock, peer = pair
     readers = _Readers()
-    stream = AbortableStream(SyncStream(sock), readers)
+    stream = stream_on(sock, readers)
     stream.write(b"request")
     readers.abort_reader(threading.get_ident())
     with pytest.raises(httpcore.ReadError):
         stream.read(10)
     assert sock.sends == 0
     assert peer.recv(10) == b""  # shut down, nothing sent
+
+
+def test_B1_on_a_tcp_connection_the_stream_uses_its_socket_itself() -> None:
+    """Through the driver's backend (httpcore's ``SyncBackend`` underneath) the stream reads
+    and writes the connection's socket directly, and everything read counts for where a
+    body ends; the other side sees what was written, all of it on the first read."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        stream = _AbortableBackend(_Readers()).connect_tcp(
+            "127.0.0.1", listener.getsockname()[1], timeout=5
+        )
+        assert isinstance(stream, AbortableStream)
+        peer, _ = listener.accept()
+        with peer:
+            peer.settimeout(5)
+            assert stream._sock is stream.get_extra_info("socket")
+            stream.write(b"GET / HTTP/1.1\r\n\r\n")
+            peer.sendall(b"HTTP/1.1 200 OK\r\n\r\n0\r\n\r\n")
+            assert stream.read(1024).endswith(b"\r\n0\r\n\r\n")
+            assert stream.read_tail().endswith(b"\r\n0\r\n\r\n")
+            assert peer.recv(1024) == b"GET / HTTP/1.1\r\n\r\n"
+            stream.close()

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     import httpcore
 
     from ._asgi import AsgiApp, AsgiPool, AsgiResponse
+    from ._network import AsyncPool
 
 __all__ = ["McpClient", "ProgressCallback", "ToolRegistration"]
 
@@ -164,25 +165,15 @@ async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
 
 
 def _ends_without_waiting(response: httpcore.Response | AsgiResponse, received: int) -> bool:
-    """Whether reading the rest of ``response`` cannot wait on the server.
+    """Whether reading the rest of ``response`` cannot wait on the server."""
+    if getattr(response, "extensions", None) is None:  # the in-process ASGI response
+        for name, value in response.headers:
+            if name.lower() == b"content-length":
+                return value.strip().isdigit() and received >= int(value)
+        return False
+    from ._network import ends_without_waiting  # loaded by start() already
 
-    True when its whole ``Content-Length`` body has arrived, or its end was
-    read ahead with its last chunk. Otherwise the server may hold the stream
-    open (P6's linger), and the caller should not wait for it.
-    """
-    for name, value in response.headers:
-        if name.lower() == b"content-length":
-            return value.strip().isdigit() and received >= int(value)
-    # The end of a chunked body usually arrived with its last chunk and sits in
-    # h11's buffer. httpcore does not expose its h11 connection, so look for it
-    # without relying on it: when it is not found, the rest is handed off.
-    body = getattr(response, "stream", None)
-    parser = getattr(
-        getattr(getattr(body, "_stream", None), "_connection", None), "_h11_state", None
-    )
-    buffered = getattr(parser, "trailing_data", (b"",))[0]
-    # a chunk's own closing CRLF stays in the buffer; anything past it is more
-    return isinstance(buffered, bytes) and bool(buffered.removeprefix(b"\r\n"))
+    return ends_without_waiting(response, received)
 
 
 class _Permits:
@@ -247,10 +238,11 @@ class McpClient(ClientBase):
         self._max_connections = setup.max_connections
         self._listen = setup.listen
         self._ssl_context = ssl_context
+        self._proxy = setup.proxy  # chosen by the core from proxy= or the environment
         self._config_error = setup.config_error
         self._server = setup.server
         self._engine: HttpClientEngine | StdioClientEngine | None = None
-        self._pool: httpcore.AsyncConnectionPool | AsgiPool | None = None
+        self._pool: AsyncPool | AsgiPool | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._own_task_group: anyio.abc.TaskGroup | None = None
         self._scopes: dict[int, anyio.CancelScope] = {}
@@ -294,7 +286,9 @@ class McpClient(ClientBase):
                 # driver: a program with only local servers never needs it (B5).
                 from ._network import connection_pool
 
-                self._pool = connection_pool(self._ssl_context, self._max_connections)
+                self._pool = connection_pool(
+                    self._ssl_context, self._max_connections, proxy=self._proxy
+                )
         else:
             self._engine = StdioClientEngine(
                 self._server,

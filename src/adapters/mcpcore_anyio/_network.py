@@ -1,5 +1,13 @@
 """The anyio driver's network layer over httpcore: its connection pool and backend.
 
+Owns ``connection_pool`` and ``AsyncPool`` (the client's pool: its own over
+httpcore's ``AsyncHTTPConnection``, or httpcore's HTTP proxy pool, on the
+backend below), the network backend (connections straight on asyncio's
+transports; on trio, httpcore's trio backend) and ``ends_without_waiting``
+(whether the rest of a response can be read without waiting on the server).
+Only httpcore's public API: its connection and proxy classes,
+``TrioBackend`` and the ``AsyncNetworkStream`` interface.
+
 Imported on a client's first remote start rather than with the driver, so a
 program that never talks to a remote server never loads httpcore (B5).
 """
@@ -8,33 +16,222 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import select
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from typing import Any
 
 import anyio
 import httpcore
 
-from mcpcore_httpcore import COALESCE_LIMIT, REPLACES_HTTPCORE_POOL, LazyAssignment
+from mcpcore_httpcore import (
+    COALESCE_LIMIT,
+    BodyEnd,
+    Connections,
+    ProxyTarget,
+    Waiter,
+    body_end_arrived,
+    wait_readable,
+)
 
 
 def connection_pool(
-    ssl_context: ssl.SSLContext | None, max_connections: int
-) -> httpcore.AsyncConnectionPool:
-    """The client's pool: no retries (the engine decides), the lean asyncio streams."""
-    pool_class = LazyPool if REPLACES_HTTPCORE_POOL else httpcore.AsyncConnectionPool
-    return pool_class(
-        ssl_context=ssl_context,
-        max_connections=max_connections,
-        retries=0,
-        network_backend=_NetworkBackend(),
+    ssl_context: ssl.SSLContext | None, max_connections: int, *, proxy: str | None = None
+) -> AsyncPool:
+    """The client's pool: no retries (the engine decides), the lean asyncio streams.
+
+    With ``proxy`` (an http:// or https:// URL, credentials allowed, already
+    chosen by the caller: see ``mcpcore_httpcore.proxy_for``) every request
+    goes through that proxy: https URLs through a CONNECT tunnel, http ones
+    forwarded. ``ssl_context`` is for the servers; an https proxy is checked
+    with httpcore's default context.
+    """
+    return AsyncPool(
+        ssl_context,
+        max_connections,
+        _NetworkBackend(),
+        None if proxy is None else ProxyTarget(proxy),
     )
 
 
-class LazyPool(LazyAssignment, httpcore.AsyncConnectionPool):
-    """httpcore's async pool, idle connections checked only when about to be used."""
+class AsyncPool(httpcore.AsyncConnectionInterface):
+    """The client's connections: HTTP/1.1, one request per connection at a time.
+
+    httpcore's ``AsyncHTTPConnection`` does each exchange; which connection
+    takes which request is ``mcpcore_httpcore.Connections``'s, with no await
+    in between (one event loop: no lock). With a proxy, httpcore's
+    ``AsyncHTTPProxy`` pool does it all instead (its tunnels are not public
+    classes). ``request`` and ``stream`` are httpcore's.
+    """
+
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext | None,
+        max_connections: int,
+        backend: httpcore.AsyncNetworkBackend,
+        proxy: ProxyTarget | None = None,
+    ) -> None:
+        self._book: Connections[httpcore.AsyncHTTPConnection] = Connections(
+            max_connections,
+            lambda origin: httpcore.AsyncHTTPConnection(
+                origin, ssl_context=ssl_context, network_backend=backend
+            ),
+        )
+        self._via = (
+            None
+            if proxy is None
+            else httpcore.AsyncHTTPProxy(
+                proxy_url=proxy.url,
+                proxy_auth=proxy.auth,
+                ssl_context=ssl_context,
+                max_connections=max_connections,
+                retries=0,
+                network_backend=backend,
+            )
+        )
+
+    @property
+    def connections(self) -> list[httpcore.AsyncConnectionInterface]:
+        if self._via is not None:
+            return self._via.connections
+        return list(self._book.all)
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if self._via is not None:
+            return await self._via.handle_async_request(request)
+        if request.url.scheme not in (b"http", b"https"):
+            raise httpcore.UnsupportedProtocol(
+                f"the URL's scheme is {request.url.scheme.decode(errors='replace')!r},"
+                " not http or https"
+            )
+        timeouts = request.extensions.get("timeout", {})
+        while True:
+            connection = await self._take(request.url.origin, timeouts.get("pool"))
+            try:
+                response = await connection.handle_async_request(request)
+            except httpcore.ConnectionNotAvailable:
+                await self._give_back(connection)  # not idle after all: closed, another tried
+                continue
+            except BaseException:
+                await self._give_back(connection)
+                raise
+            return httpcore.Response(
+                status=response.status,
+                headers=response.headers,
+                content=_Body(response.stream, self, connection),
+                extensions=response.extensions,
+            )
+
+    async def _take(
+        self, origin: httpcore.Origin, timeout: float | None
+    ) -> httpcore.AsyncHTTPConnection:
+        connection, closing = self._book.take(origin)
+        if closing:
+            await _close(closing)
+        if connection is not None:
+            return connection
+        handed = anyio.Event()
+        waiter: Waiter[httpcore.AsyncHTTPConnection] = Waiter(origin, handed.set)
+        self._book.waiting.append(waiter)
+        try:
+            with anyio.fail_after(timeout):
+                await handed.wait()
+        except BaseException as exc:
+            closing = self._book.withdraw(waiter)
+            if closing:
+                await _close(closing)
+            if isinstance(exc, TimeoutError):
+                raise httpcore.PoolTimeout(f"no connection within {timeout} s") from None
+            raise
+        assert waiter.connection is not None
+        return waiter.connection
+
+    async def _give_back(self, connection: httpcore.AsyncHTTPConnection) -> None:
+        closing = self._book.give_back(connection)
+        if closing:
+            await _close(closing)
+
+    async def aclose(self) -> None:
+        if self._via is not None:
+            await self._via.aclose()
+            return
+        await _close(self._book.close_all())
+
+    async def __aenter__(self) -> AsyncPool:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        if self._via is not None:
+            return f"<AsyncPool through a proxy, {len(self._via.connections)} connections>"
+        return f"<AsyncPool {len(self._book.all)} connections, {len(self._book.idle)} idle>"
+
+    # What httpcore's interface asks of a connection, for the pool as a whole.
+
+    def info(self) -> str:
+        return repr(self)
+
+    def can_handle_request(self, origin: httpcore.Origin) -> bool:
+        return True
+
+    def is_available(self) -> bool:
+        return True
+
+    def has_expired(self) -> bool:
+        return False
+
+    def is_idle(self) -> bool:
+        return not self.connections
+
+    def is_closed(self) -> bool:
+        return False
+
+
+async def _close(connections: list[httpcore.AsyncHTTPConnection]) -> None:
+    # shielded: a connection left half closed by a cancellation would leak its socket
+    with anyio.CancelScope(shield=True):
+        for connection in connections:
+            await connection.aclose()
+
+
+class _Body:
+    """A response body that gives its connection back to the pool when closed."""
+
+    __slots__ = ("_connection", "_pool", "_stream")
+
+    def __init__(
+        self, stream: Any, pool: AsyncPool, connection: httpcore.AsyncHTTPConnection
+    ) -> None:
+        self._stream = stream
+        self._pool = pool
+        self._connection: httpcore.AsyncHTTPConnection | None = connection
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        stream: AsyncIterable[bytes] = self._stream
+        return stream.__aiter__()
+
+    async def aclose(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        try:
+            await self._stream.aclose()
+        finally:
+            await self._pool._give_back(connection)
+
+
+def ends_without_waiting(response: Any, received: int) -> bool:
+    """Whether reading the rest of ``response`` cannot wait on the server.
+
+    True when its whole ``Content-Length`` body has arrived, or the end of a
+    chunked body has arrived (read by httpcore, or received and not read yet).
+    Otherwise the server may hold the stream open (P6's linger), and the
+    caller should not wait for it. Any response: one without a network stream
+    of this module's (the in-process ASGI one) goes by its ``Content-Length``.
+    """
+    return bool(body_end_arrived(response, received))
 
 
 _NO_DEADLINE = contextlib.nullcontext()
@@ -112,16 +309,10 @@ class _Inbound(asyncio.Protocol):
 
 def _socket_readable(sock: socket.socket | None) -> bool:
     """Whether a read would not block; a socket that is gone counts as readable."""
-    if sock is None or sock.fileno() == -1:
-        return True
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
+    return sock is None or wait_readable(sock, 0)
 
 
-class _AsyncioStream(httpcore.AsyncNetworkStream):
+class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
     """A connection straight on asyncio's transport and protocol.
 
     httpcore's own anyio stream spends an event-loop turn (a checkpoint) and a
@@ -157,12 +348,14 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
             if inbound.reading_paused and len(inbound.buffer) <= _HIGH_WATER // 2:
                 inbound.reading_paused = False
                 self._transport.resume_reading()
+            self.saw_read(data)
             return data
         if inbound.failure is not None:
             raise httpcore.ReadError(str(inbound.failure)) from inbound.failure
         return b""
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.saw_written()
         if not buffer:
             return
         inbound = self._inbound
@@ -191,7 +384,13 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
 
     async def aclose(self) -> None:
         self._unsent = b""
-        self._transport.close()
+        if self._transport.get_extra_info("sslcontext") is not None:
+            # No TLS close_notify exchange (httpcore's own streams send none either):
+            # a TLS transport's close() keeps the socket open until the peer answers
+            # it, up to half a minute, past the end of the event loop.
+            self._transport.abort()
+        else:
+            self._transport.close()
 
     async def start_tls(
         self,
@@ -222,6 +421,13 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
         self._inbound.transport = transport
         return _AsyncioStream(transport, self._inbound)
 
+    def read_tail(self) -> bytes:
+        # what has arrived counts, read or not: httpcore reads it next, without waiting
+        unread = self._inbound.buffer
+        if not unread:
+            return self._tail
+        return self._tail + bytes(unread[-16:])
+
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":  # for an idle connection: did the server close it?
             inbound = self._inbound
@@ -231,6 +437,36 @@ class _AsyncioStream(httpcore.AsyncNetworkStream):
             return _socket_readable(self._transport.get_extra_info("socket"))
         names = {"client_addr": "sockname", "server_addr": "peername"}
         return self._transport.get_extra_info(names.get(info, info))
+
+
+class _Watched(BodyEnd, httpcore.AsyncNetworkStream):
+    """Another backend's stream (httpcore's trio one), its bytes seen for ``BodyEnd``."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await self._inner.read(max_bytes, timeout)
+        self.saw_read(data)
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.saw_written()
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return _Watched(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
 
 
 class _NetworkBackend(httpcore.AsyncNetworkBackend):
@@ -257,7 +493,9 @@ class _NetworkBackend(httpcore.AsyncNetworkBackend):
         if not self._on_asyncio():
             if self._trio is None:
                 self._trio = httpcore.TrioBackend()
-            return await self._trio.connect_tcp(host, port, timeout, local_address, socket_options)
+            return _Watched(
+                await self._trio.connect_tcp(host, port, timeout, local_address, socket_options)
+            )
         loop = asyncio.get_running_loop()
         inbound = _Inbound()
         try:

@@ -1,107 +1,434 @@
-"""What both drivers add to httpcore: the pool's request assignment (a connection
-is asked whether the server has closed it only when about to be used), and the
-size below which their streams hold a request's writes until its response is read.
+"""What both drivers' network layers share over httpcore's public API.
 
-Loaded with httpcore, on a client's first remote start (B5). Nothing here is
+This module owns:
+
+- ``Connections``: the I/O-free bookkeeping of both drivers' connection pools
+  (which connections there are, which are idle, who waits for one), over
+  httpcore's public connection classes;
+- ``COALESCE_LIMIT``: the size below which the drivers' streams hold a
+  request's writes until its response is read;
+- ``BodyEnd`` and ``body_end_arrived``: whether a response's body has all
+  arrived, told from what the drivers' own network streams saw (they see
+  every byte httpcore reads), never from httpcore's private state;
+- ``wait_readable``: the one socket readiness check (``poll``, or
+  ``selectors`` where there is no ``poll``; never ``select.select``, which
+  fails on descriptors past 1023);
+- proxies: ``proxy_for`` picks a proxy URL from an explicit option or a
+  given environment (the caller passes the environment: the core never reads
+  it), ``ProxyTarget`` splits a proxy URL into what httpcore takes, and
+  ``redact_proxy`` gives a proxy URL fit for a message or a log (no
+  credentials).
+
+Loaded with httpcore, on a client's first remote start (B5); it imports neither
+httpcore nor ssl itself, so ``proxy_for`` can run before that. Nothing here is
 about MCP; it is how requests are put on connections.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import ipaddress
+import select
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from urllib.parse import unquote, urlsplit
 
-import httpcore
+if TYPE_CHECKING:  # names for annotations only: proxy_for runs without loading httpcore or ssl
+    import socket
+
+    import httpcore
+
+__all__ = [
+    "COALESCE_LIMIT",
+    "BodyEnd",
+    "Connections",
+    "ProxyTarget",
+    "Waiter",
+    "body_end_arrived",
+    "proxy_for",
+    "redact_proxy",
+    "wait_readable",
+]
 
 # Writes smaller than this are held until the response is read, so a request's
 # head and body (two writes from httpcore) leave in one send.
 COALESCE_LIMIT = 64 * 1024
 
-# The httpcore whose private pool procedure ``LazyAssignment`` replaces; with any
-# other the drivers use httpcore's pool unchanged (slower, the same outcome).
-REPLACES_HTTPCORE_POOL = httpcore.__version__.startswith("1.0.")
+
+# --- the pools' bookkeeping ---------------------------------------------------------------------
 
 
-class LazyAssignment:
-    """httpcore 1.0's ``_assign_requests_to_connections``, with three changes.
+class _Connection(Protocol):
+    """What the bookkeeping asks of a connection: httpcore's public, non-blocking checks."""
 
-    httpcore runs it whenever a request comes or goes.
+    def can_handle_request(self, origin: httpcore.Origin) -> bool: ...
+    def is_idle(self) -> bool: ...
+    def is_closed(self) -> bool: ...
+    def has_expired(self) -> bool: ...
 
-    - It asks every connection ``has_expired()``, which for an idle HTTP/1.1
-      connection polls its socket (a system call, and with threads a
-      hand-over of the GIL). Here a connection is asked only when a queued
-      request is about to be put on it: an expired one is closed then and the
-      search goes on, so no request goes to a connection the server has
-      closed, as before. An expired connection that no request reaches waits
-      (idle, within the pool's bound) until one does or the pool closes.
-    - On HTTP/1.1 it puts a request on a connection already given to another
-      request whose task has not started on it yet (it still reads as idle),
-      so with many callers most requests met ``ConnectionNotAvailable`` and
-      went round again: with 32 calls in flight, two wasted rounds per call.
-      Here such a connection is passed over.
-    - It builds a list of all connections inside its loop over them, only to
-      count them; here the count is taken directly.
 
-    Otherwise every decision is httpcore's: a property test runs both on the
-    same pool states. Mixed in before ``httpcore.ConnectionPool`` or
-    ``httpcore.AsyncConnectionPool``: the procedure does no I/O, so it is the
-    same for both.
+C = TypeVar("C", bound=_Connection)
+
+
+class Waiter(Generic[C]):
+    """A request waiting for a connection; ``wake`` is called once it has one."""
+
+    __slots__ = ("connection", "origin", "wake")
+
+    def __init__(self, origin: httpcore.Origin, wake: Callable[[], object]) -> None:
+        self.origin = origin
+        self.wake = wake
+        self.connection: C | None = None
+
+
+class Connections(Generic[C]):
+    """Which connections a pool has, which are idle, and which requests wait for one.
+
+    No I/O and no locking: the sync pool calls it under its lock, the async one
+    between two awaits. Each method returns the connections the pool is to
+    close (outside its lock). HTTP/1.1 only: a connection carries one request
+    at a time, and one that is taken is nobody else's until it is given back.
+
+    httpcore's own pool assigns requests to connections on every request's
+    arrival and departure, asking each idle connection ``has_expired()`` (a
+    socket poll) every time, and with many callers gives one idle connection
+    to two queued requests (the second fails ``ConnectionNotAvailable`` and
+    goes round again): with 32 calls in flight it cost the anyio driver half
+    again its CPU per call. Here a connection is checked only when a request
+    is about to use it: an expired one is closed then and the search goes on,
+    so no request goes to a connection the server has closed; the most
+    recently used idle connection is taken first; a connection given back
+    goes straight to the longest waiter.
     """
 
-    _connections: list[Any]
-    _requests: list[Any]
-    _max_connections: int
-    _max_keepalive_connections: int
-    _http2: bool
+    def __init__(self, max_connections: int, create: Callable[[httpcore.Origin], C]) -> None:
+        self.max_connections = max_connections
+        self._create = create
+        self.all: list[C] = []
+        self.idle: list[C] = []  # the most recently used last
+        self.waiting: deque[Waiter[C]] = deque()
 
-    if TYPE_CHECKING:  # provided by the pool this is mixed into
+    def take(self, origin: httpcore.Origin) -> tuple[C | None, list[C]]:
+        """A connection for a request to ``origin``, or None: wait (``waiting``) for one."""
+        closing: list[C] = []
+        idle = self.idle
+        for index in range(len(idle) - 1, -1, -1):
+            connection = idle[index]
+            if not connection.can_handle_request(origin):
+                continue
+            del idle[index]
+            if connection.is_closed() or connection.has_expired():
+                self.all.remove(connection)
+                closing.append(connection)
+                continue
+            return connection, closing
+        if len(self.all) >= self.max_connections:
+            if not idle:
+                return None, closing
+            # full: make room by closing an idle connection to another origin
+            other = idle.pop(0)
+            self.all.remove(other)
+            closing.append(other)
+        return self._new(origin), closing
 
-        def create_connection(self, origin: Any) -> Any: ...
+    def _new(self, origin: httpcore.Origin) -> C:
+        connection = self._create(origin)
+        self.all.append(connection)
+        return connection
 
-    def _assign_requests_to_connections(self) -> list[Any]:
-        connections = self._connections
-        closing = []
-        for connection in list(connections):
-            if connection.is_closed():
-                connections.remove(connection)
-            elif (
-                connection.is_idle()
-                # httpcore compares the number of connections (not of idle ones)
-                and len(connections) > self._max_keepalive_connections
+    def give_back(self, connection: C) -> list[C]:
+        """``connection``'s request is over (its response closed, or it failed)."""
+        if connection not in self.all:  # the pool was closed meanwhile
+            return [connection]
+        reusable = not connection.is_closed() and connection.is_idle()
+        if self.waiting:
+            waiter = self.waiting.popleft()
+            if (
+                reusable
+                and connection.can_handle_request(waiter.origin)
+                and not connection.has_expired()
             ):
-                connections.remove(connection)
-                closing.append(connection)
-        # On HTTP/1.1 a connection carries one request at a time, and one just given a
-        # request still reads as available until that request's task starts on it:
-        # such connections are passed over (on HTTP/2 a connection takes more).
-        taken = set() if self._http2 else {id(r.connection) for r in self._requests}
-        for pool_request in [r for r in self._requests if r.is_queued()]:
-            origin = pool_request.request.url.origin
-            chosen = None
-            for connection in list(connections):
-                if (
-                    id(connection) in taken
-                    or not connection.can_handle_request(origin)
-                    or not connection.is_available()
-                ):
-                    continue
-                if not connection.has_expired():
-                    chosen = connection
-                    break
-                connections.remove(connection)
-                closing.append(connection)
-            if chosen is None:
-                if len(connections) >= self._max_connections:
-                    # full: make room by closing an idle connection, if there is one
-                    idle = next(
-                        (c for c in connections if c.is_idle() and id(c) not in taken), None
-                    )
-                    if idle is None:
-                        continue
-                    connections.remove(idle)
-                    closing.append(idle)
-                chosen = self.create_connection(origin)
-                connections.append(chosen)
-            pool_request.assign_to_connection(chosen)
-            if not self._http2:
-                taken.add(id(chosen))
+                self._grant(waiter, connection)
+                return []
+            self.all.remove(connection)
+            self._grant(waiter, self._new(waiter.origin))
+            return [connection]
+        if reusable:
+            self.idle.append(connection)
+            return []
+        self.all.remove(connection)
+        return [connection]
+
+    def _grant(self, waiter: Waiter[C], connection: C) -> None:
+        waiter.connection = connection
+        waiter.wake()
+
+    def withdraw(self, waiter: Waiter[C]) -> list[C]:
+        """``waiter`` stops waiting (timed out, cancelled): what it was given goes back."""
+        if waiter.connection is None:
+            self.waiting.remove(waiter)
+            return []
+        connection, waiter.connection = waiter.connection, None
+        return self.give_back(connection)
+
+    def close_all(self) -> list[C]:
+        """Every connection, to be closed; the waiting get new ones, as many as fit."""
+        closing, self.all, self.idle = self.all, [], []
+        while self.waiting and len(self.all) < self.max_connections:
+            waiter = self.waiting.popleft()
+            self._grant(waiter, self._new(waiter.origin))
         return closing
+
+
+# --- where a response body ends ---------------------------------------------------------------
+
+# The last chunk of a chunked body with no extension and no trailer, after the
+# CRLF that closes the chunk before it (or the head): how servers end a stream.
+_LAST_CHUNK = b"\r\n0\r\n\r\n"
+_KEEP = len(_LAST_CHUNK)
+
+
+class BodyEnd:
+    """The last bytes read from a connection since its latest request was written.
+
+    Mixed into the drivers' network streams: ``saw_written`` on every write,
+    ``saw_read`` on every read. httpcore parses what its streams return, so a
+    chunked body's end that httpcore has read but not yet handed over is in
+    here, without a look at httpcore's parser.
+    """
+
+    _tail: bytes = b""
+
+    def saw_written(self) -> None:
+        # One request at a time on an HTTP/1.1 connection: what was read before
+        # the request belongs to an earlier response.
+        self._tail = b""
+
+    def saw_read(self, data: bytes) -> None:
+        if len(data) >= _KEEP:
+            self._tail = data[-_KEEP:]
+        elif data:
+            self._tail = (self._tail + data)[-_KEEP:]
+
+    def read_tail(self) -> bytes:
+        """The last bytes of the response being read, as far as it has arrived."""
+        return self._tail
+
+
+def body_end_arrived(response: Any, received: int) -> bool | None:
+    """Whether all of ``response``'s body has arrived, if that can be told.
+
+    True when its whole ``Content-Length`` body has been received, or its
+    stream (one of the drivers' ``BodyEnd`` streams) read a chunked body's
+    last chunk. False when a ``Content-Length`` body is not all here. None
+    otherwise: the end has not been seen (it may be on its way, or the server
+    may hold the stream open).
+
+    A stream whose last bytes are a chunk's data ending in ``\\r\\n0\\r\\n\\r\\n``,
+    read up to there and no further, reads as ended; an SSE line of a lone
+    ``0`` is not a field any server sends, and then a caller only waits for
+    the rest of the stream instead of handing it on.
+    """
+    for name, value in response.headers:
+        if name.lower() == b"content-length":
+            return value.strip().isdigit() and received >= int(value)
+    extensions = getattr(response, "extensions", None)  # the in-process ASGI response has none
+    stream = None if extensions is None else extensions.get("network_stream")
+    if isinstance(stream, BodyEnd) and stream.read_tail().endswith(_LAST_CHUNK):
+        return True
+    return None
+
+
+def wait_readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether ``sock`` has something to read within ``timeout`` seconds.
+
+    A socket that is gone counts as readable (its next read returns at once),
+    and so does TLS data already decrypted and waiting in the socket.
+    """
+    fd = sock.fileno()
+    if fd < 0:
+        return True
+    pending = getattr(sock, "pending", None)  # an ssl.SSLSocket's
+    if pending is not None and pending():
+        return True
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(max(0, round(timeout * 1000))))
+        import selectors  # pragma: no cover - no poll: Windows
+
+        with selectors.DefaultSelector() as selector:  # pragma: no cover
+            selector.register(fd, selectors.EVENT_READ)
+            return bool(selector.select(timeout))
+    except (OSError, ValueError):
+        return True
+
+
+# --- proxies ------------------------------------------------------------------------------------
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def redact_proxy(url: str) -> str:
+    """``url`` with any user name and password replaced by ``***``: for messages and logs."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    if "@" in rest:  # up to the last "@", even past a "/" a password may hold unencoded
+        rest = "***@" + rest.rpartition("@")[2]
+    return f"{scheme}{sep}{rest}"
+
+
+class ProxyTarget:
+    """A proxy URL split into what httpcore's proxy pools take.
+
+    ``url`` has no credentials (scheme, host and port only); ``auth`` holds
+    them, percent-decoded, for the ``Proxy-Authorization`` header httpcore
+    builds. The repr shows neither the user name nor the password.
+    """
+
+    __slots__ = ("auth", "url")
+
+    def __init__(self, proxy: str) -> None:
+        where = redact_proxy(proxy)
+        if "://" not in proxy:
+            raise ValueError(f"the proxy {where!r} must be an http:// or https:// URL")
+        try:
+            parts = urlsplit(proxy)
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"the proxy {where!r} is not a valid URL") from None
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS:
+            raise ValueError(
+                f"the proxy {where!r} must be an http:// or https:// URL (not {scheme}://)"
+            )
+        host = parts.hostname
+        if not host:
+            raise ValueError(f"the proxy {where!r} has no host")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ValueError(f"the proxy {where!r} must have no path, query or fragment")
+        if ":" in host:
+            host = f"[{host}]"
+        self.url = f"{scheme}://{host}:{port or _DEFAULT_PORTS[scheme]}"
+        self.auth: tuple[bytes, bytes] | None = None
+        if parts.username is not None or parts.password is not None:
+            self.auth = (
+                unquote(parts.username or "").encode(),
+                unquote(parts.password or "").encode(),
+            )
+
+    def __repr__(self) -> str:
+        return f"ProxyTarget({self.url!r}{', with credentials' if self.auth else ''})"
+
+
+def _from_env(env: Mapping[str, str], name: str) -> str | None:
+    # The lowercase name wins, as in curl and Python's urllib.
+    for key in (name.lower(), name.upper()):
+        value = env.get(key)
+        if value is not None:
+            return value.strip()
+    return None
+
+
+def proxy_for(
+    url: str, env: Mapping[str, str], explicit: str | Literal[False] | None
+) -> str | None:
+    """The proxy URL to reach ``url`` through, or None to connect directly.
+
+    ``explicit`` is the client's own option: False for no proxy whatever the
+    environment says, a URL for that proxy (``NO_PROXY`` does not apply to
+    it), None to follow ``env``: ``https_proxy``/``HTTPS_PROXY`` for https
+    URLs, ``http_proxy``/``HTTP_PROXY`` for http ones (the lowercase name
+    first), unless ``no_proxy``/``NO_PROXY`` lists the host. As in Python's
+    urllib, ``HTTP_PROXY`` is ignored when ``REQUEST_METHOD`` is set (a CGI
+    program, where a request's ``Proxy:`` header lands in it: "httpoxy").
+    A proxy without a scheme is ``http://``; a scheme other than http or
+    https is refused. The proxy URL is checked here (``ValueError``), so a
+    bad one fails before any connection; the message never shows the
+    credentials.
+    """
+    if explicit is False:
+        return None
+    if explicit is not None:
+        return _checked(explicit)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None  # not our URL to judge: the request fails on its own
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    if scheme == "http" and "REQUEST_METHOD" in env:
+        proxy = env.get("http_proxy", "").strip() or None
+    else:
+        proxy = _from_env(env, f"{scheme}_proxy")
+    if not proxy:
+        return None
+    if _bypassed(parts.hostname, port or _DEFAULT_PORTS[scheme], _from_env(env, "no_proxy")):
+        return None
+    return _checked(proxy)
+
+
+def _checked(proxy: str) -> str:
+    if "://" not in proxy:  # "proxy:3128", as curl takes it
+        proxy = "http://" + proxy
+    ProxyTarget(proxy)  # a bad URL fails here, before any connection
+    return proxy
+
+
+def _bypassed(host: str, port: int, no_proxy: str | None) -> bool:
+    """Whether ``no_proxy`` (comma- or space-separated) lists ``host``:``port``.
+
+    An entry is ``*`` (every host), a domain (itself and every name under it;
+    a leading ``.`` or ``*.`` is the same), an IP address or network in CIDR
+    form, each optionally with ``:port`` (IPv6 addresses in brackets then).
+    """
+    if not no_proxy:
+        return False
+    host = host.lower().rstrip(".")
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in no_proxy.replace(",", " ").split():
+        entry = entry.lower()
+        if entry == "*":
+            return True
+        entry_host, entry_port = _host_and_port(entry)
+        if entry_port is not None and entry_port != port:
+            continue
+        if "/" in entry_host:
+            try:
+                if address is not None and address in ipaddress.ip_network(
+                    entry_host, strict=False
+                ):
+                    return True
+            except ValueError:
+                pass
+            continue
+        if address is not None:
+            try:
+                if ipaddress.ip_address(entry_host) == address:
+                    return True
+            except ValueError:
+                pass
+            continue
+        domain = entry_host.removeprefix("*").lstrip(".").rstrip(".")
+        if domain and (host == domain or host.endswith("." + domain)):
+            return True
+    return False
+
+
+def _host_and_port(entry: str) -> tuple[str, int | None]:
+    if entry.startswith("["):  # [v6] or [v6]:port
+        inside, _, rest = entry[1:].partition("]")
+        port = rest.removeprefix(":")
+        return inside, int(port) if port.isdigit() else None
+    if entry.count(":") == 1:
+        name, _, port = entry.partition(":")
+        if port.isdigit():
+            return name, int(port)
+    return entry, None  # a bare IPv6 address, or no port

@@ -66,9 +66,7 @@ if TYPE_CHECKING:
     import ssl
     import subprocess
 
-    import httpcore
-
-    from ._network import AbortableStream
+    from ._network import AbortableStream, Pool
 
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
 
@@ -249,14 +247,14 @@ class McpClient(ClientBase):
         self._max_connections = setup.max_connections
         self._listen = setup.listen
         self._ssl_context = ssl_context
+        self._proxy = setup.proxy  # chosen by the core from proxy= or the environment
         self._config_error = setup.config_error
         self._server = setup.server
         self._engine: HttpClientEngine | StdioClientEngine | None = None
-        self._pool: httpcore.ConnectionPool | None = None
+        self._pool: Pool | None = None
         self._readers = _Readers()
-        # httpcore's sync pool can hand one idle connection to two queued requests
-        # and then close it under one of them (a ReadError on a closed socket) when
-        # more requests wait than it has connections; never queue more than that.
+        # Never more requests handed to the pool than it has connections: waiters
+        # beyond that wait here, in order, and can give up when aborted.
         self._permits = _Permits(self._max_connections)
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # availability changed, or closed
@@ -300,7 +298,7 @@ class McpClient(ClientBase):
                 from ._network import connection_pool
 
                 self._pool = connection_pool(
-                    self._ssl_context, self._max_connections, self._readers
+                    self._ssl_context, self._max_connections, self._readers, proxy=self._proxy
                 )
             else:
                 self._engine = StdioClientEngine(
@@ -781,13 +779,14 @@ class _Workers:
         self._guard = threading.Condition(threading.Lock())
         self._jobs: deque[Callable[[], None]] = deque()
         self._threads: set[threading.Thread] = set()
-        self._idle = 0
+        self._running = 0  # workers running a job
         self._closed = False
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._guard:
             self._jobs.append(job)
-            if self._idle > len(self._jobs) - 1:
+            # A worker not running a job (idle, or just done with one) takes it.
+            if len(self._threads) - self._running >= len(self._jobs):
                 self._guard.notify()
             elif len(self._threads) < self._limit:
                 thread = threading.Thread(
@@ -801,20 +800,18 @@ class _Workers:
         while True:
             with self._guard:
                 while not self._jobs:
-                    if self._closed:
-                        self._threads.discard(me)
-                        return
-                    self._idle += 1
-                    woken = self._guard.wait(_IDLE_EXIT)
-                    self._idle -= 1
-                    if not woken and not self._jobs:
+                    if self._closed or (not self._guard.wait(_IDLE_EXIT) and not self._jobs):
                         self._threads.discard(me)
                         return
                 job = self._jobs.popleft()
+                self._running += 1
             try:
                 job()
             except Exception:  # pragma: no cover - an exchange reports its own failures
                 _log.exception("an exchange failed unexpectedly")
+            finally:
+                with self._guard:
+                    self._running -= 1
 
     @property
     def count(self) -> int:
@@ -832,7 +829,7 @@ class _Workers:
                 thread.join()
 
 
-_IDLE_EXIT = 30.0  # seconds an idle worker waits for another exchange before it ends
+_IDLE_EXIT = 5.0  # seconds an idle worker waits for another exchange before it ends
 
 
 class _Child:
