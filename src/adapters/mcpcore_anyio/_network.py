@@ -41,7 +41,7 @@ def connection_pool(
     """The client's pool: no retries (the engine decides), the lean asyncio streams.
 
     With ``proxy`` (an http:// or https:// URL, credentials allowed, already
-    chosen by the caller: see ``mcpcore_httpcore.proxy_for``) every request
+    chosen by the core: ``ClientSetup.proxy`` from ``prepare_client``) every request
     goes through that proxy: https URLs through a CONNECT tunnel, http ones
     forwarded. ``ssl_context`` is for the servers; an https proxy is checked
     with httpcore's default context.

@@ -13,11 +13,13 @@ This module owns:
 - ``wait_readable``: the one socket readiness check (``poll``, or
   ``selectors`` where there is no ``poll``; never ``select.select``, which
   fails on descriptors past 1023);
-- proxies: ``proxy_for`` picks a proxy URL from an explicit option or a
-  given environment (the caller passes the environment: the core never reads
-  it), ``ProxyTarget`` splits a proxy URL into what httpcore takes, and
+- proxies: ``ProxyTarget`` splits a proxy URL into what httpcore takes, and
   ``redact_proxy`` gives a proxy URL fit for a message or a log (no
-  credentials).
+  credentials). Which proxy a client uses is the core's choice
+  (``mcpcore.prepare_client`` → ``ClientSetup.proxy``), and the drivers use
+  that; ``proxy_for`` is an older, standalone version of the rule (it also
+  reads CIDR ranges in ``NO_PROXY``), kept for callers of this module and not
+  used by the drivers.
 
 Loaded with httpcore, on a client's first remote start (B5); it imports neither
 httpcore nor ssl itself, so ``proxy_for`` can run before that. Nothing here is
