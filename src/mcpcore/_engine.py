@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._authorizing import AuthAction, AuthLayer, AuthOptions
 from ._config import LocalServer, RemoteServer
-from ._errors import McpError, TransportError
+from ._errors import InvalidState, InvalidValue, McpError, TransportError
 from ._escape import excerpt
 from ._events import Action, Event, ProcessAction, StartFailed
 from ._failure import TransportFailure
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
+from ._oauth import ClientRecord, OAuthFlow, TokenSet
 from ._session import ClientSession, SessionOptions, SessionState
 from ._stdio import ChildControl, LineFramer, frame_message
 from ._tools import Catalogue
@@ -137,7 +139,17 @@ class HttpClientEngine(_EngineBase):
         options: SessionOptions | None = None,
         limits: HttpLimits | None = None,
         listen: bool = True,
+        auth: AuthOptions | None = None,
+        token_bytes: Callable[[int], bytes] | None = None,
+        wall_offset: float = 0.0,
+        interactive: bool = False,
+        tokens: TokenSet | None = None,
+        clients: Sequence[ClientRecord] = (),
     ) -> None:
+        """``auth``: run OAuth for this server (A1); then ``token_bytes`` is the
+        entropy (``secrets.token_bytes``), ``wall_offset`` the wall clock minus
+        the driver's ``now`` clock, ``interactive`` whether the driver has an
+        ``authorize`` hook, and ``tokens``/``clients`` what the store held."""
         if options is None:
             options = SessionOptions(server_name=server.name)
         super().__init__(options)
@@ -150,20 +162,52 @@ class HttpClientEngine(_EngineBase):
             listen=listen,
             name=options.server_name,
         )
+        self.auth: AuthLayer | None = None
+        if auth is not None:
+            if token_bytes is None:
+                raise InvalidValue("auth= needs token_bytes (e.g. secrets.token_bytes)")
+            flow = OAuthFlow(
+                auth.config(server.url, interactive=interactive),
+                token_bytes=token_bytes,
+                tokens=tokens,
+                clients=clients,
+            )
+            self.auth = AuthLayer(flow, self.http, wall_offset=wall_offset, interactive=interactive)
 
     # --- transport input ---------------------------------------------------------
 
     def response_started(
         self, exchange_id: int, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
     ) -> None:
+        auth = self.auth
+        if auth is not None:
+            routed = auth.response_started(exchange_id, status, headers, now)
+            if routed is None:
+                self._pump(now)
+                return
+            exchange_id = routed
         self.http.response_started(exchange_id, status, headers, now)
         self._pump(now)
 
     def response_data(self, exchange_id: int, data: bytes, now: float) -> None:
+        auth = self.auth
+        if auth is not None:
+            routed = auth.response_data(exchange_id, data, now)
+            if routed is None:
+                self._pump(now)
+                return
+            exchange_id = routed
         self.http.response_data(exchange_id, data, now)
         self._pump(now)
 
     def response_ended(self, exchange_id: int, now: float) -> None:
+        auth = self.auth
+        if auth is not None:
+            routed = auth.response_ended(exchange_id, now)
+            if routed is None:
+                self._pump(now)
+                return
+            exchange_id = routed
         self.http.response_ended(exchange_id, now)
         self._pump(now)
 
@@ -173,11 +217,49 @@ class HttpClientEngine(_EngineBase):
         ``failure`` is its kind and safe text (``TransportFailure.from_exception``);
         the engine words the reason, so no text of a library's exception reaches it.
         """
+        auth = self.auth
+        if auth is not None:
+            routed = auth.response_failed(exchange_id, failure, now)
+            if routed is None:
+                self._pump(now)
+                return
+            exchange_id = routed
         self.http.response_failed(exchange_id, failure, now)
         self._pump(now)
 
+    # --- OAuth host hooks (A3): what the driver reports back -----------------------------
+
+    def receive_callback(self, callback_url: str, now: float) -> None:
+        """The ``authorize`` hook's answer to ``OpenAuthorizationUrl``: the full
+        redirect URL the authorization server sent the person to (O36)."""
+        self._need_auth().receive_callback(callback_url, now)
+        self._pump(now)
+
+    def receive_assertion(self, request_id: int, assertion: str, now: float) -> None:
+        """The signer's answer to ``SignAssertion`` (A5, O72)."""
+        self._need_auth().receive_assertion(request_id, assertion, now)
+        self._pump(now)
+
+    def authorization_failed(self, reason: str, now: float) -> None:
+        """A hook could not do its part (the person closed the page, the signer
+        raised): the flow gives up and the requests waiting for it fail."""
+        self._need_auth().authorization_failed(reason)
+        self._pump(now)
+
+    def login(self, now: float) -> None:
+        """Run discovery and authorization now, before any MCP request (a CLI login)."""
+        self._need_auth().login(now)
+        self._pump(now)
+
+    def _need_auth(self) -> AuthLayer:
+        if self.auth is None:
+            raise InvalidState("this client was not given auth=")
+        return self.auth
+
     def handle_timer(self, now: float) -> None:
         self.http.handle_timer(now)
+        if self.auth is not None:
+            self.auth.handle_timer(now)
         super().handle_timer(now)
 
     def close(self, now: float) -> None:
@@ -194,9 +276,13 @@ class HttpClientEngine(_EngineBase):
             return
         self._closing = True
         self.http.begin_close(now)
+        if self.auth is not None:
+            self.auth.close(now)
         self.session.close(now)
         self._pump(now)
         self.http.end_session(now)
+        if self.auth is not None:
+            self.auth.step(now)
 
     @property
     def finished(self) -> bool:
@@ -205,19 +291,25 @@ class HttpClientEngine(_EngineBase):
 
     # --- outputs -------------------------------------------------------------------
 
-    def take_actions(self) -> list[Action]:
-        return self.http.take_actions()
+    def take_actions(self) -> list[Action | AuthAction]:
+        """``HttpRequest`` / ``AbortExchange``; with ``auth=`` also the host hooks'
+        ``OpenAuthorizationUrl`` / ``SignAssertion`` and the store's actions."""
+        if self.auth is not None:
+            return self.auth.take_actions()
+        return self.http.take_actions()  # type: ignore[return-value]  # a narrower list
 
     def next_deadline(self) -> float | None:
         times = [
             t for t in (self.session.next_deadline(), self.http.next_deadline()) if t is not None
         ]
+        if self.auth is not None and (own := self.auth.next_deadline()) is not None:
+            times.append(own)
         return min(times) if times else None
 
     def _pump(self, now: float) -> None:
-        session, http = self.session, self.http
+        session, http, auth = self.session, self.http, self.auth
         while True:
-            moved = False
+            moved = auth is not None and auth.step(now)
             for item in http.take_upward():
                 moved = True
                 if isinstance(item, MessageArrived):
@@ -243,6 +335,8 @@ class HttpClientEngine(_EngineBase):
                 # H8: (re)open the GET stream once a session is up, also after H6.
                 if session.state is SessionState.READY and not session.reinitializing:
                     http.start_listening()
+                if auth is not None and auth.step(now):
+                    continue
                 return
 
 

@@ -351,6 +351,14 @@ class HttpMapping:
                 len(body),
             )
 
+    def fail_exchange(self, exchange_id: int, error: McpError, now: float) -> None:
+        """The exchange's request fails with ``error`` without an answer (OAuth gave
+        up on it, A1); as if the exchange had broken."""
+        self._last_now = now
+        ex = self._exchanges.get(exchange_id)
+        if ex is not None:
+            self._fail(ex, error, now)
+
     def _drop_answer(self) -> None:
         self._answers_dropped += 1
         if self._answers_dropped == 1:

@@ -109,6 +109,7 @@ __all__ = [
     "AuthServerMetadataNotFound",
     "AuthorizationCancelled",
     "AuthorizationDenied",
+    "AuthorizationRequired",
     "AuthorizationResponseRejected",
     "AuthorizationTimeout",
     "Authorized",
@@ -244,6 +245,11 @@ class AuthorizationTimeout(OAuthError):
 
 class AuthorizationCancelled(OAuthError):
     """The host cancelled the flow (``cancel``)."""
+
+
+class AuthorizationRequired(OAuthError):
+    """The server needs a person to authorize, and this client has no way to ask one
+    (no ``authorize`` hook): sign in first, e.g. with ``mcpcore login URL``."""
 
 
 class TokenError(OAuthError):
@@ -1726,12 +1732,14 @@ class OAuthFlow:
         if deadline is not None and now >= deadline:
             self._fail(AuthorizationTimeout("the authorization was not completed in time (O41)"))
 
-    def cancel(self, reason: str = "cancelled") -> None:
-        """Give up the flow in flight; waiting requests fail."""
+    def cancel(self, reason: str = "cancelled", *, error: OAuthError | None = None) -> None:
+        """Give up the flow in flight; waiting requests fail (with ``error`` if given)."""
         if self._run is None:
             return
         self._abort_exchange()
-        self._fail(AuthorizationCancelled(f"authorization cancelled: {excerpt(reason, 80)}"))
+        self._fail(
+            error or AuthorizationCancelled(f"authorization cancelled: {excerpt(reason, 80)}")
+        )
 
     # --- token requests -------------------------------------------------------------------
 

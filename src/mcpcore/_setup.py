@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit
 
+from ._authorizing import AuthOptions
 from ._config import (
     LocalServer,
     RemoteServer,
@@ -107,6 +108,12 @@ class ClientOptions(TypedDict, total=False):
         ``https`` URL, ``http_proxy``/``HTTP_PROXY`` for ``http``, then
         ``all_proxy``/``ALL_PROXY``; ``no_proxy``/``NO_PROXY`` (``*``, hosts,
         ``.domain`` suffixes, ``host:port``) and loopback hosts go direct.
+    ``auth`` (None)
+        OAuth for a remote server (``AuthOptions``): the client answers the
+        server's 401 with the MCP authorization flow, keeps the tokens in
+        ``AuthOptions.store`` and sends them. Without it a 401 is an error
+        naming the status. The person-facing step needs the driver's
+        ``authorize`` hook; a signed client assertion its ``sign_assertion``.
     """
 
     call_timeout: float
@@ -128,6 +135,7 @@ class ClientOptions(TypedDict, total=False):
     client_name: str
     protocol: str
     proxy: str
+    auth: AuthOptions | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +157,8 @@ class ClientSetup:
     # The proxy URL to reach ``server`` through, or None (direct). It may hold a
     # password: never shown (C8).
     proxy: str | None = field(default=None, repr=False)
+    # OAuth for ``server`` (A1-A3), when asked for and the server is remote.
+    auth: AuthOptions | None = None
 
 
 def prepare_client(
@@ -236,7 +246,14 @@ def prepare_client(
         server=resolved,
         config_error=error,
         proxy=proxy,
+        auth=_auth(options.get("auth")) if isinstance(resolved, RemoteServer) else None,
     )
+
+
+def _auth(value: object) -> AuthOptions | None:
+    if value is None or isinstance(value, AuthOptions):
+        return value
+    raise TypeError("auth must be an AuthOptions (or None)")
 
 
 def _protocol(value: object) -> str:

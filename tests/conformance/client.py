@@ -19,8 +19,14 @@ from typing import Any
 
 import anyio
 
-from mcpcore import McpError
+import httpcore
+
+from mcpcore import AuthOptions, McpError, PreRegisteredClient
 from mcpcore_anyio import McpClient
+from mcpcore_jwt import PrivateKeySigner, async_signer
+
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"  # never listened on: the mocks redirect at once
 
 # What each scenario's tools expect; other tools are called with no arguments.
 ARGUMENTS: dict[str, dict[str, Any]] = {
@@ -50,8 +56,54 @@ def _planned_calls(tools: Any) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
+async def authorize(url: str, redirect_uri: str) -> str:
+    """The host hook a person would use, done headlessly: the mock authorization
+    server redirects at once, so the callback URL is its Location header."""
+    async with httpcore.AsyncConnectionPool() as http:
+        response = await http.request("GET", url)
+    for name, value in response.headers:
+        if name.lower() == b"location":
+            return value.decode("latin-1")
+    raise RuntimeError(
+        f"the authorization endpoint answered HTTP {response.status} without a redirect"
+    )
+
+
+def _auth_for(scenario: str) -> tuple[AuthOptions, dict[str, Any]]:
+    """OAuth options as a host would configure them for this scenario's server."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    hooks: dict[str, Any] = {"authorize": authorize}
+    if scenario.startswith("auth/client-credentials"):
+        if "private_key_pem" in context:
+            algorithm = context.get("signing_algorithm", "ES256")
+            client = PreRegisteredClient(
+                client_id=context["client_id"],
+                auth_method="private_key_jwt",
+                signing_alg=algorithm,
+            )
+            hooks["sign_assertion"] = async_signer(
+                PrivateKeySigner(context["private_key_pem"], algorithm)
+            )
+        else:
+            client = PreRegisteredClient(
+                client_id=context["client_id"],
+                client_secret=context["client_secret"],
+                auth_method="client_secret_basic",
+            )
+        return AuthOptions(client=client, grant="client_credentials"), hooks
+    if "client_id" in context and "client_secret" in context:
+        client = PreRegisteredClient(
+            client_id=context["client_id"], client_secret=context["client_secret"]
+        )
+        return AuthOptions(client=client, redirect_uri=REDIRECT_URI), hooks
+    return AuthOptions(client_metadata_url=CIMD_URL, redirect_uri=REDIRECT_URI), hooks
+
+
 async def run(url: str, scenario: str) -> int:
-    async with McpClient("conformance", {"url": url}, call_timeout=30.0) as client:
+    auth, hooks = _auth_for(scenario)
+    async with McpClient(
+        "conformance", {"url": url}, call_timeout=30.0, auth=auth, **hooks
+    ) as client:
         availability = await client.ready(30)
         if not availability.ok:
             print(f"unavailable: {availability.reason}", file=sys.stderr)

@@ -15,6 +15,8 @@ import contextlib
 import logging
 import math
 import os
+import secrets
+import time
 from collections import deque
 from collections.abc import (
     AsyncIterator,
@@ -33,6 +35,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpcore import (
     AbortExchange,
+    AuthAction,
     Availability,
     CallCancelled,
     CallFailed,
@@ -41,6 +44,8 @@ from mcpcore import (
     ClientOptions,
     CloseInput,
     ConfigError,
+    DeleteClient,
+    DeleteTokens,
     Event,
     HttpClientEngine,
     HttpRequest,
@@ -48,23 +53,30 @@ from mcpcore import (
     KillProcess,
     LocalServer,
     McpError,
+    MemoryTokenStore,
+    OpenAuthorizationUrl,
     ProcessAction,
     ProgressReceived,
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
+    SaveClient,
+    SaveTokens,
     SessionReady,
+    SignAssertion,
     StartFailed,
     StartProcess,
     StdioClientEngine,
     SyncReport,
     TerminateProcess,
+    TokenStore,
     Tool,
     ToolOutput,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
     WriteInput,
+    apply_to_store,
     call_outcome,
     closed_outcome,
     prepare_client,
@@ -142,6 +154,10 @@ class _OneChunk:
         if data is None:
             raise StopAsyncIteration
         return data
+
+
+def _hook_name(action: OpenAuthorizationUrl | SignAssertion) -> str:
+    return "authorize" if isinstance(action, OpenAuthorizationUrl) else "sign_assertion"
 
 
 def _framed(request: HttpRequest) -> tuple[list[tuple[bytes, bytes]], _OneChunk | None]:
@@ -228,9 +244,16 @@ class McpClient(ClientBase):
         *,
         ssl_context: ssl.SSLContext | None = None,
         asgi_app: AsgiApp | None = None,
+        authorize: Callable[[str, str], Awaitable[str]] | None = None,
+        sign_assertion: Callable[[SignAssertion], Awaitable[str]] | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
+        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
+        full URL the authorization server redirected them to (with ``auth=``);
+        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5)."""
         self._asgi_app = asgi_app
+        self._authorize = authorize
+        self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
@@ -241,6 +264,8 @@ class McpClient(ClientBase):
         self._proxy = setup.proxy  # chosen by the core from proxy= or the environment
         self._config_error = setup.config_error
         self._server = setup.server
+        self._auth = setup.auth
+        self._store: TokenStore | None = None
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: AsyncPool | AsgiPool | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -259,6 +284,7 @@ class McpClient(ClientBase):
         self._closed = False  # closing is over: the main task stops
         self._children: _Children | None = None
         self._close_progress = anyio.Event()  # set when closing may have finished
+        self._hook_scopes: set[anyio.CancelScope] = set()  # authorize / sign_assertion tasks
 
     def __repr__(self) -> str:
         return f"McpClient({self.name!r}, {self._server!r})"
@@ -274,8 +300,20 @@ class McpClient(ClientBase):
         if self._server is None:
             return
         if isinstance(self._server, RemoteServer):
+            auth = self._auth
+            if auth is not None:
+                self._store = auth.store or MemoryTokenStore()
             self._engine = HttpClientEngine(
-                self._server, options=self._options, limits=self._limits, listen=self._listen
+                self._server,
+                options=self._options,
+                limits=self._limits,
+                listen=self._listen,
+                auth=auth,
+                token_bytes=secrets.token_bytes,
+                wall_offset=time.time() - self._now(),
+                interactive=self._authorize is not None,
+                tokens=None if self._store is None else self._store.get_tokens(self._server.url),
+                clients=() if self._store is None else self._store.get_clients(),
             )
             if self._asgi_app is not None:
                 from ._asgi import AsgiPool  # only the in-process transport needs it
@@ -331,7 +369,7 @@ class McpClient(ClientBase):
             elif engine is not None:
                 engine.close(self._now())  # never started: there is nothing to perform
             self._closed = True
-            for scope in self._scopes.values():
+            for scope in [*self._scopes.values(), *self._hook_scopes]:
                 scope.cancel()
             if self._main_scope is not None:
                 self._main_scope.cancel()
@@ -404,6 +442,8 @@ class McpClient(ClientBase):
                     scope = self._scopes.pop(action.exchange_id, None)
                     if scope is not None:
                         scope.cancel()
+                elif not isinstance(action, HttpRequest):
+                    self._perform_auth(action)
                 elif not self._closed and self._task_group is not None:
                     scope = anyio.CancelScope()
                     self._scopes[action.exchange_id] = scope
@@ -423,6 +463,36 @@ class McpClient(ClientBase):
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._wakeup.set()
         return here
+
+    def _perform_auth(self, action: AuthAction) -> None:
+        """A3: the store inline (quick by contract); a person or a signer in a task."""
+        if isinstance(action, (SaveTokens, DeleteTokens, SaveClient, DeleteClient)):
+            assert self._store is not None
+            apply_to_store(self._store, action)
+        elif not self._closed and self._task_group is not None:
+            self._task_group.start_soon(self._run_hook, action)
+
+    async def _run_hook(self, action: OpenAuthorizationUrl | SignAssertion) -> None:
+        engine = self._engine
+        assert isinstance(engine, HttpClientEngine)
+        with anyio.CancelScope() as scope:
+            self._hook_scopes.add(scope)
+            try:
+                if isinstance(action, OpenAuthorizationUrl):
+                    assert self._authorize is not None
+                    callback = await self._authorize(action.url, action.redirect_uri)
+                    engine.receive_callback(callback, self._now())
+                elif self._sign_assertion is None:
+                    engine.authorization_failed("no sign_assertion hook was given", self._now())
+                else:
+                    jwt = await self._sign_assertion(action)
+                    engine.receive_assertion(action.request_id, jwt, self._now())
+            except Exception as exc:  # the hook's own failure: the flow gives up (A3)
+                _log.info("the %s hook failed: %s", _hook_name(action), type(exc).__name__)
+                engine.authorization_failed(f"the {_hook_name(action)} hook failed", self._now())
+            finally:
+                self._hook_scopes.discard(scope)
+        await self._dispatch()
 
     def _dispatch_soon(self) -> None:
         """Dispatch from synchronous code: the main task picks it up at once."""
@@ -680,7 +750,9 @@ class _Children:
     def __init__(self, client: McpClient, task_group: anyio.abc.TaskGroup) -> None:
         self.client = client
         self._group = task_group
-        self._children: dict[int, tuple[anyio.abc.Process, MemoryObjectSendStream[bytes | None]]] = {}
+        self._children: dict[
+            int, tuple[anyio.abc.Process, MemoryObjectSendStream[bytes | None]]
+        ] = {}
         self._queue, inbox = anyio.create_memory_object_stream[ProcessAction](math.inf)
         self._performer_done = anyio.Event()
         task_group.start_soon(self._perform_all, inbox, name=f"mcpcore:{client.name}:child")

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import queue
+import secrets
 import threading
 import time
 from collections import deque
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from mcpcore import (
     AbortExchange,
+    AuthAction,
     Availability,
     CallCancelled,
     CallFailed,
@@ -34,6 +36,8 @@ from mcpcore import (
     ClientOptions,
     CloseInput,
     ConfigError,
+    DeleteClient,
+    DeleteTokens,
     Event,
     HttpClientEngine,
     HttpRequest,
@@ -41,22 +45,29 @@ from mcpcore import (
     KillProcess,
     LocalServer,
     McpError,
+    MemoryTokenStore,
+    OpenAuthorizationUrl,
     ProcessAction,
     ProgressReceived,
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
+    SaveClient,
+    SaveTokens,
+    SignAssertion,
     StartFailed,
     StartProcess,
     StdioClientEngine,
     SyncReport,
     TerminateProcess,
+    TokenStore,
     Tool,
     ToolOutput,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
     WriteInput,
+    apply_to_store,
     call_outcome,
     closed_outcome,
     prepare_client,
@@ -238,8 +249,16 @@ class McpClient(ClientBase):
         server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
         *,
         ssl_context: ssl.SSLContext | None = None,
+        authorize: Callable[[str, str], str] | None = None,
+        sign_assertion: Callable[[SignAssertion], str] | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
+        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
+        full URL the authorization server redirected them to (with ``auth=``);
+        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5).
+        Both block; each runs on a thread of its own, never under the client's lock."""
+        self._authorize = authorize
+        self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
@@ -250,6 +269,8 @@ class McpClient(ClientBase):
         self._proxy = setup.proxy  # chosen by the core from proxy= or the environment
         self._config_error = setup.config_error
         self._server = setup.server
+        self._auth = setup.auth
+        self._store: TokenStore | None = None
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: Pool | None = None
         self._readers = _Readers()
@@ -290,8 +311,22 @@ class McpClient(ClientBase):
             if self._server is None:
                 return
             if isinstance(self._server, RemoteServer):
+                auth = self._auth
+                if auth is not None:
+                    self._store = auth.store or MemoryTokenStore()
                 self._engine = HttpClientEngine(
-                    self._server, options=self._options, limits=self._limits, listen=self._listen
+                    self._server,
+                    options=self._options,
+                    limits=self._limits,
+                    listen=self._listen,
+                    auth=auth,
+                    token_bytes=secrets.token_bytes,
+                    wall_offset=time.time() - self._now(),
+                    interactive=self._authorize is not None,
+                    tokens=None
+                    if self._store is None
+                    else self._store.get_tokens(self._server.url),
+                    clients=() if self._store is None else self._store.get_clients(),
                 )
                 # httpcore is imported on the first remote start, not with the
                 # driver: a program with only local servers never needs it (B5).
@@ -416,6 +451,8 @@ class McpClient(ClientBase):
                     self._abort(action.exchange_id)
                 elif self._closed:
                     pass
+                elif not isinstance(action, HttpRequest):
+                    self._perform_auth(action)
                 elif perform_here is not None and action.request_id == perform_here:
                     here = (action, _Exchange(thread=threading.current_thread()))
                     self._exchanges[action.exchange_id] = here[1]
@@ -435,6 +472,45 @@ class McpClient(ClientBase):
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._timer.notify()
         return here
+
+    def _perform_auth(self, action: AuthAction) -> None:
+        """A3: the store inline (quick by contract); a person or a signer on a thread
+        of its own (a person may take minutes: never a worker, never joined on close)."""
+        if isinstance(action, (SaveTokens, DeleteTokens, SaveClient, DeleteClient)):
+            assert self._store is not None
+            apply_to_store(self._store, action)
+        else:
+            threading.Thread(
+                target=self._run_hook, args=(action,), name=f"mcpcore:{self.name}:auth", daemon=True
+            ).start()
+
+    def _run_hook(self, action: OpenAuthorizationUrl | SignAssertion) -> None:
+        engine = self._engine
+        assert isinstance(engine, HttpClientEngine)
+        answer: str | None = None
+        failed: str | None = None
+        try:
+            if isinstance(action, OpenAuthorizationUrl):
+                assert self._authorize is not None
+                answer = self._authorize(action.url, action.redirect_uri)
+            elif self._sign_assertion is None:
+                failed = "no sign_assertion hook was given"
+            else:
+                answer = self._sign_assertion(action)
+        except Exception as exc:  # the hook's own failure: the flow gives up (A3)
+            name = "authorize" if isinstance(action, OpenAuthorizationUrl) else "sign_assertion"
+            _log.info("the %s hook failed: %s", name, type(exc).__name__)
+            failed = f"the {name} hook failed"
+        with self._turn():
+            if self._closed:
+                return
+            if failed is not None or answer is None:
+                engine.authorization_failed(failed or "no answer", self._now())
+            elif isinstance(action, OpenAuthorizationUrl):
+                engine.receive_callback(answer, self._now())
+            else:
+                engine.receive_assertion(action.request_id, answer, self._now())
+            self._dispatch()
 
     def _abort(self, xid: int) -> None:
         exchange = self._exchanges.pop(xid, None)
@@ -577,7 +653,9 @@ class McpClient(ClientBase):
     def _report_failed(self, xid: int, exchange: _Exchange, exc: Exception) -> None:
         with self._turn():
             if not exchange.aborted:
-                self._engine_http().response_failed(xid, TransportFailure.from_exception(exc), self._now())
+                self._engine_http().response_failed(
+                    xid, TransportFailure.from_exception(exc), self._now()
+                )
                 self._dispatch()
 
     def _exchange_done(self, xid: int, exchange: _Exchange) -> None:

@@ -1,0 +1,69 @@
+"""A ready signer for ``private_key_jwt`` client assertions (A5, O72).
+
+The core builds the JWT's header and claims and asks the host to sign them
+(``SignAssertion``); this module does that with a PEM private key through the
+``cryptography`` package (the optional extra ``mcpcore[jwt]``). ES256 (P-256)
+and RS256 are supported. ``PrivateKeySigner`` is a plain callable for the
+threaded driver; ``async_signer`` wraps it for ``mcpcore_anyio``.
+
+The key never appears in a repr, a log record or an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcpcore import InvalidValue, SignAssertion, compact_jws
+
+__all__ = ["PrivateKeySigner", "async_signer"]
+
+_ALGORITHMS = ("ES256", "RS256")
+
+
+class PrivateKeySigner:
+    """Signs ``SignAssertion`` requests with one private key (PEM, PKCS#8 or traditional)."""
+
+    def __init__(self, private_key_pem: str | bytes, algorithm: str = "ES256") -> None:
+        if algorithm not in _ALGORITHMS:
+            raise InvalidValue(f"unsupported signing algorithm {algorithm!r}: use ES256 or RS256")
+        try:
+            from cryptography.hazmat.primitives.serialization import load_pem_private_key
+        except ImportError as exc:  # pragma: no cover - the extra is missing
+            raise InvalidValue("signing needs the 'cryptography' package: mcpcore[jwt]") from exc
+        data = private_key_pem.encode() if isinstance(private_key_pem, str) else private_key_pem
+        try:
+            self._key: Any = load_pem_private_key(data, password=None)
+        except (ValueError, TypeError):
+            raise InvalidValue("the private key is not a usable PEM private key") from None
+        self.algorithm = algorithm
+
+    def __repr__(self) -> str:
+        return f"PrivateKeySigner(algorithm={self.algorithm!r})"
+
+    def __call__(self, request: SignAssertion) -> str:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec, padding
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+        wanted = request.header.get("alg", self.algorithm)
+        if wanted != self.algorithm:
+            raise InvalidValue(f"asked to sign with {wanted!r}, the key is for {self.algorithm}")
+        if self.algorithm == "ES256":
+            der = self._key.sign(request.signing_input, ec.ECDSA(hashes.SHA256()))
+            r, s = decode_dss_signature(der)
+            signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")  # JWS: raw r || s
+        else:
+            signature = self._key.sign(request.signing_input, padding.PKCS1v15(), hashes.SHA256())
+        return compact_jws(request.signing_input, signature)
+
+
+def async_signer(
+    signer: Callable[[SignAssertion], str],
+) -> Callable[[SignAssertion], Awaitable[str]]:
+    """The same signer as a coroutine function, for ``mcpcore_anyio.McpClient``."""
+
+    async def sign(request: SignAssertion) -> str:
+        return signer(request)
+
+    return sign

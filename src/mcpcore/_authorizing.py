@@ -1,0 +1,487 @@
+"""OAuth joined to the HTTP engine: who gets a token, who waits, who is sent again (A1, A3).
+
+``AuthLayer`` sits between ``HttpMapping`` and the driver inside
+``HttpClientEngine`` when the client was given ``auth=AuthOptions(...)``. It
+owns the exchange numbers the driver sees (the wire ids): a mapping exchange
+goes out under its own number the first time, an exchange sent again after a
+401 and every request of the OAuth flow get numbers of their own, so the
+driver never has to tell them apart and the mapping never sees a 401 it was
+not meant to. Per MCP request it keeps the flow's ``RequestTicket``:
+
+* before a request leaves, ``OAuthFlow.prepare`` gives the ``Authorization``
+  header, or says wait (a refresh or an authorization is in flight: the
+  request is parked; the mapping's deadlines keep running, so a call waits
+  within its own deadline), or send it bare;
+* a 401, or a 403 with ``insufficient_scope``, goes to ``OAuthFlow.challenge``
+  instead of the mapping: send again now, park, or fail the request with the
+  flow's error (O60 bounds the attempts);
+* when the flow says ``Authorized`` the parked requests go out with the new
+  token; on ``AuthFailed`` they fail with its error.
+
+The flow's own requests become ordinary ``HttpRequest`` actions (redirects are
+never followed by a driver anyway, H5/O62) with a bound the layer enforces;
+the host hooks come out as ``OpenAuthorizationUrl`` / ``SignAssertion``, the
+store as ``SaveTokens`` / ``DeleteTokens`` / ``SaveClient`` / ``DeleteClient``
+(``apply_to_store`` performs those on any ``TokenStore``).
+
+Clocks: the engine's ``now`` is monotonic; tokens carry wall-clock expiry
+(O67). The driver gives the difference once (``wall_offset`` = wall clock
+minus its monotonic clock) and the layer adds it, so the core still reads no
+clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal, Protocol, Union
+
+from ._errors import InvalidValue, McpError
+from ._events import AbortExchange, HttpRequest
+from ._failure import FailureKind, TransportFailure
+from ._oauth import (
+    AuthFailed,
+    AuthorizationRequired,
+    Authorized,
+    AuthRequest,
+    ClientRecord,
+    DeleteClient,
+    DeleteTokens,
+    Fail,
+    OAuthConfig,
+    OAuthFlow,
+    OpenAuthorizationUrl,
+    PreRegisteredClient,
+    RequestTicket,
+    Retry,
+    SaveClient,
+    SaveTokens,
+    SignAssertion,
+    TokenKey,
+    TokenSet,
+    Wait,
+)
+
+if TYPE_CHECKING:
+    from ._http import HttpMapping
+
+__all__ = [
+    "AuthAction",
+    "AuthLayer",
+    "AuthOptions",
+    "MemoryTokenStore",
+    "StoreAction",
+    "TokenStore",
+    "apply_to_store",
+]
+
+# Numbers for exchanges the layer starts itself, far above any the mapping uses.
+_OWN_IDS = 1 << 40
+# The redirect URI a client without an ``authorize`` hook registers with: it is
+# never used (such a client never sends a person to authorize), only well formed.
+UNUSED_REDIRECT = "http://127.0.0.1/callback"
+
+
+class TokenStore(Protocol):
+    """Where tokens and registered clients live between runs (A3, O67).
+
+    Called from the driver's own task or thread, briefly: keep each method quick.
+    Tokens are keyed by ``TokenKey(server_url, issuer)``; ``get_tokens`` gives the
+    newest set held for a server whatever its issuer. Clients are keyed by issuer.
+    """
+
+    def get_tokens(self, server_url: str) -> TokenSet | None: ...
+
+    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None: ...
+
+    def delete_tokens(self, key: TokenKey) -> None: ...
+
+    def get_clients(self) -> Sequence[ClientRecord]: ...
+
+    def set_client(self, issuer: str, client: ClientRecord) -> None: ...
+
+    def delete_client(self, issuer: str) -> None: ...
+
+
+class MemoryTokenStore:
+    """The default ``TokenStore``: a dictionary, gone with the process."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[TokenKey, TokenSet] = {}
+        self._clients: dict[str, ClientRecord] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryTokenStore({len(self._tokens)} token sets, {len(self._clients)} clients)"
+
+    def get_tokens(self, server_url: str) -> TokenSet | None:
+        found = [t for k, t in self._tokens.items() if k.server_url == server_url]
+        return found[-1] if found else None
+
+    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None:
+        self._tokens.pop(key, None)  # newest last
+        self._tokens[key] = tokens
+
+    def delete_tokens(self, key: TokenKey) -> None:
+        self._tokens.pop(key, None)
+
+    def get_clients(self) -> Sequence[ClientRecord]:
+        return list(self._clients.values())
+
+    def set_client(self, issuer: str, client: ClientRecord) -> None:
+        self._clients[issuer] = client
+
+    def delete_client(self, issuer: str) -> None:
+        self._clients.pop(issuer, None)
+
+
+StoreAction = Union[SaveTokens, DeleteTokens, SaveClient, DeleteClient]
+AuthAction = Union[
+    OpenAuthorizationUrl, SignAssertion, SaveTokens, DeleteTokens, SaveClient, DeleteClient
+]
+
+
+def apply_to_store(store: TokenStore, action: StoreAction) -> None:
+    """Perform one store action on ``store`` (both drivers use this)."""
+    if isinstance(action, SaveTokens):
+        store.set_tokens(action.key, action.tokens)
+    elif isinstance(action, DeleteTokens):
+        store.delete_tokens(action.key)
+    elif isinstance(action, SaveClient):
+        store.set_client(action.issuer, action.client)
+    else:
+        store.delete_client(action.issuer)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthOptions:
+    """OAuth for one remote server (A2, A3, A5): the ``auth=`` option of ``McpClient``.
+
+    ``store``
+        A ``TokenStore``; the default keeps tokens in memory for the client's life.
+    ``redirect_uri``
+        Where the authorization server sends the person back; the driver's
+        ``authorize`` hook must be able to receive it (a loopback listener).
+        Needed only with an ``authorize`` hook.
+    ``client_metadata_url``
+        An https URL of this client's metadata document (CIMD, O25), preferred
+        over dynamic registration when the server supports it.
+    ``client``
+        A pre-registered client (``PreRegisteredClient``): preferred over both.
+    ``grant``
+        ``"authorization_code"`` (a person signs in) or ``"client_credentials"``
+        (machine to machine, with ``client``'s secret or a signed JWT, A5).
+    ``scope``
+        The scopes to ask for, overriding the server's challenge (O19).
+    ``client_name``, ``user_wait``, ``allow_insecure_http``
+        The name given when registering; how long a person has to finish
+        signing in (O41); plain http to a non-loopback authorization server.
+    """
+
+    store: TokenStore | None = field(default=None, repr=False)
+    redirect_uri: str | None = None
+    client_metadata_url: str | None = None
+    client: PreRegisteredClient | None = None
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    scope: str | None = None
+    client_name: str = "mcpcore"
+    user_wait: float = 300.0
+    allow_insecure_http: bool = False
+
+    def config(self, server_url: str, *, interactive: bool) -> OAuthConfig:
+        """The flow's configuration for ``server_url`` (raises ``InvalidValue``)."""
+        if interactive and self.grant == "authorization_code" and self.redirect_uri is None:
+            raise InvalidValue("auth= with an authorize hook needs a redirect_uri")
+        return OAuthConfig(
+            server_url=server_url,
+            redirect_uri=self.redirect_uri or UNUSED_REDIRECT,
+            client_name=self.client_name,
+            client_metadata_url=self.client_metadata_url,
+            preregistered=self.client,
+            grant=self.grant,
+            scope=self.scope,
+            user_wait=self.user_wait,
+            allow_insecure_http=self.allow_insecure_http,
+        )
+
+
+@dataclass(slots=True)
+class _Held:
+    """One MCP exchange of the mapping as the layer knows it."""
+
+    request: HttpRequest  # as the mapping asked for it, without authorization
+    ticket: RequestTicket
+    wire: int | None = None  # the number it went out under; None while parked
+    sent: bool = False  # it went out once: later sends get numbers of their own
+
+
+class AuthLayer:
+    """See the module docstring. ``HttpClientEngine`` holds one when auth is on."""
+
+    def __init__(
+        self,
+        flow: OAuthFlow,
+        http: HttpMapping,
+        *,
+        wall_offset: float,
+        interactive: bool,
+        signs: bool = False,
+    ) -> None:
+        self.flow = flow
+        self._http = http
+        self._offset = wall_offset
+        self._interactive = interactive
+        self._signs = signs
+        self._next_own = _OWN_IDS
+        self._held: dict[int, _Held] = {}  # mapping exchange id -> what it is
+        self._wire_to_mcp: dict[int, int] = {}  # a resent exchange's wire id -> mapping id
+        self._wire_to_flow: dict[int, int] = {}  # wire id -> the flow's exchange id
+        self._flow_to_wire: dict[int, int] = {}
+        self._flow_bounds: dict[int, float] = {}  # wire id -> when the flow's request times out
+        self._dropped: set[int] = set()  # wire ids aborted here: their late reports are ignored
+        self._out: list[HttpRequest | AbortExchange | AuthAction] = []
+
+    # --- what the engine asks -------------------------------------------------------
+
+    def take_actions(self) -> list[HttpRequest | AbortExchange | AuthAction]:
+        out, self._out = self._out, []
+        return out
+
+    def next_deadline(self) -> float | None:
+        times = list(self._flow_bounds.values())
+        wall = self.flow.next_deadline()
+        if wall is not None:
+            times.append(wall - self._offset)
+        return min(times) if times else None
+
+    def handle_timer(self, now: float) -> None:
+        for wire, at in list(self._flow_bounds.items()):
+            if now >= at:
+                flow_id = self._forget_flow_wire(wire)
+                self._out.append(AbortExchange(exchange_id=wire))
+                self._dropped.add(wire)
+                if flow_id is not None:
+                    self.flow.response_failed(
+                        flow_id, TransportFailure(FailureKind.TIMEOUT), self._wall(now)
+                    )
+        self.flow.handle_timer(self._wall(now))
+
+    def step(self, now: float) -> bool:
+        """Route the mapping's new actions and the flow's outputs; True if the
+        mapping got something to act on (a request failed or was let go)."""
+        for action in self._http.take_actions():
+            if isinstance(action, AbortExchange):
+                self._mapping_abort(action.exchange_id)
+            else:
+                self._mapping_request(action, now)
+        return self._drain_flow(now)
+
+    def close(self, now: float) -> None:
+        self.flow.cancel("the client was closed")
+
+    # --- the driver's reports -----------------------------------------------------------
+    # Each returns the mapping exchange id to hand the report to, or None when the
+    # layer consumed it.
+
+    def response_started(
+        self, wire: int, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
+    ) -> int | None:
+        flow_id = self._wire_to_flow.get(wire)
+        if flow_id is not None:
+            self.flow.response_started(flow_id, status, headers, self._wall(now))
+            return None
+        mcp = self._mcp_of(wire)
+        if mcp is None:
+            return None
+        if status not in (401, 403):
+            return mcp
+        held = self._held.get(mcp)
+        if held is None:
+            return mcp
+        verdict = self.flow.challenge(held.ticket, status, headers, self._wall(now))
+        if verdict is None:
+            return mcp
+        # The 401/403 is the flow's: stop reading it; the mapping never sees it.
+        self._drop_wire(wire)
+        if isinstance(verdict, Fail):
+            self._fail(mcp, verdict.error, now)
+        elif isinstance(verdict, Retry):
+            self._send(mcp, held, now)
+        else:
+            held.wire = None  # parked until Authorized / AuthFailed
+        return None
+
+    def response_data(self, wire: int, data: bytes, now: float) -> int | None:
+        flow_id = self._wire_to_flow.get(wire)
+        if flow_id is not None:
+            self.flow.response_data(flow_id, data, self._wall(now))
+            return None
+        return self._mcp_of(wire)
+
+    def response_ended(self, wire: int, now: float) -> int | None:
+        flow_id = self._forget_flow_wire(wire)
+        if flow_id is not None:
+            self.flow.response_ended(flow_id, self._wall(now))
+            return None
+        mcp = self._mcp_of(wire)
+        if mcp is not None:
+            self._finished(mcp, wire)
+        else:
+            self._dropped.discard(wire)
+        return mcp
+
+    def response_failed(self, wire: int, failure: TransportFailure, now: float) -> int | None:
+        flow_id = self._forget_flow_wire(wire)
+        if flow_id is not None:
+            self.flow.response_failed(flow_id, failure, self._wall(now))
+            return None
+        mcp = self._mcp_of(wire)
+        if mcp is not None:
+            self._finished(mcp, wire)
+        else:
+            self._dropped.discard(wire)
+        return mcp
+
+    def receive_callback(self, callback_url: str, now: float) -> None:
+        self.flow.receive_callback(callback_url, self._wall(now))
+
+    def receive_assertion(self, request_id: int, assertion: str, now: float) -> None:
+        self.flow.receive_assertion(request_id, assertion, self._wall(now))
+
+    def authorization_failed(self, reason: str) -> None:
+        self.flow.cancel(reason)
+
+    def login(self, now: float) -> None:
+        self.flow.login(self._wall(now))
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _wall(self, now: float) -> float:
+        return now + self._offset
+
+    def _own_id(self) -> int:
+        self._next_own += 1
+        return self._next_own
+
+    def _mcp_of(self, wire: int) -> int | None:
+        if wire in self._dropped:
+            return None
+        if wire >= _OWN_IDS:
+            return self._wire_to_mcp.get(wire)
+        return wire
+
+    def _mapping_request(self, request: HttpRequest, now: float) -> None:
+        held = _Held(request=request, ticket=RequestTicket())
+        self._held[request.exchange_id] = held
+        self._send(request.exchange_id, held, now)
+
+    def _send(self, mcp: int, held: _Held, now: float) -> None:
+        verdict = self.flow.prepare(held.ticket, self._wall(now))
+        if isinstance(verdict, Wait):
+            held.wire = None
+            return
+        request = held.request
+        if verdict is not None:
+            request = replace(request, headers=[*request.headers, verdict])
+        wire = mcp
+        if held.sent:
+            wire = self._own_id()
+            self._wire_to_mcp[wire] = mcp
+            request = replace(request, exchange_id=wire)
+        held.wire, held.sent = wire, True
+        self._out.append(request)
+
+    def _drop_wire(self, wire: int) -> None:
+        self._out.append(AbortExchange(exchange_id=wire))
+        self._dropped.add(wire)
+        self._wire_to_mcp.pop(wire, None)
+
+    def _mapping_abort(self, mcp: int) -> None:
+        held = self._held.pop(mcp, None)
+        if held is None:
+            return  # failed here already, or over: nothing of it is out
+        if held.wire is not None:
+            self._out.append(AbortExchange(exchange_id=held.wire))
+            if held.wire != mcp:
+                self._wire_to_mcp.pop(held.wire, None)
+
+    def _finished(self, mcp: int, wire: int) -> None:
+        held = self._held.get(mcp)
+        if held is not None and held.wire == wire:
+            del self._held[mcp]
+        self._wire_to_mcp.pop(wire, None)
+
+    def _fail(self, mcp: int, error: McpError, now: float) -> None:
+        self._held.pop(mcp, None)
+        self._http.fail_exchange(mcp, error, now)
+
+    def _forget_flow_wire(self, wire: int) -> int | None:
+        flow_id = self._wire_to_flow.pop(wire, None)
+        if flow_id is not None:
+            self._flow_to_wire.pop(flow_id, None)
+            self._flow_bounds.pop(wire, None)
+        return flow_id
+
+    def _drain_flow(self, now: float) -> bool:
+        moved = False
+        flow = self.flow
+        while True:
+            actions = flow.take_actions()
+            events = flow.take_events()
+            if not actions and not events:
+                return moved
+            for action in actions:
+                self._flow_action(action, now)
+            for event in events:
+                if isinstance(event, Authorized):
+                    for mcp, held in list(self._held.items()):
+                        if held.wire is None:
+                            self._send(mcp, held, now)
+                elif isinstance(event, AuthFailed):
+                    for mcp, held in list(self._held.items()):
+                        if held.wire is None:
+                            self._fail(mcp, event.error, now)
+                            moved = True
+
+    def _flow_action(self, action: object, now: float) -> None:
+        if isinstance(action, AuthRequest):
+            wire = self._own_id()
+            self._wire_to_flow[wire] = action.exchange_id
+            self._flow_to_wire[action.exchange_id] = wire
+            if action.timeout is not None:
+                self._flow_bounds[wire] = now + action.timeout
+            self._out.append(
+                HttpRequest(
+                    exchange_id=wire,
+                    method=action.method,
+                    url=action.url,
+                    headers=action.headers,
+                    body=action.body,
+                    timeout=action.timeout,
+                )
+            )
+        elif isinstance(action, AbortExchange):
+            aborted = self._flow_to_wire.get(action.exchange_id)
+            if aborted is not None:
+                self._forget_flow_wire(aborted)
+                self._dropped.add(aborted)
+                self._out.append(AbortExchange(exchange_id=aborted))
+        elif isinstance(action, OpenAuthorizationUrl) and not self._interactive:
+            self.flow.cancel(
+                "no way to ask a person",
+                error=AuthorizationRequired(
+                    f"{self._http.display_url} needs authorization, and this client has no "
+                    "authorize hook to ask a person: sign in first"
+                ),
+            )
+        elif isinstance(
+            action,
+            (
+                OpenAuthorizationUrl,
+                SignAssertion,
+                SaveTokens,
+                DeleteTokens,
+                SaveClient,
+                DeleteClient,
+            ),
+        ):
+            self._out.append(action)
