@@ -22,7 +22,59 @@ pytestmark = pytest.mark.realpeer
 
 CLIENT = ROOT / "tests" / "conformance" / "client.py"
 BASELINE = ROOT / "tests" / "conformance" / "expected-failures.yaml"
-IN_SCOPE = ["initialize", "tools_call", "sse-retry"]
+# The core set of 0.1.16: the three MCP scenarios and every auth/* one (A1-A5, O1-O75).
+AUTH_CORE = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+]
+IN_SCOPE = ["initialize", "tools_call", "sse-retry", *AUTH_CORE]
+# 0.1.16's "draft" auth scenarios and the client-credentials extensions (A5).
+AUTH_MORE = [
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+]
+# 0.2.0-alpha.12: the auth scenarios scored for 2025-11-25 (14) ...
+AUTH_2025_11_25 = AUTH_CORE[:14]
+# ... and for 2026-07-28 (those 14 and 11 introduced in 2026-07-28).
+AUTH_2026_07_28 = [
+    *AUTH_2025_11_25,
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+]
+# Run at the suite's default revision: the 2025-03-26 back-compat pair and the
+# client-credentials extensions.
+AUTH_ALPHA_DEFAULT = [
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+]
 # 0.2.0-alpha.12: every 2026-07-28 client scenario that is neither auth/* nor an
 # extension, run at that revision (E1-E6, M1-M57), and the handshake-era three.
 MODERN = [
@@ -106,12 +158,44 @@ def test_in_scope_scenario_passes(scenario: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("scenario", MODERN)
 def test_M1_M18_E1_alpha_2026_07_28_scenario_passes(scenario: str, tmp_path: Path) -> None:
     """E1-E6: conformance 0.2.0-alpha.12 at 2026-07-28, no failure, no warning."""
-    _passed_with_real_checks(_run_alpha(scenario, tmp_path, "--spec-version", "2026-07-28"), tmp_path)
+    _passed_with_real_checks(
+        _run_alpha(scenario, tmp_path, "--spec-version", "2026-07-28"), tmp_path
+    )
 
 
 @pytest.mark.parametrize("scenario", IN_SCOPE)
 def test_M8_alpha_handshake_era_scenario_passes(scenario: str, tmp_path: Path) -> None:
     """M8, P1, H4: the handshake-era scenarios on the alpha suite too (found by the fallback)."""
+    _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
+
+
+@pytest.mark.parametrize("scenario", AUTH_MORE)
+def test_A2_A5_draft_and_client_credentials_scenarios_pass(scenario: str, tmp_path: Path) -> None:
+    """O9, O21, O71, O72: 0.1.16's draft auth scenarios and the client-credentials
+    extensions (a secret with Basic, a private_key_jwt assertion) pass too."""
+    _passed_with_real_checks(_run(scenario, tmp_path), tmp_path)
+
+
+@pytest.mark.parametrize("scenario", AUTH_2026_07_28)
+def test_A1_A2_alpha_auth_scenario_passes_at_2026_07_28(scenario: str, tmp_path: Path) -> None:
+    """A1, A2: the 25 auth scenarios scored for 2026-07-28 (the first 401 answers
+    server/discover), no failure, no warning."""
+    _passed_with_real_checks(
+        _run_alpha(scenario, tmp_path, "--spec-version", "2026-07-28"), tmp_path
+    )
+
+
+@pytest.mark.parametrize("scenario", AUTH_2025_11_25)
+def test_A1_A2_alpha_auth_scenario_passes_at_2025_11_25(scenario: str, tmp_path: Path) -> None:
+    """A1, A2: the 14 auth scenarios scored for 2025-11-25 on the alpha suite."""
+    _passed_with_real_checks(
+        _run_alpha(scenario, tmp_path, "--spec-version", "2025-11-25"), tmp_path
+    )
+
+
+@pytest.mark.parametrize("scenario", AUTH_ALPHA_DEFAULT)
+def test_A5_O16_alpha_backcompat_and_client_credentials_pass(scenario: str, tmp_path: Path) -> None:
+    """O16, O71, O72: the 2025-03-26 back-compat pair and client credentials on alpha."""
     _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
 
 
