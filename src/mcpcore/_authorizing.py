@@ -322,24 +322,14 @@ class AuthLayer:
         if flow_id is not None:
             self.flow.response_ended(flow_id, self._wall(now))
             return None
-        mcp = self._mcp_of(wire)
-        if mcp is not None:
-            self._finished(mcp, wire)
-        else:
-            self._dropped.discard(wire)
-        return mcp
+        return self._ended(wire)
 
     def response_failed(self, wire: int, failure: TransportFailure, now: float) -> int | None:
         flow_id = self._forget_flow_wire(wire)
         if flow_id is not None:
             self.flow.response_failed(flow_id, failure, self._wall(now))
             return None
-        mcp = self._mcp_of(wire)
-        if mcp is not None:
-            self._finished(mcp, wire)
-        else:
-            self._dropped.discard(wire)
-        return mcp
+        return self._ended(wire)
 
     def receive_callback(self, callback_url: str, now: float) -> None:
         self.flow.receive_callback(callback_url, self._wall(now))
@@ -397,6 +387,7 @@ class AuthLayer:
 
     def _mapping_abort(self, mcp: int) -> None:
         held = self._held.pop(mcp, None)
+        self._dropped.discard(mcp)
         if held is None:
             return  # failed here already, or over: nothing of it is out
         if held.wire is not None:
@@ -404,14 +395,26 @@ class AuthLayer:
             if held.wire != mcp:
                 self._wire_to_mcp.pop(held.wire, None)
 
-    def _finished(self, mcp: int, wire: int) -> None:
+    def _ended(self, wire: int) -> int | None:
+        """The driver is done with ``wire``: the mapping exchange to tell, if any."""
+        mcp = self._mcp_of(wire)
+        if mcp is None:
+            # Numbers of the layer's own are never used again. A mapping's number
+            # stays refused while its exchange lives: it went out again under
+            # another, and a slow driver may still report the first one.
+            if wire >= _OWN_IDS:
+                self._dropped.discard(wire)
+            return None
         held = self._held.get(mcp)
         if held is not None and held.wire == wire:
             del self._held[mcp]
+            self._dropped.discard(mcp)
         self._wire_to_mcp.pop(wire, None)
+        return mcp
 
     def _fail(self, mcp: int, error: McpError, now: float) -> None:
         self._held.pop(mcp, None)
+        self._dropped.discard(mcp)
         self._http.fail_exchange(mcp, error, now)
 
     def _forget_flow_wire(self, wire: int) -> int | None:

@@ -1,0 +1,389 @@
+"""OAuth inside the HTTP engine (A1, A3): the AuthLayer between the mapping and the driver.
+
+Sans-IO, with a fake clock: ``FakeServer`` plays the MCP endpoint (401 without a
+valid bearer token), a small in-test authorization server answers discovery,
+registration and the token endpoint, and ``AuthLink`` performs the host hooks
+the way a driver would (the person at the browser is simulated, at once or
+later). Each test checks what a user of the client would see: ready or not and
+why, the call's result or error, what went over the wire.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+
+from fake_peer import URL, FakeServer, Link, Reply, Seen
+from mcpcore import (
+    AuthOptions,
+    AuthorizationCancelled,
+    AuthorizationRequired,
+    CallFailed,
+    CallSucceeded,
+    MemoryTokenStore,
+    OpenAuthorizationUrl,
+    SaveTokens,
+    SessionReady,
+    StartFailed,
+    TokenSet,
+    TransportError,
+)
+from mcpcore._config import RemoteServer
+from mcpcore._engine import HttpClientEngine
+from mcpcore._events import AbortExchange, HttpRequest
+from mcpcore._session import SessionOptions
+
+AS = "https://as.example.test"
+PRM_URL = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp"
+WALL = 1_700_000_000.0  # the wall clock at the Link's now=1000
+
+
+def _json(status: int, doc: Any, headers: list[tuple[bytes, bytes]] | None = None) -> Reply:
+    return Reply(
+        status,
+        [(b"content-type", b"application/json"), *(headers or [])],
+        [json.dumps(doc).encode()],
+    )
+
+
+class AuthServer:
+    """The protected resource's metadata, the authorization server and its token endpoint."""
+
+    def __init__(self, *, expires_in: int = 3600, refresh: bool = True) -> None:
+        self.expires_in = expires_in
+        self.refresh = refresh
+        self.issued: list[str] = []
+        self.grants: list[str] = []
+        self.registrations = 0
+        self.counter = 0
+
+    def handle(self, req: HttpRequest) -> Reply | None:
+        url = req.url.split("?", 1)[0]
+        if url == PRM_URL:
+            return _json(200, {"resource": URL, "authorization_servers": [AS]})
+        if url == f"{AS}/.well-known/oauth-authorization-server":
+            return _json(
+                200,
+                {
+                    "issuer": AS,
+                    "authorization_endpoint": f"{AS}/authorize",
+                    "token_endpoint": f"{AS}/token",
+                    "registration_endpoint": f"{AS}/register",
+                    "response_types_supported": ["code"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none"],
+                },
+            )
+        if url == f"{AS}/register":
+            self.registrations += 1
+            return _json(201, {"client_id": "client-1", "redirect_uris": ["http://127.0.0.1:9/cb"]})
+        if url == f"{AS}/token":
+            form = parse_qs((req.body or b"").decode())
+            self.grants.append(form["grant_type"][0])
+            self.counter += 1
+            token = f"access-{self.counter}"
+            self.issued.append(token)
+            doc: dict[str, Any] = {
+                "access_token": token,
+                "token_type": "Bearer",
+                "expires_in": self.expires_in,
+            }
+            if self.refresh:
+                doc["refresh_token"] = f"refresh-{self.counter}"
+            return _json(200, doc)
+        if url.startswith(AS) or url.startswith("https://mcp.example.test/.well-known"):
+            return Reply(404)
+        return None
+
+
+class AuthLink(Link):
+    """A driver with the host hooks: the store, and a person who approves at once
+    (``approve_at_once``) or when the test says so (``approve``)."""
+
+    def __init__(
+        self,
+        engine: HttpClientEngine,
+        server: FakeServer,
+        auth: AuthServer,
+        store: MemoryTokenStore,
+    ) -> None:
+        super().__init__(engine, server)
+        self.auth = auth
+        self.store = store
+        self.approve_at_once = True
+        self.pending: list[OpenAuthorizationUrl] = []
+        self.opened: list[str] = []
+        self.order: list[str] = []  # "save" / "mcp" in the order the driver performed them
+
+    def pump(self) -> None:
+        for _ in range(10_000):
+            actions = self.engine.take_actions()
+            self.events.extend(self.engine.take_events())
+            if not actions:
+                return
+            for action in actions:
+                if isinstance(action, AbortExchange):
+                    self.aborted.append(action.exchange_id)
+                    self.stalled.discard(action.exchange_id)
+                elif isinstance(action, HttpRequest):
+                    self.requests.append(action)
+                    if action.url == URL:
+                        self.order.append("mcp")
+                    self._perform(action)
+                elif isinstance(action, OpenAuthorizationUrl):
+                    self.opened.append(action.url)
+                    self.pending.append(action)
+                    if self.approve_at_once:
+                        self.approve()
+                elif isinstance(action, SaveTokens):
+                    self.order.append("save")
+                    self.store.set_tokens(action.key, action.tokens)
+                else:
+                    from mcpcore import apply_to_store
+
+                    apply_to_store(self.store, action)  # type: ignore[arg-type]
+        raise AssertionError("the engine never settled")
+
+    def approve(self) -> None:
+        """The person signs in: the authorization server redirects back with a code."""
+        action = self.pending.pop(0)
+        query = parse_qs(urlsplit(action.url).query)
+        back = {"code": "the-code", "state": query["state"][0]}
+        self.engine.receive_callback(f"{action.redirect_uri}?{urlencode(back)}", self.now)
+
+    def _perform(self, req: HttpRequest) -> None:
+        reply = self.auth.handle(req)
+        if reply is None:
+            return super()._perform(req)
+        e = self.engine
+        e.response_started(req.exchange_id, reply.status, reply.headers, self.now)
+        for chunk in reply.chunks:
+            e.response_data(req.exchange_id, chunk, self.now)
+        e.response_ended(req.exchange_id, self.now)
+
+
+def protected(
+    server: FakeServer, auth: AuthServer, *, status_for: dict[str, int] | None = None
+) -> None:
+    """Make ``server`` answer 401 unless the request carries a token ``auth`` issued
+    and is still valid; ``status_for`` forces a status per JSON-RPC method."""
+
+    def hook(seen: Seen) -> Reply | None:
+        method = (seen.message or {}).get("method", "")
+        if status_for and method in status_for:
+            return Reply(
+                status_for[method], [(b"www-authenticate", b'Bearer error="insufficient_scope"')]
+            )
+        header = seen.headers.get("authorization", "")
+        token = header.removeprefix("Bearer ")
+        if token in auth.issued[-1:]:
+            return None
+        challenge = f'Bearer resource_metadata="{PRM_URL}"'.encode()
+        return Reply(401, [(b"www-authenticate", challenge)])
+
+    server.hook = hook
+
+
+def make(
+    *,
+    interactive: bool = True,
+    store: MemoryTokenStore | None = None,
+    auth: AuthServer | None = None,
+    start: bool = True,
+    **server_options: Any,
+) -> AuthLink:
+    store = store if store is not None else MemoryTokenStore()
+    auth = auth or AuthServer()
+    server = FakeServer(**server_options)
+    protected(server, auth)
+    options = dataclasses.replace(SessionOptions(server_name="srv"), protocol="legacy")
+    engine = HttpClientEngine(
+        RemoteServer(name="srv", url=URL),
+        options=options,
+        listen=False,
+        auth=AuthOptions(store=store, redirect_uri="http://127.0.0.1:9/cb"),
+        token_bytes=lambda n: b"\x01" * n,
+        wall_offset=WALL - 1000.0,
+        interactive=interactive,
+        tokens=store.get_tokens(URL),
+        clients=store.get_clients(),
+    )
+    link = AuthLink(engine, server, auth, store)
+    if start:
+        link.start()
+    return link
+
+
+def _bearer(req: HttpRequest) -> str | None:
+    for name, value in req.headers:
+        if name == b"authorization":
+            return value.decode()
+    return None
+
+
+def test_A1_a_401_at_start_runs_the_flow_and_the_session_comes_up_with_the_token() -> None:
+    link = make()
+    assert link.of_type(SessionReady), link.events
+    assert not link.of_type(StartFailed)
+    assert len(link.opened) == 1
+    mcp = [r for r in link.requests if r.url == URL]
+    # the first initialize went bare and got a 401; it went again with the token
+    assert _bearer(mcp[0]) is None
+    assert all(_bearer(r) == "Bearer access-1" for r in mcp[1:]), [_bearer(r) for r in mcp]
+    assert mcp[0].exchange_id in link.aborted  # the 401 is not read further
+    assert link.auth.grants == ["authorization_code"]
+    call_id = link.engine.call("srv/echo", {"x": 1}, link.now)
+    link.pump()
+    assert [e.call_id for e in link.of_type(CallSucceeded)] == [call_id]
+
+
+def test_A3_O48_tokens_are_stored_before_the_request_goes_again() -> None:
+    link = make()
+    assert link.order.index("save") < link.order.index("mcp", 1)
+    stored = link.store.get_tokens(URL)
+    assert stored is not None and stored.access_token == "access-1"
+
+
+def test_A3_stored_tokens_are_used_from_the_first_request() -> None:
+    store = MemoryTokenStore()
+    first = make(store=store)
+    assert first.of_type(SessionReady)
+    second = make(store=store, auth=first.auth)
+    assert second.of_type(SessionReady)
+    assert second.opened == []  # no person asked
+    mcp = [r for r in second.requests if r.url == URL]
+    assert _bearer(mcp[0]) == "Bearer access-1"
+    assert not any(r.url.startswith(AS) for r in second.requests)
+
+
+def test_A3_without_an_authorize_hook_the_client_is_unavailable_saying_sign_in_first() -> None:
+    link = make(interactive=False)
+    failed = link.of_type(StartFailed)
+    assert failed and isinstance(failed[0].error, AuthorizationRequired)
+    assert "sign in first" in str(failed[0].error)
+    assert link.opened == []
+    assert link.engine.availability is not None and not link.engine.availability.ok
+
+
+def test_O51_O56_an_expired_token_is_refreshed_once_for_concurrent_calls() -> None:
+    link = make(auth=AuthServer(expires_in=120))
+    assert link.of_type(SessionReady)
+    link.advance(100)  # inside the 60 s refresh skew now
+    first = link.engine.call("srv/echo", {"n": 1}, link.now)
+    second = link.engine.call("srv/echo", {"n": 2}, link.now)
+    link.pump()
+    assert link.auth.grants == ["authorization_code", "refresh_token"]
+    assert sorted(e.call_id for e in link.of_type(CallSucceeded)) == sorted([first, second])
+    calls = [r for r in link.requests if r.url == URL and b"tools/call" in (r.body or b"")]
+    assert {_bearer(r) for r in calls} == {"Bearer access-2"}
+    assert len(link.opened) == 1  # no person asked again
+
+
+def test_A1_a_401_mid_session_with_a_refresh_token_refreshes_and_resends() -> None:
+    link = make()
+    assert link.of_type(SessionReady)
+    link.auth.issued.append("revoked-by-server")  # the server no longer takes access-1
+    call_id = link.engine.call("srv/echo", {"n": 1}, link.now)
+    link.pump()
+    assert link.auth.grants == ["authorization_code", "refresh_token"]
+    assert [e.call_id for e in link.of_type(CallSucceeded)] == [call_id]
+    assert not link.of_type(CallFailed)
+
+
+def test_A3_a_call_waiting_for_a_person_fails_at_its_own_deadline() -> None:
+    link = make()
+    assert link.of_type(SessionReady)
+    link.approve_at_once = False
+    link.auth.issued.append("revoked-by-server")  # access-1 is refused from now on ...
+    link.auth.handle = _refuse_refresh(link.auth.handle)  # type: ignore[method-assign]
+    # ... and so is refresh-1: a person must sign in again, and does not
+    call_id = link.engine.call("srv/echo", {}, link.now, timeout=5.0)
+    link.pump()
+    assert len(link.opened) == 2  # a person is asked again
+    link.advance(6.0)
+    failed = link.of_type(CallFailed)
+    assert [e.call_id for e in failed] == [call_id]
+    assert "5" in str(failed[0].error) or "time" in str(failed[0].error).lower()
+    sent_after = [r for r in link.requests if r.url == URL and b'"tools/call"' in (r.body or b"")]
+    assert len(sent_after) == 1  # the 401'd attempt only: never sent again
+
+
+def _refuse_refresh(handle: Any) -> Any:
+    def wrapped(req: HttpRequest) -> Reply | None:
+        if req.url == f"{AS}/token" and b"grant_type=refresh_token" in (req.body or b""):
+            return _json(400, {"error": "invalid_grant"})
+        return handle(req)
+
+    return wrapped
+
+
+def test_A3_a_hook_that_gives_up_fails_the_waiting_requests_with_its_reason() -> None:
+    link = make(start=False)
+    link.approve_at_once = False
+    link.start()
+    assert len(link.pending) == 1
+    link.engine.authorization_failed("the person closed the page", link.now)
+    link.pump()
+    failed = link.of_type(StartFailed)
+    assert failed and isinstance(failed[0].error, AuthorizationCancelled)
+    assert "closed the page" in str(failed[0].error)
+
+
+def test_L6_closing_while_a_person_is_signing_in_finishes() -> None:
+    link = make(start=False)
+    link.approve_at_once = False
+    link.start()
+    assert link.pending
+    link.engine.close(link.now)
+    link.advance(10)
+    assert link.engine.finished
+
+
+def test_A1_late_pieces_of_an_aborted_401_are_ignored() -> None:
+    link = make(start=False)
+    link.approve_at_once = False
+    link.start()
+    first = next(r for r in link.requests if r.url == URL)
+    assert first.exchange_id in link.aborted
+    # a driver that had already read more of it reports it anyway
+    link.engine.response_data(first.exchange_id, b"garbage", link.now)
+    link.engine.response_ended(first.exchange_id, link.now)
+    link.pump()
+    link.approve()
+    link.pump()
+    assert link.of_type(SessionReady)
+
+
+def test_O3_a_403_that_is_not_about_scope_is_an_ordinary_http_error() -> None:
+    link = make()
+    assert link.of_type(SessionReady)
+    server = link.server
+    base = server.hook
+    assert base is not None
+
+    def hook(seen: Seen) -> Reply | None:
+        if (seen.message or {}).get("method") == "tools/call":
+            return Reply(403, [(b"content-type", b"text/plain")], [b"forbidden"])
+        return base(seen)
+
+    server.hook = hook
+    call_id = link.engine.call("srv/echo", {}, link.now)
+    link.pump()
+    failed = link.of_type(CallFailed)
+    assert [e.call_id for e in failed] == [call_id]
+    assert isinstance(failed[0].error, TransportError) and failed[0].error.status == 403
+    assert len(link.opened) == 1
+
+
+@pytest.mark.parametrize("token", ["access-1"])
+def test_A4_no_token_in_the_reprs_of_what_the_driver_performs(token: str) -> None:
+    link = make()
+    shown = " ".join(repr(r) for r in link.requests) + repr(link.engine) + repr(link.store)
+    shown += " ".join(repr(e) for e in link.events)
+    assert token not in shown
+    tokens = link.store.get_tokens(URL)
+    assert isinstance(tokens, TokenSet) and token not in repr(tokens)
