@@ -784,7 +784,9 @@ def test_h8_listen_false_opens_no_get_stream() -> None:
 
 
 def test_h9_close_cancels_running_calls_then_deletes_the_session() -> None:
-    """H9, L6: notifications/cancelled for each running call, then DELETE with the session id."""
+    """H9, L6, K6: notifications/cancelled for each running call, together; the DELETE
+    with the session id once they are answered (a server must not end the session
+    before it hears of the cancellations)."""
     server = FakeServer()
     link = connect(server)
     server.hook = on("tools/call")
@@ -796,12 +798,16 @@ def test_h9_close_cancels_running_calls_then_deletes_the_session() -> None:
     aborts = [x for x in actions if isinstance(x, AbortExchange)]
     requests = [x for x in actions if isinstance(x, HttpRequest)]
     assert len(aborts) == 2
-    assert [r.method for r in requests] == ["POST", "POST", "DELETE"]
-    delete = requests[-1]
+    assert [r.method for r in requests] == ["POST", "POST"]
+    link._perform(requests[0])
+    assert link.engine.take_actions() == []  # one notice is still on its way
+    link._perform(requests[1])
+    later = [x for x in link.engine.take_actions() if isinstance(x, HttpRequest)]
+    assert [r.method for r in later] == ["DELETE"]
+    delete = later[0]
     assert (b"mcp-session-id", b"session-1") in delete.headers and delete.timeout == 2.0
     assert delete.body is None
-    for r in requests:
-        link._perform(r)
+    link._perform(delete)
     assert server.cancelled == [a, b]
     assert server.sessions == set()
     assert {type(outcome(link, c)) for c in (a, b)} == {CallCancelled}
@@ -1225,9 +1231,10 @@ def test_H3_response_started_refuses_header_pairs_that_are_not_bytes(headers: An
 
 
 def test_L6_H9_close_emits_notices_and_delete_together_under_one_deadline() -> None:
-    """L6, H9: closing is the engine's: with 20 calls in flight against a server that
-    never answers, every notice and the DELETE go out at once, and the close deadline
-    (not one bound per message) aborts what is left; then the engine is finished."""
+    """L6, H9, K6: closing is the engine's: with 20 calls in flight against a server that
+    never answers, every notice goes out at once; the DELETE waits for their replies
+    but no longer than half the close bound; the close deadline (not one bound per
+    message) aborts what is left; then the engine is finished."""
     server = FakeServer()
     link = connect(server)
     server.hook = on("tools/call", Reply(200, [], [], finish="before-headers"))
@@ -1237,6 +1244,8 @@ def test_L6_H9_close_emits_notices_and_delete_together_under_one_deadline() -> N
     closed_at = link.now
     link.engine.close(link.now)
     link.pump()
+    assert link.engine.next_deadline() == closed_at + HttpLimits().close_timeout / 2
+    link.advance(HttpLimits().close_timeout / 2)
     sent = [r for r in link.requests if r.method in ("POST", "DELETE")][-21:]
     assert [r.method for r in sent] == ["POST"] * 20 + ["DELETE"]
     # every notice was sent before any reply arrived (the server answers none)
@@ -1246,7 +1255,7 @@ def test_L6_H9_close_emits_notices_and_delete_together_under_one_deadline() -> N
     assert {type(outcome(link, c)) for c in calls} == {CallCancelled}
     assert not link.engine.finished
     assert link.engine.next_deadline() == closed_at + HttpLimits().close_timeout
-    link.advance(HttpLimits().close_timeout)
+    link.advance(HttpLimits().close_timeout / 2)
     assert link.engine.finished and link.engine.next_deadline() is None
     assert set(link.aborted) >= {r.exchange_id for r in sent}
     link.engine.close(link.now)  # a second close changes nothing

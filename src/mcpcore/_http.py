@@ -224,6 +224,8 @@ class HttpMapping:
         self._never_sent: set[int] = set()
         # L6: when closing must be over (set by begin_close); None while open.
         self._closing_at: float | None = None
+        self._delete_waits = False  # closing: the DELETE goes once the notices are answered
+        self._delete_by: float | None = None  # ... or at this time, whichever comes first
         # E1: the endpoint speaks 2026-07-28: no session, no GET stream, no
         # resumption; each request's own headers come with it (M23–M27, M69–M72).
         self.modern = False
@@ -240,6 +242,8 @@ class HttpMapping:
 
     def next_deadline(self) -> float | None:
         if self._closing_at is not None:
+            if self._delete_waits and self._delete_by is not None:
+                return self._delete_by
             return self._closing_at if self._exchanges else None
         heap = self._heap
         while heap:
@@ -455,6 +459,20 @@ class HttpMapping:
             self._last_now = now
         if self.session_id is None:
             return
+        if (
+            self._closing_at is not None
+            and self._notices_open()
+            and (self._delete_by is None or self._last_now < self._delete_by)
+        ):
+            # K6: a cancel notice on its way reaches the server before the session
+            # ends there: the DELETE follows the last notice's reply (_finish), or
+            # goes anyway halfway to the close deadline (a stalled server still
+            # hears that the session is over).
+            if self._delete_by is None:
+                self._delete_by = self._last_now + self.limits.close_timeout / 2
+            self._delete_waits = True
+            return
+        self._delete_waits = False
         xid = self._open(_Kind.DELETE, None, None)
         _log.debug(
             "%s DELETE session %s (exchange %d)", self._tag, _shown_session(self.session_id), xid
@@ -470,9 +488,16 @@ class HttpMapping:
         )
         self.session_id = None
 
+    def _notices_open(self) -> bool:
+        return any(
+            ex.kind is _Kind.POST and ex.stream is None for ex in self._exchanges.values()
+        )
+
     def handle_timer(self, now: float) -> None:
         self._last_now = now
         if self._closing_at is not None:
+            if self._delete_waits and self._delete_by is not None and now >= self._delete_by:
+                self.end_session()
             if now >= self._closing_at:
                 for xid in list(self._exchanges):
                     self._abort(xid)  # L6: the close bound is over
@@ -791,6 +816,13 @@ class HttpMapping:
             del self._by_request[request_id]
         if ex.kind is _Kind.LISTEN:
             self._listening = False
+        if (
+            self._delete_waits
+            and self._closing_at is not None
+            and self._last_now < self._closing_at
+            and not self._notices_open()
+        ):
+            self.end_session()
 
     def _abort(self, xid: int) -> None:
         ex = self._exchanges.get(xid)
