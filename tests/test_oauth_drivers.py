@@ -1,0 +1,242 @@
+"""OAuth through both drivers (A1, A3), over loopback against the demo server made
+into a protected resource with a tiny authorization server on the same origin.
+
+Each test runs on the anyio driver (asyncio and trio) and the threaded one. The
+``authorize`` hook stands in for the person at the browser; the test decides
+when (and whether) they finish. What is checked is what a host sees: ready or
+not and why, call results, how often a person was asked, what the server got.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import anyio
+import pytest
+
+import mcpcore_anyio
+import mcpcore_threaded
+from drivers import DRIVERS, backend_of, open_client, threads_named
+from mcpcore import AuthOptions, MemoryTokenStore, PreRegisteredClient
+from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "the-good-token"
+REDIRECT = "http://127.0.0.1:9/callback"  # never listened on: the hook answers for it
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(driver: str) -> str:
+    return backend_of(driver)
+
+
+class Protected:
+    """The demo server's fault hook: 401 without the token; metadata and a token endpoint."""
+
+    def __init__(self) -> None:
+        self.origin = ""
+        self.token_requests = 0
+        self.bearers: list[str | None] = []
+
+    def __call__(self, request: ReceivedRequest) -> FaultResponse | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/.well-known/oauth-protected-resource/mcp":
+            return FaultResponse.json(
+                {"resource": f"{self.origin}/mcp", "authorization_servers": [self.origin]}
+            )
+        if path == "/.well-known/oauth-authorization-server":
+            return FaultResponse.json(
+                {
+                    "issuer": self.origin,
+                    "authorization_endpoint": f"{self.origin}/authorize",
+                    "token_endpoint": f"{self.origin}/token",
+                    "response_types_supported": ["code"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none"],
+                }
+            )
+        if path == "/token":
+            self.token_requests += 1
+            return FaultResponse.json(
+                {"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}
+            )
+        if path.startswith("/.well-known/"):
+            return FaultResponse.respond(404)
+        bearer = request.headers.get("authorization")
+        self.bearers.append(bearer)
+        if bearer == f"Bearer {TOKEN}":
+            return None  # the demo server answers as usual
+        challenge = (
+            f'Bearer resource_metadata="{self.origin}/.well-known/oauth-protected-resource/mcp"'
+        )
+        return FaultResponse.respond(401, {"www-authenticate": challenge})
+
+
+def callback_for(url: str, redirect_uri: str) -> str:
+    """What the authorization server sends a person back to once they approve."""
+    state = parse_qs(urlsplit(url).query)["state"][0]
+    return f"{redirect_uri}?{urlencode({'code': 'a-code', 'state': state})}"
+
+
+def auth_options(store: MemoryTokenStore | None = None) -> AuthOptions:
+    return AuthOptions(
+        client=PreRegisteredClient(client_id="host-app"), redirect_uri=REDIRECT, store=store
+    )
+
+
+class Person:
+    """The ``authorize`` hook for either driver; ``release`` lets a waiting person finish
+    (``approve=False``: they give up, the hook raises)."""
+
+    def __init__(self, *, wait: bool = False) -> None:
+        self.asked: list[str] = []
+        self._go = threading.Event()
+        self._approve = True
+        if not wait:
+            self._go.set()
+
+    def release(self, *, approve: bool = True) -> None:
+        self._approve = approve
+        self._go.set()
+
+    def blocking(self, url: str, redirect_uri: str) -> str:
+        self.asked.append(url)
+        if not self._go.wait(20):
+            raise TimeoutError("the test never released the person")
+        if not self._approve:
+            raise RuntimeError("the person closed the page")
+        return callback_for(url, redirect_uri)
+
+    async def waiting(self, url: str, redirect_uri: str) -> str:
+        return await anyio.to_thread.run_sync(
+            self.blocking, url, redirect_uri, abandon_on_cancel=True
+        )
+
+    def hook(self, driver: str) -> Any:
+        return self.blocking if driver == "threaded" else self.waiting
+
+
+async def test_A1_A3_a_401_runs_the_flow_through_the_hook_and_the_call_goes_through(
+    driver: str,
+) -> None:
+    protected = Protected()
+    person = Person()
+    async with DemoServer(fault=protected).serve() as running:
+        protected.origin = running.url.rsplit("/mcp", 1)[0]
+        async with open_client(
+            driver,
+            "locked",
+            {"url": running.url},
+            auth=auth_options(),
+            authorize=person.hook(driver),
+        ) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                output = await client.call("locked/echo", {"text": "hello"})
+    assert "hello" in output.text
+    assert len(person.asked) == 1 and person.asked[0].startswith(f"{protected.origin}/authorize?")
+    assert protected.token_requests == 1
+    assert protected.bearers[0] is None and protected.bearers[-1] == f"Bearer {TOKEN}"
+
+
+async def test_A3_the_store_spares_a_second_client_the_person(driver: str) -> None:
+    protected = Protected()
+    store = MemoryTokenStore()
+    async with DemoServer(fault=protected).serve() as running:
+        protected.origin = running.url.rsplit("/mcp", 1)[0]
+        for _ in range(2):
+            person = Person()
+            async with open_client(
+                driver,
+                "locked",
+                {"url": running.url},
+                auth=auth_options(store),
+                authorize=person.hook(driver),
+            ) as client:
+                with anyio.fail_after(20):
+                    assert (await client.ready(10)).ok
+        assert person.asked == []  # the second client's person was never asked
+    assert protected.token_requests == 1
+
+
+async def test_A3_without_a_hook_the_server_is_unavailable_saying_sign_in_first(
+    driver: str,
+) -> None:
+    protected = Protected()
+    async with DemoServer(fault=protected).serve() as running:
+        protected.origin = running.url.rsplit("/mcp", 1)[0]
+        async with open_client(
+            driver, "locked", {"url": running.url}, auth=auth_options()
+        ) as client:
+            with anyio.fail_after(20):
+                availability = await client.ready(10)
+    assert not availability.ok
+    assert "needs authorization" in (availability.reason or "")
+    assert "sign in first" in (availability.reason or "")
+    assert protected.token_requests == 0
+
+
+async def test_A3_one_servers_login_does_not_block_another_in_a_hub(driver: str) -> None:
+    """While a person takes their time signing in to one server, the hub's other
+    server is ready and answers calls; when the person gives up, only the first
+    server is unavailable, with the hook's failure as its reason."""
+    protected = Protected()
+    person = Person(wait=True)
+    module: Any = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
+    async with DemoServer(fault=protected).serve() as locked, DemoServer().serve() as open_:
+        protected.origin = locked.url.rsplit("/mcp", 1)[0]
+        document = json.dumps(
+            {"mcpServers": {"locked": {"url": locked.url}, "open": {"url": open_.url}}}
+        )
+        hub = module.McpHub.from_mcp_json(
+            document, auth=auth_options(), authorize=person.hook(driver), listen=False
+        )
+        with anyio.fail_after(30):
+            if driver == "threaded":
+                await anyio.to_thread.run_sync(hub.start)
+                try:
+                    clients = hub.clients
+                    assert (await anyio.to_thread.run_sync(clients["open"].ready, 10)).ok
+                    output = await anyio.to_thread.run_sync(
+                        lambda: hub.call("open/echo", {"text": "meanwhile"})
+                    )
+                    assert (
+                        person.asked
+                        and not (await anyio.to_thread.run_sync(clients["locked"].ready, 0.2)).ok
+                    )
+                    person.release(approve=False)
+                    reason = await _reason_when_down(
+                        lambda: anyio.to_thread.run_sync(clients["locked"].ready, 1)
+                    )
+                finally:
+                    await anyio.to_thread.run_sync(hub.close)
+            else:
+                async with hub:
+                    clients = hub.clients
+                    assert (await clients["open"].ready(10)).ok
+                    output = await hub.call("open/echo", {"text": "meanwhile"})
+                    assert person.asked and not (await clients["locked"].ready(0.2)).ok
+                    person.release(approve=False)
+                    reason = await _reason_when_down(lambda: clients["locked"].ready(1))
+    assert "meanwhile" in output.text
+    assert "authorize hook failed" in reason
+    assert threads_named("mcpcore") == []
+
+
+async def _reason_when_down(ready: Any) -> str:
+    """The unavailability reason once the login attempt has failed (polls a condition)."""
+    for _ in range(100):
+        availability = await ready()
+        if not availability.ok and availability.reason and "hook" in availability.reason:
+            return str(availability.reason)
+        await anyio.sleep(0.05)
+    raise AssertionError("the locked server never reported the hook's failure")
