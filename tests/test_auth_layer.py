@@ -194,13 +194,14 @@ def make(
     store: MemoryTokenStore | None = None,
     auth: AuthServer | None = None,
     start: bool = True,
+    protocol: str = "legacy",
     **server_options: Any,
 ) -> AuthLink:
     store = store if store is not None else MemoryTokenStore()
     auth = auth or AuthServer()
     server = FakeServer(**server_options)
     protected(server, auth)
-    options = dataclasses.replace(SessionOptions(server_name="srv"), protocol="legacy")
+    options = dataclasses.replace(SessionOptions(server_name="srv"), protocol=protocol)
     engine = HttpClientEngine(
         RemoteServer(name="srv", url=URL),
         options=options,
@@ -331,6 +332,40 @@ def test_A3_a_hook_that_gives_up_fails_the_waiting_requests_with_its_reason() ->
     failed = link.of_type(StartFailed)
     assert failed and isinstance(failed[0].error, AuthorizationCancelled)
     assert "closed the page" in str(failed[0].error)
+
+
+def test_M11_A1_a_failed_flow_on_the_probe_is_no_evidence_of_the_handshake_era() -> None:
+    """The first 401 may answer server/discover (2026-07-28): when the person then
+    declines, the attempt fails with that; it does not fall back to initialize."""
+    link = make(start=False, protocol="auto")
+    link.approve_at_once = False
+    link.start()
+    first = next(r for r in link.requests if r.url == URL)
+    assert b"server/discover" in (first.body or b"")
+    link.engine.authorization_failed("the person closed the page", link.now)
+    link.pump()
+    failed = link.of_type(StartFailed)
+    assert failed and isinstance(failed[0].error, AuthorizationCancelled)
+    assert not any(b'"initialize"' in (r.body or b"") for r in link.requests)
+    assert link.engine.session.era != "legacy"
+
+
+def test_A3_a_person_who_declined_is_not_asked_again_until_login() -> None:
+    link = make(start=False)
+    link.approve_at_once = False
+    link.start()
+    link.engine.authorization_failed("the person closed the page", link.now)
+    link.pump()
+    link.advance(1.5)  # the start-up retry: a new 401, but no person asked
+    assert len(link.opened) == 1
+    reasons = [str(e.error) for e in link.of_type(StartFailed)]
+    assert len(reasons) == 2 and "call login()" in reasons[1], reasons
+    link.approve_at_once = True
+    link.engine.login(link.now)
+    link.pump()
+    assert len(link.opened) == 2
+    assert link.of_type(SessionReady)  # at once: the backoff is not sat out
+    assert link.now < 1000.0 + 1.5 + 2.0
 
 
 def test_L6_closing_while_a_person_is_signing_in_finishes() -> None:

@@ -188,7 +188,9 @@ async def test_A3_without_a_hook_the_server_is_unavailable_saying_sign_in_first(
 async def test_A3_one_servers_login_does_not_block_another_in_a_hub(driver: str) -> None:
     """While a person takes their time signing in to one server, the hub's other
     server is ready and answers calls; when the person gives up, only the first
-    server is unavailable, with the hook's failure as its reason."""
+    server is unavailable, with the hook's failure as its reason; its start-up
+    retries do not ask the person again; ``login()`` does, and then it is ready
+    at once (no waiting out the retry backoff)."""
     protected = Protected()
     person = Person(wait=True)
     module: Any = mcpcore_threaded if driver == "threaded" else mcpcore_anyio
@@ -217,6 +219,15 @@ async def test_A3_one_servers_login_does_not_block_another_in_a_hub(driver: str)
                     reason = await _reason_when_down(
                         lambda: anyio.to_thread.run_sync(clients["locked"].ready, 1)
                     )
+                    later = await _reason_when_down(
+                        lambda: anyio.to_thread.run_sync(clients["locked"].ready, 1), "login()"
+                    )
+                    assert len(person.asked) == 1
+                    person.release(approve=True)
+                    assert (await anyio.to_thread.run_sync(clients["locked"].login, 10)).ok
+                    locked_output = await anyio.to_thread.run_sync(
+                        lambda: hub.call("locked/echo", {"text": "signed in"})
+                    )
                 finally:
                     await anyio.to_thread.run_sync(hub.close)
             else:
@@ -227,16 +238,23 @@ async def test_A3_one_servers_login_does_not_block_another_in_a_hub(driver: str)
                     assert person.asked and not (await clients["locked"].ready(0.2)).ok
                     person.release(approve=False)
                     reason = await _reason_when_down(lambda: clients["locked"].ready(1))
+                    later = await _reason_when_down(lambda: clients["locked"].ready(1), "login()")
+                    assert len(person.asked) == 1
+                    person.release(approve=True)
+                    assert (await clients["locked"].login(10)).ok
+                    locked_output = await hub.call("locked/echo", {"text": "signed in"})
     assert "meanwhile" in output.text
     assert "authorize hook failed" in reason
+    assert "not completed" in later
+    assert "signed in" in locked_output.text and len(person.asked) == 2
     assert threads_named("mcpcore") == []
 
 
-async def _reason_when_down(ready: Any) -> str:
-    """The unavailability reason once the login attempt has failed (polls a condition)."""
-    for _ in range(100):
+async def _reason_when_down(ready: Any, saying: str = "hook") -> str:
+    """The unavailability reason once it says ``saying`` (polls the condition, bounded)."""
+    for _ in range(200):
         availability = await ready()
-        if not availability.ok and availability.reason and "hook" in availability.reason:
+        if not availability.ok and saying in (availability.reason or ""):
             return str(availability.reason)
         await anyio.sleep(0.05)
-    raise AssertionError("the locked server never reported the hook's failure")
+    raise AssertionError(f"the locked server never reported {saying!r}: {availability.reason!r}")

@@ -41,7 +41,10 @@ from ._events import AbortExchange, HttpRequest
 from ._failure import FailureKind, TransportFailure
 from ._oauth import (
     AuthFailed,
+    AuthorizationCancelled,
+    AuthorizationDenied,
     AuthorizationRequired,
+    AuthorizationTimeout,
     Authorized,
     AuthRequest,
     ClientRecord,
@@ -49,6 +52,7 @@ from ._oauth import (
     DeleteTokens,
     Fail,
     OAuthConfig,
+    OAuthError,
     OAuthFlow,
     OpenAuthorizationUrl,
     PreRegisteredClient,
@@ -239,6 +243,11 @@ class AuthLayer:
         self._flow_bounds: dict[int, float] = {}  # wire id -> when the flow's request times out
         self._dropped: set[int] = set()  # wire ids aborted here: their late reports are ignored
         self._out: list[HttpRequest | AbortExchange | AuthAction] = []
+        # A person declined, gave up or ran out of time: they are not asked again
+        # on their own (a start-up retry every few seconds would re-open the
+        # browser each time) until the host calls ``login``.
+        self._declined: OAuthError | None = None
+        self.authorized = False  # a token arrived since the engine last looked
 
     # --- what the engine asks -------------------------------------------------------
 
@@ -341,7 +350,10 @@ class AuthLayer:
         self.flow.cancel(reason)
 
     def login(self, now: float) -> None:
-        self.flow.login(self._wall(now))
+        """The host asks to sign in now: a person may be asked again."""
+        self._declined = None
+        if not self.flow.busy:
+            self.flow.login(self._wall(now))
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -436,10 +448,16 @@ class AuthLayer:
                 self._flow_action(action, now)
             for event in events:
                 if isinstance(event, Authorized):
+                    self.authorized = True
                     for mcp, held in list(self._held.items()):
                         if held.wire is None:
                             self._send(mcp, held, now)
                 elif isinstance(event, AuthFailed):
+                    if isinstance(
+                        event.error,
+                        (AuthorizationDenied, AuthorizationCancelled, AuthorizationTimeout),
+                    ):
+                        self._declined = event.error
                     for mcp, held in list(self._held.items()):
                         if held.wire is None:
                             self._fail(mcp, event.error, now)
@@ -474,6 +492,15 @@ class AuthLayer:
                 error=AuthorizationRequired(
                     f"{self._http.display_url} needs authorization, and this client has no "
                     "authorize hook to ask a person: sign in first"
+                ),
+            )
+        elif isinstance(action, OpenAuthorizationUrl) and self._declined is not None:
+            self.flow.cancel(
+                "declined before",
+                error=AuthorizationRequired(
+                    f"{self._http.display_url} needs authorization, and the last sign-in "
+                    f"was not completed ({type(self._declined).__name__}): call login() "
+                    "to ask again"
                 ),
             )
         elif isinstance(

@@ -247,8 +247,11 @@ class HttpClientEngine(_EngineBase):
         self._pump(now)
 
     def login(self, now: float) -> None:
-        """Run discovery and authorization now, before any MCP request (a CLI login)."""
+        """Sign in now: discovery and authorization before any MCP request needs
+        them (a CLI login, a host's "sign in" button); also after a person
+        declined, when they are not asked again on their own."""
         self._need_auth().login(now)
+        self.session.retry_now(now)  # a start-up attempt waiting out its backoff goes now
         self._pump(now)
 
     def _need_auth(self) -> AuthLayer:
@@ -310,6 +313,9 @@ class HttpClientEngine(_EngineBase):
         session, http, auth = self.session, self.http, self.auth
         while True:
             moved = auth is not None and auth.step(now)
+            if auth is not None and auth.authorized:
+                auth.authorized = False
+                session.retry_now(now)  # A3: new credentials: no need to sit out the backoff
             for item in http.take_upward():
                 moved = True
                 if isinstance(item, MessageArrived):

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from ._errors import HandshakeError, McpError, RemoteProtocolError, TransportError
 from ._escape import excerpt
+from ._oauth import OAuthError
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
@@ -149,12 +150,15 @@ def probe_error_verdict(code: object, data: object, *, retried: bool, sent: str)
 
 
 def probe_failure_is_outage(error: McpError) -> bool:
-    """M10, M11: network failures, timeouts, 5xx, 401 and 403 are never era evidence.
+    """M10, M11: network failures, timeouts, 5xx, 401, 403 and a failed OAuth flow
+    are never era evidence.
 
     Everything else that failed the probe (a 4xx without a JSON-RPC body, a
     2xx that is not a result, 202, a body that is not JSON) is the handshake
     era's answer (M8).
     """
+    if isinstance(error, OAuthError):
+        return True  # A1: authorizing failed (a person declined, no token): not the era
     if not isinstance(error, TransportError):
         return False
     status = getattr(error, "status", None)

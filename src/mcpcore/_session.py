@@ -577,6 +577,13 @@ class ClientSession:
             _log.debug("the server ended the session (HTTP 404); setting up a new one")
             self._send_initialize(now, deadline=now + self.options.startup_timeout)
 
+    def retry_now(self, now: float) -> None:
+        """Waiting to retry start-up (L4): retry at once instead, because what made
+        the last attempt fail changed (new credentials arrived, A3)."""
+        if self._retry_at is not None:
+            self._retry_at = now
+            self.handle_timer(now)
+
     def handle_timer(self, now: float) -> None:
         """Fire every deadline that is due at ``now``."""
         if self._retry_at is not None and now >= self._retry_at:

@@ -63,6 +63,7 @@ from mcpcore import (
     SaveClient,
     SaveTokens,
     SessionReady,
+    SessionState,
     SignAssertion,
     StartFailed,
     StartProcess,
@@ -646,6 +647,24 @@ class McpClient(ClientBase):
         self._exchange_ended.set()
 
     # --- what callers use --------------------------------------------------------------
+
+    async def login(self, timeout: float | None = None) -> Availability:
+        """A3: sign in to this server now, through the ``authorize`` hook; this also asks
+        a person again after they declined (they are not asked again on their own).
+        Waits for the start-up attempt that follows (at most ``timeout``) and returns
+        the availability then; a client already up stays up meanwhile."""
+        engine = self._engine
+        if not isinstance(engine, HttpClientEngine) or engine.auth is None:
+            raise InvalidState("login() needs a started client of a remote server with auth=")
+        failures = engine.session.failures
+        engine.login(self._now())
+        await self._dispatch()
+        with anyio.move_on_after(timeout):
+            while engine.state is not SessionState.READY and engine.session.failures == failures:
+                if self._closing:
+                    break
+                await self._state_changed.wait()
+        return engine.availability or Availability(False, f"still signing in after {timeout} s")
 
     async def ready(self, timeout: float | None = None) -> Availability:
         """Wait for the current start-up attempt (L3); unavailable at once while down."""

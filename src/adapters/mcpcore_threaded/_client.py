@@ -54,6 +54,7 @@ from mcpcore import (
     RemoteServer,
     SaveClient,
     SaveTokens,
+    SessionState,
     SignAssertion,
     StartFailed,
     StartProcess,
@@ -710,6 +711,28 @@ class McpClient(ClientBase):
                     self._delivering = False
 
     # --- what callers use --------------------------------------------------------------
+
+    def login(self, timeout: float | None = None) -> Availability:
+        """A3: sign in to this server now, through the ``authorize`` hook; this also asks
+        a person again after they declined (they are not asked again on their own).
+        Waits for the start-up attempt that follows (at most ``timeout``) and returns
+        the availability then; a client already up stays up meanwhile."""
+        with self._turn():
+            engine = self._engine
+            if not isinstance(engine, HttpClientEngine) or engine.auth is None:
+                raise InvalidState("login() needs a started client of a remote server with auth=")
+            failures = engine.session.failures
+            engine.login(self._now())
+            self._dispatch()
+        end = None if timeout is None else self._now() + timeout
+        with self._lock:
+            while engine.state is not SessionState.READY and engine.session.failures == failures:
+                left = None if end is None else end - self._now()
+                if self._closing or (left is not None and left <= 0):
+                    break
+                self._changed.wait(left)
+            known = engine.availability
+        return known or Availability(False, f"still signing in after {timeout} s")
 
     def ready(self, timeout: float | None = None) -> Availability:
         """Block for the current start-up attempt (L3); unavailable at once while down."""
