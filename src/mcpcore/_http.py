@@ -489,9 +489,7 @@ class HttpMapping:
         self.session_id = None
 
     def _notices_open(self) -> bool:
-        return any(
-            ex.kind is _Kind.POST and ex.stream is None for ex in self._exchanges.values()
-        )
+        return any(ex.kind is _Kind.POST and ex.stream is None for ex in self._exchanges.values())
 
     def handle_timer(self, now: float) -> None:
         self._last_now = now
