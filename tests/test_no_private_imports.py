@@ -37,6 +37,7 @@ EXPECTED_PACKAGES = {
     "mcpcore_httpcore",
     "mcpcore_cli",
     "mcpcore_demo",
+    "mcpcore_jwt",
 }
 WATCHED = ("mcpcore", "httpcore")  # top-level modules whose private names are off limits
 REFLECTION = {"getattr", "hasattr", "setattr", "delattr"}
