@@ -1,6 +1,8 @@
-"""HTTP proxies: which proxy a URL goes through (``mcpcore_httpcore.proxy_for``: an explicit
-option, or ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` from a given environment), and
-both drivers' pools (``connection_pool(..., proxy=...)``) reaching the demo server through a
+"""HTTP proxies: which proxy a URL goes through (the core's ``choose_proxy``, the one rule
+every driver uses through ``prepare_client``: the proxy option, else ``https_proxy``/
+``http_proxy`` then ``all_proxy`` from a given environment, with httpoxy, ``no_proxy`` and
+loopback hosts direct), ``ProxyTarget``/``redact_proxy``, and both drivers' pools
+(``connection_pool(..., proxy=...)``) and whole clients reaching the demo server through a
 small proxy on loopback: https through a CONNECT tunnel, http forwarded. A proxy's password
 shows in no error, repr or log, also when the proxy refuses it.
 """
@@ -25,8 +27,10 @@ import httpcore
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client
+from mcpcore import ConfigError
+from mcpcore._setup import choose_proxy
 from mcpcore_demo import DemoServer
-from mcpcore_httpcore import ProxyTarget, body_end_arrived, proxy_for, redact_proxy
+from mcpcore_httpcore import ProxyTarget, body_end_arrived, redact_proxy
 
 pytestmark = pytest.mark.anyio
 
@@ -68,40 +72,98 @@ def assert_no_secret(*texts: object) -> None:
             assert secret not in str(text), f"a proxy secret shows in {text!r}"
 
 
-# --- choosing the proxy: proxy_for ---------------------------------------------------------
+# --- choosing the proxy: the core's choose_proxy -------------------------------------------
 
 
 def test_the_environment_proxy_is_chosen_by_the_urls_scheme() -> None:
     env = {"HTTPS_PROXY": "http://tls-proxy:3128", "HTTP_PROXY": "http://plain-proxy:3128"}
-    assert proxy_for("https://example.com/mcp", env, None) == "http://tls-proxy:3128"
-    assert proxy_for("http://example.com/mcp", env, None) == "http://plain-proxy:3128"
-    assert proxy_for("https://example.com/mcp", {"HTTP_PROXY": "http://p:1"}, None) is None
-    assert proxy_for("https://example.com/mcp", {}, None) is None
+    assert choose_proxy("https://example.com/mcp", env, None) == "http://tls-proxy:3128"
+    assert choose_proxy("http://example.com/mcp", env, None) == "http://plain-proxy:3128"
+    assert choose_proxy("https://example.com/mcp", {"HTTP_PROXY": "http://p:1"}, None) is None
+    assert choose_proxy("https://example.com/mcp", {}, None) is None
     # the lowercase name wins (curl, urllib); an empty value is no proxy; no scheme is http
     both = {"https_proxy": "http://lower:1", "HTTPS_PROXY": "http://upper:1"}
-    assert proxy_for("https://example.com/", both, None) == "http://lower:1"
-    assert proxy_for("https://example.com/", {"https_proxy": "  "}, None) is None
-    assert proxy_for("https://example.com/", {"HTTPS_PROXY": "proxy:8080"}, None) == (
+    assert choose_proxy("https://example.com/", both, None) == "http://lower:1"
+    assert choose_proxy("https://example.com/", {"https_proxy": "  "}, None) is None
+    # a lowercase name set empty turns off the uppercase one (urllib)
+    off = {"https_proxy": "", "HTTPS_PROXY": "http://upper:1"}
+    assert choose_proxy("https://example.com/", off, None) is None
+    assert choose_proxy("https://example.com/", {"HTTPS_PROXY": "proxy:8080"}, None) == (
         "http://proxy:8080"
     )
+    assert choose_proxy("https://example.com/", {"HTTPS_PROXY": " u:p@proxy:1 "}, None) == (
+        "http://u:p@proxy:1"
+    )
     # not a URL this client speaks: no proxy, the request fails on its own
-    assert proxy_for("ftp://example.com/", {"FTP_PROXY": "http://p:1"}, None) is None
+    assert choose_proxy("ftp://example.com/", {"FTP_PROXY": "http://p:1"}, None) is None
+    assert choose_proxy("ftp://example.com/", {"ALL_PROXY": "http://p:1"}, None) is None
+    assert choose_proxy("https://example.com:port/", {"HTTPS_PROXY": "http://p:1"}, None) is None
+    assert choose_proxy("https:///mcp", {"HTTPS_PROXY": "http://p:1"}, None) is None
+
+
+def test_all_proxy_is_the_fallback_for_both_schemes() -> None:
+    every = {"ALL_PROXY": "http://all:1"}
+    assert choose_proxy("https://example.com/", every, None) == "http://all:1"
+    assert choose_proxy("http://example.com/", every, None) == "http://all:1"
+    # the scheme's own variable first; the lowercase all_proxy before ALL_PROXY
+    assert choose_proxy("https://example.com/", {**every, "HTTPS_PROXY": "http://s:1"}, None) == (
+        "http://s:1"
+    )
+    assert choose_proxy("https://example.com/", {**every, "all_proxy": "http://a:1"}, None) == (
+        "http://a:1"
+    )
+    # an empty scheme variable gives no proxy of its own: all_proxy still applies
+    assert choose_proxy("https://example.com/", {**every, "https_proxy": ""}, None) == (
+        "http://all:1"
+    )
+    # NO_PROXY and the checks apply to it too, naming it
+    assert choose_proxy("https://example.com/", {**every, "NO_PROXY": "example.com"}, None) is None
+    with pytest.raises(ConfigError, match="ALL_PROXY"):
+        choose_proxy("https://example.com/", {"ALL_PROXY": "socks5://p:1"}, None)
 
 
 def test_httpoxy_a_cgi_programs_HTTP_PROXY_is_ignored() -> None:
     """Under CGI a request's ``Proxy:`` header lands in HTTP_PROXY: only http_proxy counts."""
     cgi = {"REQUEST_METHOD": "GET", "HTTP_PROXY": "http://attacker:1"}
-    assert proxy_for("http://example.com/", cgi, None) is None
-    assert proxy_for("http://example.com/", {**cgi, "http_proxy": "http://ok:1"}, None) == (
+    assert choose_proxy("http://example.com/", cgi, None) is None
+    assert choose_proxy("http://example.com/", {**cgi, "http_proxy": "http://ok:1"}, None) == (
         "http://ok:1"
     )
+    # all_proxy is no request header's: it still applies; so does HTTPS_PROXY for https
+    assert choose_proxy("http://example.com/", {**cgi, "ALL_PROXY": "http://all:1"}, None) == (
+        "http://all:1"
+    )
+    assert choose_proxy("https://example.com/", {**cgi, "HTTPS_PROXY": "http://s:1"}, None) == (
+        "http://s:1"
+    )
+    # outside CGI HTTP_PROXY is read as usual
+    assert choose_proxy("http://example.com/", {"HTTP_PROXY": "http://p:1"}, None) == "http://p:1"
 
 
 def test_an_explicit_proxy_or_none_wins_over_the_environment() -> None:
     env = {"HTTPS_PROXY": "http://env-proxy:3128", "NO_PROXY": "example.com"}
-    assert proxy_for("https://example.com/", env, "http://mine:8080") == "http://mine:8080"
-    assert proxy_for("https://example.com/", env, "mine:8080") == "http://mine:8080"
-    assert proxy_for("https://other.org/", env, False) is None
+    assert choose_proxy("https://example.com/", env, "http://mine:8080") == "http://mine:8080"
+    assert choose_proxy("https://example.com/", env, "mine:8080") == "http://mine:8080"
+    assert choose_proxy("https://other.org/", env, "") is None  # "" is no proxy
+    with pytest.raises(TypeError):
+        choose_proxy("https://other.org/", env, False)  # type: ignore[arg-type]
+
+
+def test_loopback_hosts_go_direct_unless_the_proxy_is_explicit() -> None:
+    """As Go's ProxyFromEnvironment: the environment's proxy never serves a loopback host."""
+    env = {"HTTPS_PROXY": "http://p:1", "HTTP_PROXY": "http://p:1", "ALL_PROXY": "http://p:1"}
+    for url in (
+        "http://localhost:8000/mcp",
+        "https://LOCALHOST./mcp",
+        "http://127.0.0.1:8000/mcp",
+        "http://127.1.2.3/mcp",
+        "http://[::1]:8000/mcp",
+    ):
+        assert choose_proxy(url, env, None) is None, url
+        assert choose_proxy(url, env, "http://mine:1") == "http://mine:1", url
+    # names are not resolved, and a name is not an address
+    for url in ("http://127.example.com/", "http://localhost.example.com/", "http://[::2]/"):
+        assert choose_proxy(url, env, None) == "http://p:1", url
 
 
 @pytest.mark.parametrize(
@@ -111,39 +173,49 @@ def test_an_explicit_proxy_or_none_wins_over_the_environment() -> None:
         ("example.com", "https://example.com/mcp", True),
         ("example.com", "https://api.example.com/mcp", True),  # a host suffix
         ("example.com", "https://badexample.com/mcp", False),  # not a label boundary
+        ("ample.com", "https://api.example.com/mcp", False),
         (".example.com", "https://api.example.com/", True),
         (".example.com", "https://example.com/", True),
         ("*.example.com", "https://a.b.example.com/", True),
         ("EXAMPLE.com.", "https://Example.COM/", True),  # case and a trailing dot
+        ("example.com", "https://example.com./", True),  # the host's trailing dot
         ("example.com:8443", "https://example.com:8443/", True),  # host:port
         ("example.com:8443", "https://example.com/", False),  # 443 is another port
         ("example.com:443", "https://example.com/", True),  # the scheme's default port
         ("example.com:80", "http://example.com/", True),
+        ("example.com:x", "https://example.com/", False),  # a malformed entry matches nothing
         ("other.org, example.com", "https://example.com/", True),
         ("other.org example.com", "https://example.com/", True),  # spaces separate too
         ("other.org,,", "https://example.com/", False),
-        ("127.0.0.1", "http://127.0.0.1:8000/mcp", True),
-        ("127.0.0.1:9000", "http://127.0.0.1:8000/mcp", False),
+        ("192.0.2.1", "http://192.0.2.1:8000/mcp", True),
+        ("192.0.2.1:9000", "http://192.0.2.1:8000/mcp", False),
         ("10.0.0.0/8", "https://10.1.2.3/", True),
         ("10.0.0.0/8", "https://11.1.2.3/", False),
         ("10.0.0.0/8", "https://ten.example/", False),
-        ("::1", "http://[::1]:8000/", True),
-        ("[::1]:8000", "http://[::1]:8000/", True),
-        ("[::1]:8001", "http://[::1]:8000/", False),
+        ("10.0.0.0/8:443", "https://10.1.2.3/", True),
+        ("::/0", "https://10.1.2.3/", False),  # an IPv6 network holds no IPv4 address
+        ("2001:db8::1", "http://[2001:db8::1]:8000/", True),
+        ("2001:DB8:0:0::1", "http://[2001:db8::1]/", True),  # compared as addresses
+        ("[2001:db8::1]", "http://[2001:db8::1]:8000/", True),
+        ("[2001:db8::1]:8000", "http://[2001:db8::1]:8000/", True),
+        ("[2001:db8::1]:8001", "http://[2001:db8::1]:8000/", False),
         ("fd00::/8", "https://[fd12::1]/", True),
-        ("localhost", "http://127.0.0.1/", False),  # names are not resolved
+        ("router.example", "http://192.0.2.1/", False),  # names are not resolved
+        ("192.0.2.1", "http://router.example/", False),
         ("", "https://example.com/", False),
     ],
 )
 def test_NO_PROXY(no_proxy: str, url: str, bypassed: bool) -> None:
     for name in ("NO_PROXY", "no_proxy"):
         env = {"HTTPS_PROXY": "http://p:1", "HTTP_PROXY": "http://p:1", name: no_proxy}
-        assert (proxy_for(url, env, None) is None) == bypassed, (name, no_proxy, url)
+        assert (choose_proxy(url, env, None) is None) == bypassed, (name, no_proxy, url)
 
 
 def test_the_lowercase_no_proxy_wins() -> None:
     env = {"HTTPS_PROXY": "http://p:1", "no_proxy": "other.org", "NO_PROXY": "example.com"}
-    assert proxy_for("https://example.com/", env, None) == "http://p:1"
+    assert choose_proxy("https://example.com/", env, None) == "http://p:1"
+    env = {"HTTPS_PROXY": "http://p:1", "no_proxy": "", "NO_PROXY": "example.com"}
+    assert choose_proxy("https://example.com/", env, None) == "http://p:1"
 
 
 def test_a_bad_proxy_url_fails_early_and_without_its_password() -> None:
@@ -151,17 +223,33 @@ def test_a_bad_proxy_url_fails_early_and_without_its_password() -> None:
         with_credentials("socks5://proxy:1080"),
         with_credentials("http://proxy:port"),
         with_credentials("http://proxy:8080/some/path"),
+        with_credentials("http://proxy:8080") + "?q",
+        with_credentials("http://[::1"),
         f"http://{USER}:{quote(PASSWORD, safe='')}@",
+        f"{USER}:{quote(PASSWORD, safe='')}@",  # no scheme: http://, but no host
     ):
-        for call, argument in (
-            (lambda proxy: proxy_for("https://example.com/", {}, proxy), bad),
-            (lambda proxy: proxy_for("https://example.com/", {"HTTPS_PROXY": proxy}, None), bad),
-            (ProxyTarget, bad),
+        for call, origin in (
+            (lambda proxy: choose_proxy("https://example.com/", {}, proxy), "proxy option"),
+            (
+                lambda proxy: choose_proxy("https://example.com/", {"HTTPS_PROXY": proxy}, None),
+                "HTTPS_PROXY",
+            ),
+            (
+                lambda proxy: choose_proxy("http://example.com/", {"all_proxy": proxy}, None),
+                "all_proxy",
+            ),
         ):
-            with pytest.raises(ValueError) as caught:
-                call(argument)
-            assert_no_secret(caught.value, repr(caught.value))
-            assert "***@" in str(caught.value) or "@" not in str(caught.value)
+            with pytest.raises(ConfigError) as caught:
+                call(bad)
+            assert caught.value.key == "proxy"
+            assert origin in str(caught.value), (bad, caught.value)
+            assert "@" not in str(caught.value)  # not even a redacted copy: no text at all
+            assert_no_secret(caught.value, repr(caught.value), caught.value.__context__)
+        if "://" in bad:  # what the drivers' pools do with a proxy URL
+            with pytest.raises(ValueError) as raised:
+                ProxyTarget(bad)
+            assert_no_secret(raised.value, repr(raised.value))
+            assert "***@" in str(raised.value) or "@" not in str(raised.value)
 
 
 def test_a_proxy_url_is_split_into_a_bare_url_and_credentials() -> None:

@@ -224,6 +224,7 @@ PROXY = "http://user:hunter2@proxy.corp:3128"
         ("http://api.example.com/mcp", {"HTTPS_PROXY": PROXY}, None, None),
         ("http://api.example.com/mcp", {"HTTP_PROXY": PROXY}, None, PROXY),
         ("https://api.example.com/mcp", {"ALL_PROXY": PROXY}, None, PROXY),
+        ("https://api.example.com/mcp", {"HTTPS_PROXY": "proxy.corp:3128"}, None, "http://proxy.corp:3128"),
         ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "NO_PROXY": "*"}, None, None),
         ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "NO_PROXY": "example.com"}, None, None),
         ("https://api.example.com/mcp", {"HTTPS_PROXY": PROXY, "no_proxy": ".example.com"}, None, None),
@@ -259,6 +260,6 @@ def test_C5_C8_the_chosen_proxy_is_in_the_setup_but_never_in_its_repr() -> None:
     )
     assert setup.proxy == PROXY and "hunter2" not in repr(setup)
     bad = prepare_client(
-        "s", {"url": "https://api.example.com/mcp"}, {}, env={"HTTPS_PROXY": "nonsense"}, home="/h"
+        "s", {"url": "https://api.example.com/mcp"}, {}, env={"HTTPS_PROXY": "socks5://nonsense"}, home="/h"
     )
     assert bad.config_error is not None and "HTTPS_PROXY" in str(bad.config_error)

@@ -18,7 +18,6 @@ import sys
 from typing import Any
 
 import anyio
-
 import httpcore
 
 from mcpcore import AuthOptions, McpError, PreRegisteredClient

@@ -15,27 +15,25 @@ This module owns:
   fails on descriptors past 1023);
 - proxies: ``ProxyTarget`` splits a proxy URL into what httpcore takes, and
   ``redact_proxy`` gives a proxy URL fit for a message or a log (no
-  credentials). Which proxy a client uses is the core's choice
-  (``mcpcore.prepare_client`` → ``ClientSetup.proxy``), and the drivers use
-  that; ``proxy_for`` is an older, standalone version of the rule (it also
-  reads CIDR ranges in ``NO_PROXY``), kept for callers of this module and not
-  used by the drivers.
+  credentials). Which proxy a client uses (the proxy option, else the
+  environment's ``*_proxy`` and ``no_proxy`` variables) is not decided here:
+  the core chooses it (``mcpcore.prepare_client`` → ``ClientSetup.proxy``),
+  and the drivers hand that to ``ProxyTarget``.
 
 Loaded with httpcore, on a client's first remote start (B5); it imports neither
-httpcore nor ssl itself, so ``proxy_for`` can run before that. Nothing here is
-about MCP; it is how requests are put on connections.
+httpcore nor ssl itself. Nothing here is about MCP; it is how requests are put
+on connections.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import select
 from collections import deque
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
-if TYPE_CHECKING:  # names for annotations only: proxy_for runs without loading httpcore or ssl
+if TYPE_CHECKING:  # names for annotations only: importing this loads neither httpcore nor ssl
     import socket
 
     import httpcore
@@ -47,7 +45,6 @@ __all__ = [
     "ProxyTarget",
     "Waiter",
     "body_end_arrived",
-    "proxy_for",
     "redact_proxy",
     "wait_readable",
 ]
@@ -323,114 +320,3 @@ class ProxyTarget:
 
     def __repr__(self) -> str:
         return f"ProxyTarget({self.url!r}{', with credentials' if self.auth else ''})"
-
-
-def _from_env(env: Mapping[str, str], name: str) -> str | None:
-    # The lowercase name wins, as in curl and Python's urllib.
-    for key in (name.lower(), name.upper()):
-        value = env.get(key)
-        if value is not None:
-            return value.strip()
-    return None
-
-
-def proxy_for(
-    url: str, env: Mapping[str, str], explicit: str | Literal[False] | None
-) -> str | None:
-    """The proxy URL to reach ``url`` through, or None to connect directly.
-
-    ``explicit`` is the client's own option: False for no proxy whatever the
-    environment says, a URL for that proxy (``NO_PROXY`` does not apply to
-    it), None to follow ``env``: ``https_proxy``/``HTTPS_PROXY`` for https
-    URLs, ``http_proxy``/``HTTP_PROXY`` for http ones (the lowercase name
-    first), unless ``no_proxy``/``NO_PROXY`` lists the host. As in Python's
-    urllib, ``HTTP_PROXY`` is ignored when ``REQUEST_METHOD`` is set (a CGI
-    program, where a request's ``Proxy:`` header lands in it: "httpoxy").
-    A proxy without a scheme is ``http://``; a scheme other than http or
-    https is refused. The proxy URL is checked here (``ValueError``), so a
-    bad one fails before any connection; the message never shows the
-    credentials.
-    """
-    if explicit is False:
-        return None
-    if explicit is not None:
-        return _checked(explicit)
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None  # not our URL to judge: the request fails on its own
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        return None
-    if scheme == "http" and "REQUEST_METHOD" in env:
-        proxy = env.get("http_proxy", "").strip() or None
-    else:
-        proxy = _from_env(env, f"{scheme}_proxy")
-    if not proxy:
-        return None
-    if _bypassed(parts.hostname, port or _DEFAULT_PORTS[scheme], _from_env(env, "no_proxy")):
-        return None
-    return _checked(proxy)
-
-
-def _checked(proxy: str) -> str:
-    if "://" not in proxy:  # "proxy:3128", as curl takes it
-        proxy = "http://" + proxy
-    ProxyTarget(proxy)  # a bad URL fails here, before any connection
-    return proxy
-
-
-def _bypassed(host: str, port: int, no_proxy: str | None) -> bool:
-    """Whether ``no_proxy`` (comma- or space-separated) lists ``host``:``port``.
-
-    An entry is ``*`` (every host), a domain (itself and every name under it;
-    a leading ``.`` or ``*.`` is the same), an IP address or network in CIDR
-    form, each optionally with ``:port`` (IPv6 addresses in brackets then).
-    """
-    if not no_proxy:
-        return False
-    host = host.lower().rstrip(".")
-    try:
-        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    for entry in no_proxy.replace(",", " ").split():
-        entry = entry.lower()
-        if entry == "*":
-            return True
-        entry_host, entry_port = _host_and_port(entry)
-        if entry_port is not None and entry_port != port:
-            continue
-        if "/" in entry_host:
-            try:
-                if address is not None and address in ipaddress.ip_network(
-                    entry_host, strict=False
-                ):
-                    return True
-            except ValueError:
-                pass
-            continue
-        if address is not None:
-            try:
-                if ipaddress.ip_address(entry_host) == address:
-                    return True
-            except ValueError:
-                pass
-            continue
-        domain = entry_host.removeprefix("*").lstrip(".").rstrip(".")
-        if domain and (host == domain or host.endswith("." + domain)):
-            return True
-    return False
-
-
-def _host_and_port(entry: str) -> tuple[str, int | None]:
-    if entry.startswith("["):  # [v6] or [v6]:port
-        inside, _, rest = entry[1:].partition("]")
-        port = rest.removeprefix(":")
-        return inside, int(port) if port.isdigit() else None
-    if entry.count(":") == 1:
-        name, _, port = entry.partition(":")
-        if port.isdigit():
-            return name, int(port)
-    return entry, None  # a bare IPv6 address, or no port
