@@ -267,6 +267,8 @@ def test_A3_without_an_authorize_hook_the_client_is_unavailable_saying_sign_in_f
     assert failed and isinstance(failed[0].error, AuthorizationRequired)
     assert "sign in first" in str(failed[0].error)
     assert link.opened == []
+    assert link.auth.registrations == 0  # no client left behind at the authorization server
+    assert isinstance(link.engine.availability.error, AuthorizationRequired)  # type: ignore[union-attr]
     assert link.engine.availability is not None and not link.engine.availability.ok
 
 
@@ -422,3 +424,27 @@ def test_A4_no_token_in_the_reprs_of_what_the_driver_performs(token: str) -> Non
     assert token not in shown
     tokens = link.store.get_tokens(URL)
     assert isinstance(tokens, TokenSet) and token not in repr(tokens)
+
+
+def test_A3_unusable_auth_options_fail_when_the_client_is_made() -> None:
+    """A client-credentials grant without a client, or an http metadata-document URL,
+    is the caller's mistake: ``InvalidValue`` at construction, not at start."""
+    from mcpcore import InvalidValue, prepare_client
+
+    for bad in (
+        AuthOptions(grant="client_credentials"),
+        AuthOptions(client_metadata_url="http://example.com/client.json"),
+    ):
+        with pytest.raises(InvalidValue):
+            prepare_client("srv", {"url": URL}, {"auth": bad}, env={}, home="/home/x")
+    with pytest.raises(TypeError, match="AuthOptions"):
+        prepare_client("srv", {"url": URL}, {"auth": "token"}, env={}, home="/home/x")  # type: ignore[typeddict-item]
+    # a local server has nothing to authorize: auth= is ignored for it
+    local = prepare_client(
+        "srv",
+        {"command": "true"},
+        {"auth": AuthOptions(), "allow_local": True},
+        env={},
+        home="/home/x",
+    )
+    assert local.auth is None

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.realpeer
 
 CLIENT = ROOT / "tests" / "conformance" / "client.py"
 BASELINE = ROOT / "tests" / "conformance" / "expected-failures.yaml"
-# The core set of 0.1.16: the three MCP scenarios and every auth/* one (A1-A5, O1-O75).
+# The core set of 0.1.16: the three MCP scenarios and every auth/* one.
 AUTH_CORE = [
     "auth/metadata-default",
     "auth/metadata-var1",

@@ -145,6 +145,27 @@ def _instances() -> list[McpError]:
         Unavailable("refused", server="s"),
         UnknownTool("add", suggestions=("py/add",)),
         mcpcore.OutputSchemaViolation("structuredContent broke the schema", keyword="required", tool="s/t"),
+        # A1-A5: the OAuth errors, each with the attributes it carries
+        mcpcore.OAuthError("authorization failed"),
+        mcpcore.DiscoveryError("no metadata"),
+        mcpcore.ResourceMismatch("resource mismatch"),
+        mcpcore.IssuerMismatch("issuer mismatch", expected="https://a", got="https://b"),
+        mcpcore.AuthServerMetadataNotFound("no authorization server metadata"),
+        mcpcore.InvalidMetadata("bad metadata"),
+        mcpcore.PkceNotSupported("no S256"),
+        mcpcore.RegistrationError("registration refused", status=400, error="invalid_client_metadata"),
+        mcpcore.ClientRegistrationRequired("needs a client id"),
+        mcpcore.RegistrationUnusable("unusable registration"),
+        mcpcore.AuthorizationResponseRejected("state mismatch"),
+        mcpcore.AuthorizationDenied("denied", error="access_denied"),
+        mcpcore.AuthorizationTimeout("too slow"),
+        mcpcore.AuthorizationCancelled("cancelled"),
+        mcpcore.AuthorizationRequired("sign in first"),
+        mcpcore.TokenError("refused", error="invalid_grant", status=400),
+        mcpcore.InsufficientScope("scope", challenged=("mcp:admin",)),
+        mcpcore.MalformedResponse("not json"),
+        mcpcore.RedirectRefused("redirected", status=302),
+        mcpcore.OAuthTransientError("try later", status=503),
     ]
 
 

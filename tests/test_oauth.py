@@ -1,4 +1,4 @@
-"""The OAuth 2.1 flow as a sans-IO state machine (A1, A2, A4, A5; O1–O75 in reference/oauth.md).
+"""The OAuth 2.1 flow as a sans-IO state machine (A1, A2, A4, A5 and the O rules of docs/behaviours.md).
 
 Every test drives ``OAuthFlow`` with a fake clock (plain numbers), fixed entropy
 and a scripted world of HTTP responses; nothing here performs I/O.

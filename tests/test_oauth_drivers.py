@@ -20,7 +20,7 @@ import pytest
 import mcpcore_anyio
 import mcpcore_threaded
 from drivers import DRIVERS, backend_of, open_client, threads_named
-from mcpcore import AuthOptions, MemoryTokenStore, PreRegisteredClient
+from mcpcore import AuthOptions, AuthorizationRequired, MemoryTokenStore, PreRegisteredClient
 from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
 
 pytestmark = pytest.mark.anyio
@@ -182,6 +182,7 @@ async def test_A3_without_a_hook_the_server_is_unavailable_saying_sign_in_first(
     assert not availability.ok
     assert "needs authorization" in (availability.reason or "")
     assert "sign in first" in (availability.reason or "")
+    assert isinstance(availability.error, AuthorizationRequired)  # a host can tell the kind
     assert protected.token_requests == 0
 
 

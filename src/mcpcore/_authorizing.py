@@ -56,6 +56,7 @@ from ._oauth import (
     OAuthFlow,
     OpenAuthorizationUrl,
     PreRegisteredClient,
+    Purpose,
     RequestTicket,
     Retry,
     SaveClient,
@@ -175,7 +176,8 @@ class AuthOptions:
         ``"authorization_code"`` (a person signs in) or ``"client_credentials"``
         (machine to machine, with ``client``'s secret or a signed JWT, A5).
     ``scope``
-        The scopes to ask for, overriding the server's challenge (O19).
+        Scopes to ask for besides those the server's challenge names (O19:
+        without this, the challenge's, else the resource's ``scopes_supported``).
     ``client_name``, ``user_wait``, ``allow_insecure_http``
         The name given when registering; how long a person has to finish
         signing in (O41); plain http to a non-loopback authorization server.
@@ -463,8 +465,32 @@ class AuthLayer:
                             self._fail(mcp, event.error, now)
                             moved = True
 
+    def _no_person(self) -> AuthorizationRequired | None:
+        """Why no person can be asked now (no hook, or they declined), if so."""
+        if not self._interactive:
+            return AuthorizationRequired(
+                f"{self._http.display_url} needs authorization, and this client has no "
+                "authorize hook to ask a person: sign in first"
+            )
+        if self._declined is not None:
+            return AuthorizationRequired(
+                f"{self._http.display_url} needs authorization, and the last sign-in "
+                f"was not completed ({type(self._declined).__name__}): call login() "
+                "to ask again"
+            )
+        return None
+
     def _flow_action(self, action: object, now: float) -> None:
-        if isinstance(action, AuthRequest):
+        if (
+            isinstance(action, AuthRequest)
+            and action.purpose is Purpose.REGISTER
+            and self.flow.config.grant == "authorization_code"
+            and (error := self._no_person()) is not None
+        ):
+            # A client that cannot ask a person registers nothing (no client
+            # left behind at the authorization server on every attempt).
+            self.flow.cancel("no person to ask", error=error)
+        elif isinstance(action, AuthRequest):
             wire = self._own_id()
             self._wire_to_flow[wire] = action.exchange_id
             self._flow_to_wire[action.exchange_id] = wire
@@ -486,23 +512,8 @@ class AuthLayer:
                 self._forget_flow_wire(aborted)
                 self._dropped.add(aborted)
                 self._out.append(AbortExchange(exchange_id=aborted))
-        elif isinstance(action, OpenAuthorizationUrl) and not self._interactive:
-            self.flow.cancel(
-                "no way to ask a person",
-                error=AuthorizationRequired(
-                    f"{self._http.display_url} needs authorization, and this client has no "
-                    "authorize hook to ask a person: sign in first"
-                ),
-            )
-        elif isinstance(action, OpenAuthorizationUrl) and self._declined is not None:
-            self.flow.cancel(
-                "declined before",
-                error=AuthorizationRequired(
-                    f"{self._http.display_url} needs authorization, and the last sign-in "
-                    f"was not completed ({type(self._declined).__name__}): call login() "
-                    "to ask again"
-                ),
-            )
+        elif isinstance(action, OpenAuthorizationUrl) and (error := self._no_person()):
+            self.flow.cancel("no person to ask", error=error)
         elif isinstance(
             action,
             (
@@ -515,3 +526,6 @@ class AuthLayer:
             ),
         ):
             self._out.append(action)
+
+
+MemoryTokenStore.__module__ = "mcpcore"  # shown as mcpcore.MemoryTokenStore

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._authorizing import AuthAction, AuthLayer, AuthOptions
@@ -49,10 +49,13 @@ class Availability:
     """Whether a server can take calls now (L3); ``reason`` says why not.
 
     True exactly when ``ok``, so ``if not await client.ready(): ...`` works.
+    ``error`` is the ``McpError`` behind ``reason`` when there is one, for a
+    host that reacts to its kind (``AuthorizationRequired``: ask to sign in).
     """
 
     ok: bool
     reason: str | None = None
+    error: Exception | None = field(default=None, compare=False, repr=False)
 
     def __bool__(self) -> bool:
         return self.ok
@@ -123,7 +126,7 @@ class _EngineBase:
         error = self.session.last_error
         if error is None:
             return None
-        return Availability(False, str(error))
+        return Availability(False, str(error), error)
 
     def _pump(self, now: float) -> None:
         raise NotImplementedError

@@ -69,12 +69,12 @@ acting on the event that follows them, O48). ``take_events()`` returns
 Errors are ``OAuthError`` (an ``McpError``) subclasses; none carries a
 secret, and server text in them is escaped and cut short (O64, O65).
 
-Integration (for the engine, later): keep one flow per server; create a
-``RequestTicket`` per logical MCP request; call ``prepare`` before every
-POST/GET/DELETE; on 401/403 call ``challenge``; route ``AuthRequest``
-actions to the driver with their own exchange-id namespace; park ``WAIT``-ed
-requests (their deadlines paused while ``awaiting_user``, O41) until
-``Authorized``/``AuthFailed``.
+Integration: ``_authorizing.AuthLayer`` inside ``HttpClientEngine`` keeps one
+flow per server and a ``RequestTicket`` per MCP request, calls ``prepare``
+before every request and ``challenge`` on a 401/403, gives ``AuthRequest``
+actions exchange ids of its own, and parks ``WAIT``-ed requests until
+``Authorized``/``AuthFailed``; their deadlines keep running meanwhile (a call
+waits for authorization within its own deadline).
 
 X4: at DEBUG, ``mcpcore.oauth`` logs each request's purpose, method and URL
 without query, and each response status — never a header value, a body, a
@@ -171,7 +171,7 @@ _AUTH_METHODS: Final = frozenset(
 _SHOWN: Final = 200  # characters of server text an error shows (O65)
 _REDACTED: Final = "[redacted]"
 _REMEMBERED: Final = 64  # secrets kept (after use too) to scrub echoes from server text
-_OIDC_FROM: Final = "2025-11-25"  # first revision that adds OIDC discovery (A.5)
+_OIDC_FROM: Final = "2025-11-25"  # first revision that adds OIDC discovery (O11)
 
 
 # --- errors ---------------------------------------------------------------------------
@@ -316,7 +316,7 @@ class PreRegisteredClient:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OAuthConfig:
-    """What the host configures for one MCP server (D.2)."""
+    """What the host configures for one MCP server (built by ``AuthOptions.config``)."""
 
     server_url: str
     redirect_uri: str
@@ -780,7 +780,7 @@ def prm_candidates(server_url: str, resource_metadata: str | None) -> list[str]:
 
 
 def asm_candidates(issuer: str, protocol_version: str) -> list[str]:
-    """O11 (A.5): RFC 8414 path-insert, OIDC path-insert, OIDC append for a path issuer;
+    """O11: RFC 8414 path-insert, OIDC path-insert, OIDC append for a path issuer;
     RFC 8414 then OIDC for a root issuer. Revisions before 2025-11-25 use RFC 8414 only.
     The root RFC 8414 URL is never built for a path issuer."""
     origin = _origin(issuer)
@@ -2192,3 +2192,30 @@ def _as_method(method: str) -> AuthMethod:
     if method == "private_key_jwt":
         return "private_key_jwt"
     return "none"
+
+
+# The errors name their public module (in reprs, tracebacks and pickles, X2).
+for _public in (
+    OAuthError,
+    DiscoveryError,
+    ResourceMismatch,
+    IssuerMismatch,
+    AuthServerMetadataNotFound,
+    InvalidMetadata,
+    PkceNotSupported,
+    RegistrationError,
+    ClientRegistrationRequired,
+    RegistrationUnusable,
+    AuthorizationResponseRejected,
+    AuthorizationDenied,
+    AuthorizationTimeout,
+    AuthorizationCancelled,
+    AuthorizationRequired,
+    TokenError,
+    InsufficientScope,
+    MalformedResponse,
+    RedirectRefused,
+    OAuthTransientError,
+):
+    _public.__module__ = "mcpcore"
+del _public

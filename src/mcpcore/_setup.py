@@ -30,6 +30,7 @@ from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
 from ._http import HttpLimits
 from ._modern import MODERN_VERSIONS
+from ._oauth import OAuthFlow
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
 from ._stdio import child_environment
 from ._tools import ascii_lower
@@ -250,14 +251,20 @@ def prepare_client(
         server=resolved,
         config_error=error,
         proxy=proxy,
-        auth=_auth(options.get("auth")) if isinstance(resolved, RemoteServer) else None,
+        auth=_auth(options.get("auth"), resolved),
     )
 
 
-def _auth(value: object) -> AuthOptions | None:
-    if value is None or isinstance(value, AuthOptions):
-        return value
-    raise TypeError("auth must be an AuthOptions (or None)")
+def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptions | None:
+    """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start."""
+    if value is None:
+        return None
+    if not isinstance(value, AuthOptions):
+        raise TypeError("auth must be an AuthOptions (or None)")
+    if not isinstance(server, RemoteServer):
+        return None  # a local server or an invalid entry: nothing to authorize
+    OAuthFlow(value.config(server.url, interactive=False), token_bytes=bytes)  # raises if unusable
+    return value
 
 
 def _protocol(value: object) -> str:
