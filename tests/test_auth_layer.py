@@ -448,3 +448,44 @@ def test_A3_unusable_auth_options_fail_when_the_client_is_made() -> None:
         home="/home/x",
     )
     assert local.auth is None
+
+
+def test_A1_the_token_replaces_a_configured_authorization_header() -> None:
+    store = MemoryTokenStore()
+    first = make(store=store)
+    assert first.of_type(SessionReady)
+    server = FakeServer()
+    protected(server, first.auth)
+    engine = HttpClientEngine(
+        RemoteServer(name="srv", url=URL, headers={"Authorization": "Bearer static"}),
+        options=dataclasses.replace(SessionOptions(server_name="srv"), protocol="legacy"),
+        listen=False,
+        auth=AuthOptions(store=store, redirect_uri="http://127.0.0.1:9/cb"),
+        token_bytes=lambda n: b"\x01" * n,
+        wall_offset=WALL - 1000.0,
+        interactive=True,
+        tokens=store.get_tokens(URL),
+    )
+    link = AuthLink(engine, server, first.auth, store)
+    link.start()
+    assert link.of_type(SessionReady)
+    for request in link.requests:
+        values = [v for k, v in request.headers if k.lower() == b"authorization"]
+        assert values == [b"Bearer access-1"], values
+
+
+def test_O51_a_short_lived_token_is_refreshed_halfway_not_on_every_request() -> None:
+    """A token given for 30 s (less than the 60 s refresh skew) is used for 15 s; the
+    requests before that carry it, none of them starts a refresh."""
+    link = make(auth=AuthServer(expires_in=30))
+    assert link.of_type(SessionReady)
+    for _ in range(5):
+        link.engine.call("srv/echo", {}, link.now)
+        link.pump()
+        link.advance(2)
+    assert link.auth.grants == ["authorization_code"]
+    link.advance(6)  # now 16 s into its life: past half of it
+    link.engine.call("srv/echo", {}, link.now)
+    link.pump()
+    assert link.auth.grants == ["authorization_code", "refresh_token"]
+    assert len(link.of_type(CallSucceeded)) == 6

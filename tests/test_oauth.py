@@ -1023,7 +1023,7 @@ def test_O28_a_stored_client_is_reused_only_when_still_valid() -> None:
     assert authz_params(world)["client_id"] == "stored"
 
     for stale in (
-        ClientRecord(client_id="old", redirect_uris=("http://127.0.0.1:1/callback",), issuer=AS),
+        ClientRecord(client_id="old", redirect_uris=("http://127.0.0.1:1/elsewhere",), issuer=AS),
         ClientRecord(
             client_id="old",
             client_secret="s",
@@ -1996,3 +1996,17 @@ def test_O24_a_step_up_that_cannot_register_fails_at_once() -> None:
 def test_A1_the_server_url_must_be_absolute(url: str) -> None:
     with pytest.raises(InvalidValue):
         make_flow(server_url=url)
+
+
+def test_O28_a_loopback_redirect_on_another_port_reuses_the_registered_client() -> None:
+    """RFC 8252: a native app's loopback listener takes whatever port is free, so a
+    client registered for http://127.0.0.1:PORT/callback is reused on another port;
+    another host or path is a different redirect."""
+    from mcpcore._oauth import _redirect_registered
+
+    registered = ("http://127.0.0.1:50111/callback",)
+    assert _redirect_registered("http://127.0.0.1:50999/callback", registered)
+    assert not _redirect_registered("http://127.0.0.1:50999/other", registered)
+    assert not _redirect_registered("http://192.0.2.1:50111/callback", ("http://192.0.2.1:1/callback",))
+    assert not _redirect_registered("https://app.example/cb", ("https://app.example/cb2",))
+    assert _redirect_registered("https://app.example/cb", ("https://app.example/cb",))

@@ -385,7 +385,9 @@ class AuthLayer:
             return
         request = held.request
         if verdict is not None:
-            request = replace(request, headers=[*request.headers, verdict])
+            # The token replaces a configured Authorization header: one, never two.
+            kept = [(k, v) for k, v in request.headers if k.lower() != b"authorization"]
+            request = replace(request, headers=[*kept, verdict])
         wire = mcp
         if held.sent:
             wire = self._own_id()

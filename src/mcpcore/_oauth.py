@@ -1022,6 +1022,8 @@ class OAuthFlow:
         self._prm_scopes: tuple[str, ...] = ()
         self._requested_scope: str | None = tokens.scope if tokens else None
         self._generation = 0 if tokens else -1
+        # How long the token held now was given for, when it came from this flow.
+        self._lifetime: float | None = None
         self._phase = _Phase.IDLE
         self._run: _Run | None = None
         self._next_xid = 1
@@ -1090,7 +1092,12 @@ class OAuthFlow:
         tokens = self._tokens
         if tokens is None:
             return None
-        due = tokens.expires_at is not None and now >= tokens.expires_at - self.config.refresh_skew
+        skew = self.config.refresh_skew
+        if self._lifetime is not None:
+            # O51: a token that lives less than twice the skew is refreshed halfway
+            # through its life, not at once (every request would refresh it again).
+            skew = min(skew, self._lifetime / 2)
+        due = tokens.expires_at is not None and now >= tokens.expires_at - skew
         if due and tokens.refresh_token:
             self._start(_Goal.REFRESH, now)  # O51
             return WAIT
@@ -1498,7 +1505,7 @@ class OAuthFlow:
             if (
                 stored.kind == "dcr"
                 and (not expiry or expiry > now)
-                and self.config.redirect_uri in stored.redirect_uris
+                and _redirect_registered(self.config.redirect_uri, stored.redirect_uris)
             ):
                 return stored
             self._clients.pop(meta.issuer, None)
@@ -1895,6 +1902,7 @@ class OAuthFlow:
         except OAuthError as error:
             self._fail(error)
             return
+        self._lifetime = None if tokens.expires_at is None else tokens.expires_at - now
         self._store(tokens)
 
     def _read_tokens(self, ex: _Exchange, now: float) -> TokenSet:
@@ -2182,6 +2190,26 @@ class OAuthFlow:
             "another URL (O62)",
             status=status,
         )
+
+
+def _redirect_registered(uri: str, registered: Sequence[str]) -> bool:
+    """O28: ``uri`` is one of ``registered``; for a loopback ``http`` redirect the
+    port does not count (RFC 8252 7.3: a native app's listener takes any port)."""
+    if uri in registered:
+        return True
+    parts = urlsplit(uri)
+    if parts.scheme != "http" or not _is_loopback(parts.hostname):
+        return False
+    for other in registered:
+        theirs = urlsplit(other)
+        if (theirs.scheme, theirs.hostname, theirs.path, theirs.query) == (
+            parts.scheme,
+            parts.hostname,
+            parts.path,
+            parts.query,
+        ):
+            return True
+    return False
 
 
 def _as_method(method: str) -> AuthMethod:
