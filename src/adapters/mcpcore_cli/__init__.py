@@ -1,4 +1,5 @@
-"""The ``mcpcore`` command line: ``demo``, ``tools``, ``call``, ``check``.
+"""The ``mcpcore`` command line: ``demo``, ``tools``, ``call``, ``check``, and
+``login`` / ``logout`` / ``auth status`` for servers that need authorization (OAuth).
 
 Run ``mcpcore --help`` (or ``python -m mcpcore_cli --help``). ``main(argv)``
 returns the exit status: 0 success; 1 the tool reported an error (``isError``)

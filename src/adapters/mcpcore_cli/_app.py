@@ -1,11 +1,19 @@
-"""The ``mcpcore`` commands: demo, tools, call, check.
+"""The ``mcpcore`` commands: demo, tools, call, check, login, logout, auth status.
 
 Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
 found a server not ready; 2 bad usage, an unknown tool or an invalid
-configuration; 3 an unavailable server, a transport error, a timeout or a
+configuration (the token file included); 3 an unavailable server (one that needs
+authorization included), a transport error, a timeout, a failed sign-in or a
 protocol violation by the server; 130 interrupted (Ctrl-C). ``tools --config``
 prints the tools of every ready server and exits 0 only when every selected
 server is ready: otherwise 2 when an entry is invalid, else 3.
+
+OAuth (A1-A3): ``login`` signs in through the system browser and a loopback
+redirect listener and keeps the tokens in a file only its owner can read
+(``_tokens.FileTokenStore``); ``tools``, ``call`` and ``check`` use those tokens
+(refreshing them when they can) but never ask a person: a server that needs a
+sign-in is unavailable with "run `mcpcore login …`". No token, refresh token,
+code, verifier or client secret is ever printed.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -27,6 +36,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 import mcpcore
 from mcpcore import (
     AudioBlock,
+    AuthOptions,
+    AuthorizationRequired,
+    Availability,
     BackendError,
     ConfigError,
     ContentBlock,
@@ -40,6 +52,7 @@ from mcpcore import (
     ResourceBlock,
     ResourceLinkBlock,
     TextBlock,
+    TokenSet,
     Tool,
     ToolOutput,
     TransportError,
@@ -65,9 +78,12 @@ from ._term import (
     terminal_width,
     write,
 )
+from ._tokens import FileTokenStore, StoreView, TokenFileError, default_token_file
 
 if TYPE_CHECKING:
     from mcpcore_threaded import CallHandle, McpClient
+
+    from ._login import LoopbackListener
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -88,7 +104,11 @@ EXIT_INTERRUPTED = 130
 DEFAULT_CONNECT_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
 PROGRESS_AFTER = 1.0
-COMMANDS = ("demo", "tools", "call", "check")
+DEFAULT_LOGIN_TIMEOUT = 300.0
+#: How long login waits, beyond the person's time, for discovery, registration,
+#: the token request and the first connection.
+LOGIN_MARGIN = 60.0
+COMMANDS = ("demo", "tools", "call", "check", "login", "logout", "auth")
 #: The core's reason for a local entry when local servers are not allowed (C6).
 LOCAL_REFUSED = "local MCP servers (command) are not supported yet"
 
@@ -127,6 +147,7 @@ class Cli:
         self.redact = Redactor()
         self.notes = ToolNotes()
         self._hinted: set[str] = set()
+        self.tokens: FileTokenStore | None = None  # the token file, once a command needs it
 
     def out(self, text: str = "") -> None:
         write(self.stdout, text)
@@ -196,8 +217,9 @@ _EXIT_HELP = (
     "  0    success\n"
     "  1    the tool reported an error (isError), or check found a server not ready\n"
     "  2    bad usage, an unknown tool, or invalid configuration\n"
-    "  3    a server unavailable, a transport error, a timeout, or a protocol\n"
-    "       violation by the server\n"
+    "  3    a server unavailable (or needing a sign-in: run 'mcpcore login'), a\n"
+    "       transport error, a timeout, a failed sign-in, or a protocol violation\n"
+    "       by the server\n"
     "  130  interrupted (Ctrl-C)\n"
     "tools --config prints the tools of every ready server, and exits 0 only when\n"
     "every selected server is ready: otherwise 2 if an entry is invalid, else 3."
@@ -219,7 +241,12 @@ def _top_parser() -> _Parser:
             "          result (--json: text, structured content and content blocks;\n"
             "          --save DIR: write images, audio and binary resources to files)\n"
             "  check   validate an mcp.json and probe every server in it at once: one\n"
-            "          row per server (ready, unavailable or invalid, and why)\n\n"
+            "          row per server (ready, unavailable or invalid, and why)\n"
+            "  login   sign in to a server that needs authorization (OAuth): opens the\n"
+            "          browser, and keeps the tokens in a file only you can read\n"
+            "  logout  forget the tokens of a server (--all: of every server)\n"
+            "  auth    'auth status': the servers signed in to, their issuer, scopes\n"
+            "          and expiry (never a token)\n\n"
             "Run 'mcpcore COMMAND --help' for a command's options.\n\n" + _EXIT_HELP
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -231,7 +258,7 @@ def _top_parser() -> _Parser:
         nargs="?",
         choices=COMMANDS,
         metavar="COMMAND",
-        help="demo, tools, call or check (described below)",
+        help="demo, tools, call, check, login, logout or auth (described below)",
     )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
@@ -259,6 +286,17 @@ def _permissions(parser: argparse.ArgumentParser) -> None:
         help=(
             "allow plain http:// to hosts other than loopback (unencrypted: the headers, "
             "tokens included, travel in clear text)"
+        ),
+    )
+
+
+def _token_file(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help=(
+            "the file 'mcpcore login' keeps tokens in (default: $MCPCORE_TOKEN_FILE, else "
+            "$XDG_DATA_HOME/mcpcore/tokens.json, else ~/.local/share/mcpcore/tokens.json)"
         ),
     )
 
@@ -292,6 +330,7 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
     parser.add_argument("--timeout", type=_positive_seconds, metavar="S", help=timeout_help)
     parser.add_argument("--json", action="store_true", help="print JSON")
     _permissions(parser)
+    _token_file(parser)
 
 
 def _command_parser(command: str) -> _Parser:
@@ -308,7 +347,8 @@ def _command_parser(command: str) -> _Parser:
             prog="mcpcore tools",
             usage=(
                 "mcpcore tools (URL | --config FILE [--server NAME]) [-H 'Name: value']... "
-                "[--json] [--name NAME] [--timeout S] [--allow-local] [--allow-http] [-v]"
+                "[--json] [--name NAME] [--timeout S] [--allow-local] [--allow-http] "
+                "[--token-file PATH] [-v]"
             ),
             description=(
                 "List the tools of one server (URL) or of the servers of an mcp.json. "
@@ -325,7 +365,7 @@ def _command_parser(command: str) -> _Parser:
             usage=(
                 "mcpcore call (URL | --config FILE) TOOL [ARGS_JSON] [-H 'Name: value']... "
                 "[--timeout S] [--json] [--save DIR] [--name NAME] [--allow-local] "
-                "[--allow-http] [-v]"
+                "[--allow-http] [--token-file PATH] [-v]"
             ),
             description=(
                 "Call one tool and print its rendered result. With a URL, TOOL is the tool's "
@@ -343,10 +383,15 @@ def _command_parser(command: str) -> _Parser:
                 "(created if missing; never overwrites: a taken name gets a number)"
             ),
         )
+    elif command in ("login", "logout", "auth"):
+        parser = _auth_parser(command)
     else:
         parser = _Parser(
             prog="mcpcore check",
-            usage="mcpcore check FILE [--json] [--timeout S] [--allow-local] [--allow-http] [-v]",
+            usage=(
+                "mcpcore check FILE [--json] [--timeout S] [--allow-local] [--allow-http] "
+                "[--token-file PATH] [-v]"
+            ),
             description=(
                 "Validate an mcp.json and probe every server at once: one row per server "
                 "(name, ready / unavailable / invalid, tool count, reason). Exits 1 if any "
@@ -365,7 +410,97 @@ def _command_parser(command: str) -> _Parser:
             ),
         )
         _permissions(parser)
+        _token_file(parser)
     _common(parser)
+    return parser
+
+
+def _auth_parser(command: str) -> _Parser:
+    """The parsers of ``login``, ``logout`` and ``auth``."""
+    if command == "login":
+        parser = _Parser(
+            prog="mcpcore login",
+            usage=(
+                "mcpcore login (URL | --config FILE --server NAME) [--no-browser] [--scope S] "
+                "[-H 'Name: value']... [--timeout S] [--allow-http] [--token-file PATH] [-v]"
+            ),
+            description=(
+                "Sign in to a server that needs authorization (OAuth 2.1, authorization "
+                "code with PKCE): the authorization URL opens in the system browser (and "
+                "is printed on stderr); once you have signed in, the browser comes back to "
+                "a listener on 127.0.0.1, and the tokens are kept in the token file, which "
+                "only you can read. tools, call and check then use them."
+            ),
+        )
+        parser.add_argument("url", nargs="?", metavar="URL", help="a Streamable HTTP endpoint")
+        parser.add_argument("--config", metavar="FILE", help="an mcp.json file instead of a URL")
+        parser.add_argument("--server", metavar="NAME", help="with --config: the server")
+        parser.add_argument(
+            "--no-browser",
+            action="store_true",
+            help="do not open a browser: only print the URL to open (on this machine)",
+        )
+        parser.add_argument(
+            "--scope",
+            metavar="S",
+            help="more scopes to ask for, besides those the server names (space-separated)",
+        )
+        parser.add_argument(
+            "-H",
+            "--header",
+            action="append",
+            default=[],
+            metavar="'Name: value'",
+            help="an HTTP header for a URL (repeatable); the value may use ${env:VAR}",
+        )
+        parser.add_argument(
+            "--name", default="server", help="the server's name for a URL (default: server)"
+        )
+        parser.add_argument(
+            "--timeout",
+            type=_positive_seconds,
+            metavar="S",
+            help=f"at most S seconds to sign in (default {DEFAULT_LOGIN_TIMEOUT:g})",
+        )
+        parser.add_argument(
+            "--allow-http",
+            action="store_true",
+            help=(
+                "allow plain http:// to hosts other than loopback, for the server and its "
+                "authorization server (unencrypted: tokens travel in clear text)"
+            ),
+        )
+        parser.set_defaults(allow_local=False)
+    elif command == "logout":
+        parser = _Parser(
+            prog="mcpcore logout",
+            usage=(
+                "mcpcore logout (URL | --config FILE --server NAME | --all) "
+                "[--token-file PATH] [-v]"
+            ),
+            description=(
+                "Forget the tokens kept for a server (and the client registered for its "
+                "authorization server, when no other server uses it); --all removes the "
+                "token file. The tokens are not revoked at the authorization server."
+            ),
+        )
+        parser.add_argument("url", nargs="?", metavar="URL", help="the server's URL")
+        parser.add_argument("--config", metavar="FILE", help="an mcp.json file instead of a URL")
+        parser.add_argument("--server", metavar="NAME", help="with --config: the server")
+        parser.add_argument("--all", action="store_true", help="forget every server's tokens")
+        parser.set_defaults(allow_local=False, allow_http=True, header=[], name="server")
+    else:
+        parser = _Parser(
+            prog="mcpcore auth",
+            usage="mcpcore auth status [--json] [--token-file PATH] [-v]",
+            description=(
+                "status: the servers signed in to (with 'mcpcore login'): issuer, scopes, "
+                "expiry and whether the tokens can be refreshed. Never shows a token."
+            ),
+        )
+        parser.add_argument("action", metavar="status", choices=("status",), help="status")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+    _token_file(parser)
     return parser
 
 
@@ -501,7 +636,7 @@ def _outcome_name(key: str, outcome: Outcome) -> str:
     return key if isinstance(outcome, ConfigError) else outcome.name
 
 
-def _client(server: Outcome, name: str, args: argparse.Namespace) -> McpClient:
+def _client(cli: Cli, server: Outcome, name: str, args: argparse.Namespace) -> McpClient:
     from mcpcore_threaded import McpClient  # imported when needed: a quick --help
 
     timeout: float | None = args.timeout
@@ -512,12 +647,90 @@ def _client(server: Outcome, name: str, args: argparse.Namespace) -> McpClient:
     }
     if timeout is not None:
         options["call_timeout"] = timeout
+    auth = _stored_auth(cli, server, args)
+    if auth is not None:
+        options["auth"] = auth
     return McpClient(name, server, **options)
 
 
-def _ensure_ready(cli: Cli, client: McpClient, timeout: float | None) -> None:
+def _stored_auth(cli: Cli, server: Outcome, args: argparse.Namespace) -> AuthOptions | None:
+    """OAuth with the tokens ``login`` stored, and no way to ask a person (A3): for a
+    remote server that does not bring its own ``Authorization`` header."""
+    if not isinstance(server, RemoteServer):
+        return None
+    if any(name.lower() == "authorization" for name in server.headers):
+        return None  # a static token (-H or the mcp.json): never a second Authorization
+    store = _token_store(cli, args)
+    return AuthOptions(
+        store=StoreView(store, keep_new_clients=False), allow_insecure_http=args.allow_http
+    )
+
+
+def _token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore:
+    """The run's token file, checked once: an unusable one is a configuration error."""
+    if cli.tokens is None:
+        path = args.token_file or default_token_file()
+        store = FileTokenStore(path)
+        try:
+            store.check()
+        except TokenFileError as exc:
+            raise cli.fail(EXIT_USAGE, show(str(exc), keep_newlines=False)) from None
+        cli.tokens = store
+    return cli.tokens
+
+
+def _needs_login(availability: Availability) -> bool:
+    """The server needs a person to sign in, and this client cannot ask one."""
+    return not availability.ok and isinstance(availability.error, AuthorizationRequired)
+
+
+def _login_hint(args: argparse.Namespace, server: RemoteServer, config: str | None) -> str:
+    """The sign-in hint: needs authorization: run `mcpcore login …` (ready to paste)."""
+    words = ["mcpcore", "login"]
+    if config is not None:
+        words += ["--config", config, "--server", server.name]
+    elif server.display_url == server.url:
+        words.append(server.url)
+    else:
+        words.append("URL")  # the URL has a secret part (user info, query): not shown
+    if getattr(args, "allow_http", False) and not server.url.startswith("https:"):
+        words.append("--allow-http")
+    if getattr(args, "token_file", None):
+        words += ["--token-file", args.token_file]
+    command = " ".join(w if w == "URL" else shlex.quote(one_line(w)) for w in words)
+    suffix = " (with the same URL)" if "URL" in words else ""
+    return f"needs authorization: run `{command}`{suffix}"
+
+
+def _not_ready(
+    args: argparse.Namespace,
+    name: str,
+    server: Outcome | None,
+    availability: Availability,
+    *,
+    config: str | None,
+) -> str:
+    """Why a server is not ready, as a message: the sign-in hint when that is why."""
+    if _needs_login(availability) and isinstance(server, RemoteServer):
+        return f"server {quote(name)} {_login_hint(args, server, config)}"
+    shown = show(availability.reason or "unavailable", keep_newlines=False)
+    return f"server {quote(name)} is unavailable: {shown}"
+
+
+def _ensure_ready(
+    cli: Cli,
+    client: McpClient,
+    timeout: float | None,
+    *,
+    args: argparse.Namespace | None = None,
+    server: Outcome | None = None,
+    config: str | None = None,
+) -> None:
     availability = client.ready(timeout or DEFAULT_CONNECT_TIMEOUT)
     if not availability.ok:
+        if args is not None and server is not None:
+            text = _not_ready(args, client.name, server, availability, config=config)
+            raise cli.fail(EXIT_UNAVAILABLE, text)
         reason = show(availability.reason or "unavailable", keep_newlines=False)
         raise cli.fail(EXIT_UNAVAILABLE, f"server {quote(client.name)} is unavailable: {reason}")
 
@@ -577,8 +790,8 @@ def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
     _check_connection_flags(args, args.url)
     if args.url is not None:
         server = _url_server(cli, args, args.url)
-        with _client(server, server.name, args) as client:
-            _ensure_ready(cli, client, args.timeout)
+        with _client(cli, server, server.name, args) as client:
+            _ensure_ready(cli, client, args.timeout, args=args, server=server)
             _print_tools(cli, client.tools, args.json, none="the server has no tools")
         return EXIT_OK
 
@@ -603,7 +816,7 @@ def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
     from mcpcore_threaded import McpHub
 
     valid = {n: o for n, o in selected.items() if not isinstance(o, ConfigError)}
-    hub = McpHub({n: _client(o, n, args) for n, o in valid.items()})
+    hub = McpHub({n: _client(cli, o, n, args) for n, o in valid.items()})
     with hub:
         deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
         tools: list[Tool] = []
@@ -614,8 +827,8 @@ def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
                 ready += 1
                 tools.extend(client.tools)
             else:
-                reason = show(availability.reason or "unavailable", keep_newlines=False)
-                cli.err(f"server {quote(name)} is unavailable: {reason}")
+                text = _not_ready(args, name, valid.get(name), availability, config=args.config)
+                cli.err(text)
                 if status == EXIT_OK:
                     status = EXIT_UNAVAILABLE
         # "no tools" only when a server answered with none: never after a failure's reason.
@@ -937,14 +1150,25 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
             raise failure
         server = outcome
 
-    with _client(server, server.name, args) as client:
-        _ensure_ready(cli, client, args.timeout)
+    config = args.config if url is None else None
+    with _client(cli, server, server.name, args) as client:
+        _ensure_ready(cli, client, args.timeout, args=args, server=server, config=config)
         tool_id = _resolve_tool(client, tool) if url is not None else tool
         progress = _Progress(cli, show(tool_id, keep_newlines=False))
         failed = False
         try:
             handle = client.start_call(tool_id, arguments, on_progress=progress.update)
             output = progress.wait(handle)
+        except AuthorizationRequired:
+            # The tokens stopped working during the call and could not be refreshed.
+            if not isinstance(server, RemoteServer):
+                raise
+            hint = _login_hint(args, server, config)
+            raise cli.fail(
+                EXIT_UNAVAILABLE,
+                f"server {quote(server.name)} {hint} (the stored sign-in did not let this call "
+                "through; if it needs more access, ask for it with --scope)",
+            ) from None
         except BackendError as exc:
             # The error result's blocks, when the core keeps them on the error.
             kept = getattr(exc, "output", None)
@@ -967,6 +1191,7 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
     outcomes = _load_config(cli, args.file, args)
     rows: list[dict[str, Any]] = []
     valid: dict[str, McpClient] = {}
+    servers: dict[str, Outcome] = {}
     for key, outcome in outcomes.items():
         name = _outcome_name(key, outcome)
         row: dict[str, Any] = {
@@ -979,7 +1204,8 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
         if isinstance(outcome, ConfigError):
             row["reason"] = _entry_reason(outcome)
         else:
-            valid[name] = _client(outcome, name, args)
+            valid[name] = _client(cli, outcome, name, args)
+            servers[name] = outcome
         rows.append(row)
     with McpHub(valid):  # every client connects on its own thread: probed concurrently
         deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
@@ -992,6 +1218,10 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             row["protocol"] = client.protocol_version if availability.ok else None  # E1
             row["tools"] = len(client.tools) if availability.ok else 0
             row["reason"] = None if availability.ok else (availability.reason or "unavailable")
+            server = servers[row["name"]]
+            if _needs_login(availability):
+                assert isinstance(server, RemoteServer)
+                row["reason"] = _login_hint(args, server, args.file)
 
     if args.json:
         cli.out(dumps(rows))
@@ -1032,6 +1262,262 @@ def _era_shown(version: str | None) -> str:
     if version is None:
         return "-"
     return f"{version} (modern)" if version >= "2026-07-28" else f"{version} (handshake)"
+
+
+# --- sign-in: login, logout, auth status ---------------------------------------------
+
+
+def _one_server(cli: Cli, args: argparse.Namespace) -> RemoteServer:
+    """The one remote server ``login`` / ``logout`` is about: URL, or --config + --server."""
+    if args.config is not None and args.url is not None:
+        raise UsageError("give either a URL or --config FILE --server NAME, not both")
+    if args.config is None and args.url is None:
+        raise UsageError("give a server URL or --config FILE --server NAME")
+    if args.config is None:
+        if args.server is not None:
+            raise UsageError("--server applies to --config")
+        return _url_server(cli, args, args.url)
+    if args.header:
+        raise UsageError("-H applies to a URL; with --config, put the headers in the file")
+    if args.server is None:
+        raise UsageError("with --config, name the server: --server NAME")
+    outcomes = _load_config(cli, args.config, args)
+    found = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+    wanted = args.server.lower()
+    if wanted not in found:
+        raise UsageError(f"no server {quote(args.server)} in {quote(args.config)}")
+    outcome = found[wanted]
+    if isinstance(outcome, ConfigError):
+        failure = cli.fail(EXIT_USAGE, _invalid(wanted, outcome))
+        _hint_refusals(cli, [outcome])
+        raise failure
+    if not isinstance(outcome, RemoteServer):  # pragma: no cover - local entries are refused
+        raise UsageError(f"server {quote(args.server)} is not a remote (url) server")
+    return outcome
+
+
+def _server_shown(server: RemoteServer) -> str:
+    return f"server {quote(server.name)} ({show(server.display_url, keep_newlines=False)})"
+
+
+def _when(epoch: float) -> str:
+    """An instant as ISO 8601 in UTC, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def _span(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _expiry(expires_at: float | None, now: float) -> str:
+    if expires_at is None:
+        return "no expiry given"
+    if expires_at <= now:
+        return f"expired {_when(expires_at)} ({_span(now - expires_at)} ago)"
+    return f"expires {_when(expires_at)} (in {_span(expires_at - now)})"
+
+
+def _tokens_shown(tokens: TokenSet, now: float) -> str:
+    """Issuer, scopes, expiry and refresh: never a token's text (A4)."""
+    scopes = one_line(tokens.scope) if tokens.scope else "(not stated)"
+    refresh = "refreshable" if tokens.refresh_token else "not refreshable"
+    issuer = show(tokens.issuer, keep_newlines=False)
+    return f"issuer {issuer}, scopes {scopes}, {_expiry(tokens.expires_at, now)}, {refresh}"
+
+
+class _BrowserSignIn:
+    """The ``authorize`` hook of ``login`` (A3), run on a driver thread: print the URL,
+    open the browser (unless ``--no-browser``), wait for the loopback listener."""
+
+    def __init__(
+        self, cli: Cli, listener: LoopbackListener, *, open_browser: bool, timeout: float
+    ) -> None:
+        self.cli = cli
+        self.listener = listener
+        self.open_browser = open_browser
+        self.timeout = timeout
+        self.asked = False
+        self.failure: str | None = None
+
+    def __call__(self, url: str, redirect_uri: str) -> str:
+        import webbrowser
+        from urllib.parse import parse_qsl, urlsplit
+
+        from ._login import ListenerClosed, ListenerTimeout, state_of
+
+        self.asked = True
+        if redirect_uri != self.listener.redirect_uri:  # pragma: no cover - the flow's own
+            self.failure = "the sign-in was to come back elsewhere than this listener"
+            raise RuntimeError(self.failure)
+        self.listener.expect_state(state_of(url))
+        # The URL holds the PKCE challenge and the state, never a secret.
+        write(
+            self.cli.stderr,
+            self.cli.redact(f"Open this URL to sign in: {show(url, keep_newlines=False)}"),
+        )
+        if self.open_browser:
+            try:
+                opened = webbrowser.open(url)
+            except Exception:  # a broken browser setting: the URL is printed anyway
+                opened = False
+            if not opened:
+                self.cli.err("could not start a browser: open the URL above yourself")
+        self.cli.err(f"waiting for the sign-in (at most {self.timeout:g} s; Ctrl-C cancels)")
+        try:
+            answer = self.listener.wait(self.timeout)
+        except ListenerTimeout as exc:
+            self.failure = str(exc)
+            raise
+        except ListenerClosed:
+            raise  # the command is ending: it has its own reason
+        # A refusal is the flow's to act on; its words are kept for the message (the
+        # client's own reason for it may be a later attempt's).
+        params = dict(parse_qsl(urlsplit(answer).query))
+        if "error" in params:
+            said = params["error"]
+            if params.get("error_description"):
+                said += f" ({params['error_description']})"
+            self.failure = f"the authorization server refused: {cut(one_line(said), 200)}"
+        return answer
+
+
+def cmd_login(cli: Cli, args: argparse.Namespace) -> int:
+    from mcpcore_threaded import McpClient
+
+    from ._login import LoopbackListener
+
+    server = _one_server(cli, args)
+    if any(name.lower() == "authorization" for name in server.headers):
+        raise UsageError(
+            f"{_server_shown(server)} is given its own Authorization header (a static "
+            "token): there is nothing to sign in to"
+        )
+    store = _token_store(cli, args)
+    before = store.get_tokens(server.url)
+    timeout: float = args.timeout or DEFAULT_LOGIN_TIMEOUT
+    try:
+        # Bound (port 0) before anything else: the redirect URI names a port that is ours.
+        listener = LoopbackListener()
+    except OSError as exc:
+        raise cli.fail(
+            EXIT_UNAVAILABLE, f"cannot listen on 127.0.0.1 for the sign-in: {exc.strerror or exc}"
+        ) from None
+    hook = _BrowserSignIn(cli, listener, open_browser=not args.no_browser, timeout=timeout)
+    auth = AuthOptions(
+        store=StoreView(store, hide_tokens_of=server.url),  # sign in afresh
+        redirect_uri=listener.redirect_uri,
+        scope=args.scope,
+        user_wait=timeout + 10,  # the listener's own timeout comes first, and says so
+        allow_insecure_http=args.allow_http,
+    )
+    with (
+        listener,
+        McpClient(
+            server.name,
+            server,
+            auth=auth,
+            authorize=hook,
+            startup_timeout=timeout + LOGIN_MARGIN,
+            allow_insecure_http=args.allow_http,
+        ) as client,
+    ):
+        availability = client.ready(timeout + LOGIN_MARGIN)
+    if store.write_error is not None:
+        raise cli.fail(EXIT_USAGE, show(str(store.write_error), keep_newlines=False))
+    after = store.get_tokens(server.url)
+    signed_in = hook.asked and after is not None and after != before
+    if not availability.ok and not signed_in:
+        reason = hook.failure or availability.reason or "unavailable"
+        raise cli.fail(
+            EXIT_UNAVAILABLE,
+            f"signing in to {_server_shown(server)} failed: {show(reason, keep_newlines=False)}",
+        )
+    if not signed_in:
+        cli.err(f"{_server_shown(server)} did not ask for authorization: nothing to sign in to")
+        return EXIT_OK
+    assert after is not None
+    cli.out(f"signed in to {_server_shown(server)}: {_tokens_shown(after, time.time())}")
+    cli.err(f"tokens kept in {quote(str(store.path))}")
+    if not availability.ok:
+        reason = show(availability.reason or "unavailable", keep_newlines=False)
+        raise cli.fail(EXIT_UNAVAILABLE, f"but the server is unavailable: {reason}")
+    return EXIT_OK
+
+
+def cmd_logout(cli: Cli, args: argparse.Namespace) -> int:
+    if args.all:
+        if args.url is not None or args.config is not None or args.server is not None:
+            raise UsageError("--all forgets every server: give no URL, --config or --server")
+        # Not checked first: removing a corrupt or unsafe token file is the way out.
+        store = FileTokenStore(args.token_file or default_token_file())
+        if store.forget_all():
+            cli.out(f"removed the token file {quote(str(store.path))}")
+        else:
+            cli.err(f"no token file at {quote(str(store.path))}: nothing to forget")
+        return EXIT_OK
+    server = _one_server(cli, args)
+    store = _token_store(cli, args)
+    removed = store.forget_server(server.url)
+    if not removed:
+        cli.err(f"no tokens kept for {_server_shown(server)}: nothing to forget")
+        return EXIT_OK
+    cli.out(
+        f"signed out of {_server_shown(server)}: its tokens are forgotten "
+        "(not revoked at the authorization server)"
+    )
+    return EXIT_OK
+
+
+def cmd_auth(cli: Cli, args: argparse.Namespace) -> int:
+    store = _token_store(cli, args)
+    now = time.time()
+    rows: list[dict[str, Any]] = []
+    entries = store.entries()
+    for entry in entries:
+        tokens = entry.tokens
+        rows.append(
+            {
+                "server_url": RemoteServer(name="server", url=entry.key.server_url).display_url,
+                "issuer": tokens.issuer,
+                "scopes": tokens.scope.split() if tokens.scope else [],
+                "expires_at": None if tokens.expires_at is None else _when(tokens.expires_at),
+                "expired": tokens.expires_at is not None and tokens.expires_at <= now,
+                "refreshable": tokens.refresh_token is not None,
+            }
+        )
+    if args.json:
+        cli.out(dumps({"token_file": str(store.path), "servers": rows}))
+        return EXIT_OK
+    if not rows:
+        cli.err(f"not signed in to any server (token file {quote(str(store.path))})")
+        return EXIT_OK
+    body = []
+    for row, entry in zip(rows, entries, strict=True):
+        body.append(
+            (
+                one_line(row["server_url"]),
+                one_line(row["issuer"]),
+                one_line(" ".join(row["scopes"])) or "-",
+                _expiry(entry.tokens.expires_at, now),
+                "yes" if row["refreshable"] else "no",
+            )
+        )
+    for line in table(
+        ("SERVER", "ISSUER", "SCOPES", "EXPIRY", "REFRESH"),
+        body,
+        style=cli.style,
+        fit=cli.table_width(),
+    ):
+        cli.out(line)
+    cli.err(f"tokens kept in {quote(str(store.path))}")
+    return EXIT_OK
 
 
 # --- demo ------------------------------------------------------------------------------
@@ -1114,6 +1600,9 @@ _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
     "tools": cmd_tools,
     "call": cmd_call,
     "check": cmd_check,
+    "login": cmd_login,
+    "logout": cmd_logout,
+    "auth": cmd_auth,
 }
 
 
@@ -1161,7 +1650,9 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_OK
             if ns.command is None:
                 top.print_usage(cli.stderr)
-                raise UsageError("a command is required (demo, tools, call, check)")
+                raise UsageError(
+                    "a command is required (demo, tools, call, check, login, logout, auth)"
+                )
             command = ns.command
             args = _command_parser(ns.command).parse_intermixed_args(ns.rest)
         except SystemExit as exc:  # --help
@@ -1174,6 +1665,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except Failure as exc:
         return exc.status
+    except TokenFileError as exc:
+        cli.err(show(str(exc), keep_newlines=False))
+        return EXIT_USAGE
     except UnknownTool as exc:
         cli.err(f"{_describe(exc)}; 'mcpcore tools' lists the tools")
         return EXIT_USAGE

@@ -1,0 +1,540 @@
+"""Where ``mcpcore login`` keeps tokens: a JSON file only its owner can read.
+
+``FileTokenStore(path)`` is a ``mcpcore.TokenStore``. The file holds the token
+sets (keyed by server URL and issuer, newest last) and the registered clients
+(keyed by issuer), every field written out by name (never pickled)::
+
+    {"version": 1,
+     "tokens": [{"server_url": ..., "issuer": ..., "access_token": ..., ...}],
+     "clients": [{"issuer": ..., "client_id": ..., ...}]}
+
+Its directory is created ``0700`` and the file ``0600``: every write goes to a
+fresh temporary file beside it (``O_CREAT | O_EXCL``, mode ``0600``) that then
+replaces the file at once (``os.replace``), so a reader never sees half a file
+and the file is never, even briefly, readable by others. A lock file beside it
+(``flock``) serialises the read-modify-write of concurrent ``mcpcore`` runs.
+
+Reading refuses a file that is not a regular file, is owned by another user,
+or is readable or writable by group or others, and one that is not a token
+file mcpcore wrote (corrupt JSON, a wrong field): ``TokenFileError`` says which
+and how to fix it, and never shows any of the file's content.
+
+The default location: ``$MCPCORE_TOKEN_FILE`` if set, else
+``$XDG_DATA_HOME/mcpcore/tokens.json``, else ``~/.local/share/mcpcore/tokens.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import secrets
+import stat
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcpcore import ClientRecord, TokenKey, TokenSet
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "TOKEN_FILE_ENV",
+    "FileTokenStore",
+    "StoreView",
+    "StoredTokens",
+    "TokenFileError",
+    "default_token_file",
+]
+
+TOKEN_FILE_ENV = "MCPCORE_TOKEN_FILE"
+FORMAT_VERSION = 1
+MAX_FILE_SIZE = 4 * 1024 * 1024
+LOCK_WAIT = 10.0  # seconds another run may hold the token file's lock  # a token file is a few kilobytes; refuse anything huge
+
+_log = logging.getLogger("mcpcore_cli.tokens")
+
+_AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post", "private_key_jwt")
+_CLIENT_KINDS = ("pre", "cimd", "dcr")
+
+
+class TokenFileError(Exception):
+    """The token file cannot be used. The message names the file, never its content."""
+
+
+def default_token_file(env: Mapping[str, str] | None = None) -> Path:
+    """``$MCPCORE_TOKEN_FILE``, else the user's data directory (XDG) + ``mcpcore/tokens.json``."""
+    env = os.environ if env is None else env
+    override = env.get(TOKEN_FILE_ENV)
+    if override:
+        return Path(override).expanduser()
+    data_home = env.get("XDG_DATA_HOME", "")
+    # The XDG spec: a relative path in $XDG_DATA_HOME is invalid and is ignored.
+    if data_home and os.path.isabs(data_home):
+        base = Path(data_home)
+    else:
+        base = Path(os.path.expanduser("~")) / ".local" / "share"
+    return base / "mcpcore" / "tokens.json"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTokens:
+    """One stored token set with its key (what ``auth status`` lists)."""
+
+    key: TokenKey
+    tokens: TokenSet
+
+
+@dataclass(slots=True)
+class _Document:
+    tokens: list[StoredTokens]
+    clients: dict[str, ClientRecord]
+
+    @property
+    def empty(self) -> bool:
+        return not self.tokens and not self.clients
+
+
+# --- (de)serialising, field by field ------------------------------------------------------
+
+
+class _Bad(Exception):
+    """A field of the file is not what mcpcore writes (the message names the field only)."""
+
+
+def _str(obj: Mapping[str, Any], name: str) -> str:
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise _Bad(name)
+    return value
+
+
+def _opt_str(obj: Mapping[str, Any], name: str) -> str | None:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise _Bad(name)
+    return value
+
+
+def _opt_time(obj: Mapping[str, Any], name: str) -> float | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _Bad(name)
+    return float(value)
+
+
+def _tokens_to_json(key: TokenKey, tokens: TokenSet) -> dict[str, Any]:
+    return {
+        "server_url": key.server_url,
+        "key_issuer": key.issuer,
+        "access_token": tokens.access_token,
+        "token_type": tokens.token_type,
+        "expires_at": tokens.expires_at,
+        "refresh_token": tokens.refresh_token,
+        "scope": tokens.scope,
+        "issuer": tokens.issuer,
+        "token_endpoint": tokens.token_endpoint,
+        "resource": tokens.resource,
+        "client_id": tokens.client_id,
+    }
+
+
+def _tokens_from_json(obj: object) -> StoredTokens:
+    if not isinstance(obj, dict):
+        raise _Bad("tokens[]")
+    key = TokenKey(server_url=_str(obj, "server_url"), issuer=_str(obj, "key_issuer"))
+    tokens = TokenSet(
+        access_token=_str(obj, "access_token"),
+        token_type=_str(obj, "token_type"),
+        expires_at=_opt_time(obj, "expires_at"),
+        refresh_token=_opt_str(obj, "refresh_token"),
+        scope=_opt_str(obj, "scope"),
+        issuer=_str(obj, "issuer"),
+        token_endpoint=_str(obj, "token_endpoint"),
+        resource=_str(obj, "resource"),
+        client_id=_str(obj, "client_id"),
+    )
+    return StoredTokens(key, tokens)
+
+
+def _client_to_json(issuer: str, client: ClientRecord) -> dict[str, Any]:
+    return {
+        "key_issuer": issuer,
+        "client_id": client.client_id,
+        "client_secret": client.client_secret,
+        "client_secret_expires_at": client.client_secret_expires_at,
+        "auth_method": client.auth_method,
+        "redirect_uris": list(client.redirect_uris),
+        "issuer": client.issuer,
+        "kind": client.kind,
+    }
+
+
+def _client_from_json(obj: object) -> tuple[str, ClientRecord]:
+    if not isinstance(obj, dict):
+        raise _Bad("clients[]")
+    uris = obj.get("redirect_uris")
+    if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+        raise _Bad("redirect_uris")
+    method = obj.get("auth_method")
+    if method not in _AUTH_METHODS:
+        raise _Bad("auth_method")
+    kind = obj.get("kind")
+    if kind not in _CLIENT_KINDS:
+        raise _Bad("kind")
+    record = ClientRecord(
+        client_id=_str(obj, "client_id"),
+        client_secret=_opt_str(obj, "client_secret"),
+        client_secret_expires_at=_opt_time(obj, "client_secret_expires_at"),
+        auth_method=method,
+        redirect_uris=tuple(uris),
+        issuer=_str(obj, "issuer"),
+        kind=kind,
+    )
+    return _str(obj, "key_issuer"), record
+
+
+def _parse(data: bytes) -> _Document:
+    """The document in ``data``; raises ``_Bad`` (naming a field at most)."""
+
+    def no_constant(name: str) -> Any:
+        raise _Bad("a number")
+
+    try:
+        root = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _Bad("JSON") from None
+    if not isinstance(root, dict) or root.get("version") != FORMAT_VERSION:
+        raise _Bad("version")
+    tokens, clients = root.get("tokens"), root.get("clients")
+    if not isinstance(tokens, list) or not isinstance(clients, list):
+        raise _Bad("tokens/clients")
+    document = _Document([_tokens_from_json(t) for t in tokens], {})
+    for obj in clients:
+        issuer, record = _client_from_json(obj)
+        document.clients[issuer] = record
+    return document
+
+
+def _serialise(document: _Document) -> bytes:
+    root = {
+        "version": FORMAT_VERSION,
+        "tokens": [_tokens_to_json(s.key, s.tokens) for s in document.tokens],
+        "clients": [_client_to_json(i, c) for i, c in document.clients.items()],
+    }
+    return (json.dumps(root, indent=2) + "\n").encode("utf-8")
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+class FileTokenStore:
+    """A ``mcpcore.TokenStore`` in one JSON file (see the module docstring).
+
+    Each method reads the file afresh (another ``mcpcore`` run may have changed
+    it) and each change rewrites it atomically under the lock. Reads raise
+    ``TokenFileError`` for an unusable file. Writes made by a client's driver
+    (``set_tokens`` …) never raise into it: a failure is logged (without
+    content) and kept in ``write_error`` for the command to report; the
+    command's own changes (``forget_server``, ``forget_all``) raise.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.write_error: TokenFileError | None = None
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"FileTokenStore({str(self.path)!r})"
+
+    # --- TokenStore ---------------------------------------------------------------------
+
+    def get_tokens(self, server_url: str) -> TokenSet | None:
+        found = [s.tokens for s in self._read().tokens if s.key.server_url == server_url]
+        return found[-1] if found else None
+
+    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None:
+        def change(document: _Document) -> None:
+            document.tokens = [s for s in document.tokens if s.key != key]
+            document.tokens.append(StoredTokens(key, tokens))  # newest last
+
+        self._change_quietly(change)
+
+    def delete_tokens(self, key: TokenKey) -> None:
+        def change(document: _Document) -> None:
+            document.tokens = [s for s in document.tokens if s.key != key]
+
+        self._change_quietly(change)
+
+    def get_clients(self) -> Sequence[ClientRecord]:
+        return list(self._read().clients.values())
+
+    def set_client(self, issuer: str, client: ClientRecord) -> None:
+        def change(document: _Document) -> None:
+            document.clients[issuer] = client
+
+        self._change_quietly(change)
+
+    def delete_client(self, issuer: str) -> None:
+        def change(document: _Document) -> None:
+            document.clients.pop(issuer, None)
+
+        self._change_quietly(change)
+
+    # --- what the commands use ----------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise ``TokenFileError`` now if the file exists and cannot be used."""
+        self._read()
+
+    def entries(self) -> list[StoredTokens]:
+        """Every stored token set, oldest first."""
+        return list(self._read().tokens)
+
+    def clients(self) -> dict[str, ClientRecord]:
+        """The registered clients by issuer."""
+        return dict(self._read().clients)
+
+    def forget_server(self, server_url: str) -> int:
+        """Remove the tokens held for ``server_url``, and the clients no other server's
+        tokens use; delete the file when nothing is left. Returns how many token sets
+        were removed."""
+        removed = 0
+
+        def change(document: _Document) -> None:
+            nonlocal removed
+            kept = [s for s in document.tokens if s.key.server_url != server_url]
+            gone = [s for s in document.tokens if s.key.server_url == server_url]
+            removed = len(gone)
+            document.tokens = kept
+            still_used = {s.key.issuer for s in kept} | {s.tokens.issuer for s in kept}
+            for stored in gone:
+                for issuer in (stored.key.issuer, stored.tokens.issuer):
+                    if issuer not in still_used:
+                        document.clients.pop(issuer, None)
+
+        self._change(change)
+        return removed
+
+    def forget_all(self) -> bool:
+        """Delete the file (and its lock file). True if there was a file."""
+        with self._locked():
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                return False
+            except OSError as exc:
+                raise self._error(f"cannot be removed: {exc.strerror or exc}") from None
+            return True
+
+    # --- reading --------------------------------------------------------------------------
+
+    def _error(self, text: str) -> TokenFileError:
+        return TokenFileError(f"the token file {str(self.path)!r} {text}")
+
+    def _read(self) -> _Document:
+        with self._lock:
+            return self._read_unlocked()
+
+    def _read_unlocked(self) -> _Document:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.path, flags)
+        except FileNotFoundError:
+            return _Document([], {})
+        except OSError as exc:
+            if self.path.is_symlink():
+                raise self._error("is a symbolic link; mcpcore only uses a regular file") from None
+            raise self._error(f"cannot be read: {exc.strerror or exc}") from None
+        try:
+            info = os.fstat(fd)
+            self._check_safe(info)
+            if info.st_size > MAX_FILE_SIZE:
+                raise self._error("is too large to be a token file; remove it")
+            with os.fdopen(fd, "rb") as file:
+                fd = -1
+                data = file.read(MAX_FILE_SIZE + 1)
+        except OSError as exc:
+            raise self._error(f"cannot be read: {exc.strerror or exc}") from None
+        finally:
+            if fd != -1:
+                os.close(fd)
+        try:
+            return _parse(data)
+        except _Bad:
+            raise self._error(
+                "is corrupt or was not written by mcpcore; remove it (then sign in again "
+                "with 'mcpcore login')"
+            ) from None
+
+    def _check_safe(self, info: os.stat_result) -> None:
+        if not stat.S_ISREG(info.st_mode):
+            raise self._error("is not a regular file")
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and info.st_uid != getuid():
+            raise self._error("belongs to another user; mcpcore only uses a token file you own")
+        mode = stat.S_IMODE(info.st_mode)
+        if os.name == "posix" and mode & 0o077:
+            raise self._error(
+                f"can be read or written by other users (mode {mode:04o}); "
+                f"make it private with: chmod 600 {str(self.path)!r}"
+            )
+
+    # --- writing --------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This process's lock, then the lock file's (other mcpcore runs)."""
+        with self._lock:
+            self._make_directory()
+            if fcntl is None:  # pragma: no cover - not POSIX
+                yield
+                return
+            lock_path = self.path.with_name(self.path.name + ".lock")
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            try:
+                fd = os.open(lock_path, flags, 0o600)
+            except OSError as exc:
+                raise self._error(f"cannot be locked: {exc.strerror or exc}") from None
+            try:
+                self._flock(fd)
+                yield
+            finally:
+                os.close(fd)  # releases the lock
+
+    def _flock(self, fd: int) -> None:
+        """The lock file's lock, waiting at most ``LOCK_WAIT`` seconds (never for ever:
+        the driver calls the store with its own lock held)."""
+        assert fcntl is not None
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise self._error(
+                        f"is locked by another mcpcore run (waited {LOCK_WAIT:g} s)"
+                    ) from None
+                time.sleep(0.02)
+            except OSError as exc:
+                raise self._error(f"cannot be locked: {exc.strerror or exc}") from None
+
+    def _make_directory(self) -> None:
+        directory = self.path.parent
+        if directory.is_dir():
+            return
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(directory, 0o700)  # whatever the umask did
+        except OSError as exc:
+            raise TokenFileError(
+                f"cannot create the directory {str(directory)!r} for the token file: "
+                f"{exc.strerror or exc}"
+            ) from None
+
+    def _change(self, change: Any) -> None:
+        """Read, change and write the document under the locks (raises ``TokenFileError``)."""
+        with self._locked():
+            document = self._read_unlocked()
+            change(document)
+            if document.empty:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+            else:
+                self._write(_serialise(document))
+
+    def _change_quietly(self, change: Any) -> None:
+        """``_change`` for the driver's store actions: a failure is logged and kept."""
+        try:
+            self._change(change)
+        except TokenFileError as exc:
+            self.write_error = exc
+            _log.warning("%s", exc)
+
+    def _write(self, data: bytes) -> None:
+        """Atomically: a fresh 0600 file beside the target, then ``os.replace``."""
+        directory = self.path.parent
+        temporary = directory / f".{self.path.name}.{secrets.token_hex(8)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(temporary, flags, 0o600)
+        except OSError as exc:
+            raise self._error(f"cannot be written: {exc.strerror or exc}") from None
+        try:
+            with os.fdopen(fd, "wb") as file:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(file.fileno(), 0o600)  # never wider, whatever the umask
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise self._error(f"cannot be written: {exc.strerror or exc}") from None
+        if hasattr(os, "O_DIRECTORY"):
+            with contextlib.suppress(OSError):
+                dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
+
+
+class StoreView:
+    """A ``TokenStore`` over a ``FileTokenStore``, as one command needs it.
+
+    ``hide_tokens_of``: ``get_tokens`` of that server URL answers ``None`` (``login``
+    signs in afresh even when tokens are held; the new ones replace them).
+    ``keep_new_clients=False``: ``set_client`` is ignored. A client without an
+    ``authorize`` hook (``tools``, ``call``, ``check``) can never use a client it
+    registers (it has no redirect listener); the core registers none for it, and
+    should one ever be saved, it would replace, under the same issuer, the client
+    ``login`` registered and the stored tokens are refreshed with.
+    """
+
+    def __init__(
+        self,
+        store: FileTokenStore,
+        *,
+        hide_tokens_of: str | None = None,
+        keep_new_clients: bool = True,
+    ) -> None:
+        self.store = store
+        self._hidden = hide_tokens_of
+        self._keep_new_clients = keep_new_clients
+
+    def __repr__(self) -> str:
+        return f"StoreView({self.store!r})"
+
+    def get_tokens(self, server_url: str) -> TokenSet | None:
+        if server_url == self._hidden:
+            return None
+        return self.store.get_tokens(server_url)
+
+    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None:
+        self.store.set_tokens(key, tokens)
+
+    def delete_tokens(self, key: TokenKey) -> None:
+        self.store.delete_tokens(key)
+
+    def get_clients(self) -> Sequence[ClientRecord]:
+        return self.store.get_clients()
+
+    def set_client(self, issuer: str, client: ClientRecord) -> None:
+        if self._keep_new_clients:
+            self.store.set_client(issuer, client)
+
+    def delete_client(self, issuer: str) -> None:
+        self.store.delete_client(issuer)
