@@ -105,18 +105,21 @@ def protected_sdk_server(
     token_ttl: int = 3600,
     step_up: bool = True,
     expires_in: int | None = None,
-    keep_registered_scope: bool = False,
-    keep_auth_method: bool = False,
+    keep_registered_scope: bool = True,
+    keep_auth_method: bool = True,
     start_timeout: float = START_TIMEOUT,
 ) -> Iterator[ProtectedPeer]:
     """Run tests/servers/protected_sdk_server.py on a free loopback port.
 
-    ``token_ttl``: access token lifetime in seconds. ``step_up``: offer
-    ``admin_action`` (scope ``mcp:admin``, 403 ``insufficient_scope`` without
-    it). ``expires_in``: what the token response tells the client (default
-    ``token_ttl``). ``keep_registered_scope`` / ``keep_auth_method``: keep the
-    SDK's own registration rules (see the server's docstring; mcpcore does not
-    get through them today).
+    ``token_ttl``: access token lifetime in seconds (under one more: the
+    server rounds the expiry up). ``step_up``: offer ``admin_action`` (scope
+    ``mcp:admin``, 403 ``insufficient_scope`` without it). ``expires_in``:
+    what the token response tells the client (default ``token_ttl``).
+    ``keep_registered_scope`` / ``keep_auth_method``: keep the SDK's own
+    registration rules (see the server's docstring), as shipped, by default: a
+    client may only ask for the scopes it registered with (a step-up registers
+    anew), and a client_secret_basic token request names the client in its form
+    too. False relaxes them.
     """
 
     def argv(port: int, events_path: Path | None) -> list[str]:

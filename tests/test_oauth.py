@@ -874,7 +874,7 @@ def test_O24_preregistered_comes_first_no_registration_request() -> None:
     token = world.of(Purpose.TOKEN_CODE)[0]
     basic = base64.b64decode((hdr(token, b"authorization") or b"")[6:])
     assert basic == b"pre-registered-client:pre-registered-secret"
-    assert "client_id" not in form(token)  # O44
+    assert "client_secret" not in form(token)  # O44: the secret only in the Basic header
 
 
 def test_O24_O25_cimd_before_dcr() -> None:
@@ -989,9 +989,9 @@ def test_O44_O45_the_registered_method_is_honoured(
     body = form(token)
     basic = hdr(token, b"authorization")
     if expect_basic:
-        # every non-unreserved byte %-encoded, no client_id in the body
+        # every non-unreserved byte %-encoded; the body names the client, never its secret
         assert base64.b64decode(basic[6:] if basic else b"") == b"c%3Aid:s%20e%2Fc"
-        assert "client_id" not in body and "client_secret" not in body
+        assert body["client_id"] == "c:id" and "client_secret" not in body
     else:
         assert basic is None
         assert body["client_id"] == "c:id"
@@ -1554,7 +1554,12 @@ def test_O71_client_credentials_with_basic() -> None:
     tokens = authorized(events)
     assert world.opened == [] and world.of(Purpose.REGISTER) == []
     (token,) = world.of(Purpose.TOKEN_CLIENT_CREDENTIALS)
-    assert form(token) == {"grant_type": "client_credentials", "scope": "mcp:basic", "resource": S}
+    assert form(token) == {
+        "grant_type": "client_credentials",
+        "scope": "mcp:basic",
+        "resource": S,
+        "client_id": "conformance-test-client",  # named in the body too (RFC 6749 3.2.1)
+    }
     auth = hdr(token, b"authorization") or b""
     assert base64.b64decode(auth[6:]) == b"conformance-test-client:conformance-test-secret"
     assert tokens.access_token == "cc-token-1"

@@ -378,6 +378,9 @@ class ClientRecord:
     redirect_uris: tuple[str, ...] = ()
     issuer: str
     kind: Literal["pre", "cimd", "dcr"] = "dcr"
+    # The scope a registered client was registered for (None: not known): an
+    # authorization server may refuse to grant it more (step-up then registers anew).
+    scope: str | None = None
 
     def __repr__(self) -> str:
         secret = "<held>" if self.client_secret else None
@@ -1506,6 +1509,7 @@ class OAuthFlow:
                 stored.kind == "dcr"
                 and (not expiry or expiry > now)
                 and _redirect_registered(self.config.redirect_uri, stored.redirect_uris)
+                and _covers(stored.scope, self._need_run().scope)
             ):
                 return stored
             self._clients.pop(meta.issuer, None)
@@ -1595,6 +1599,7 @@ class OAuthFlow:
         except OAuthError as error:
             self._fail(error)
             return
+        granted = doc.get("scope")
         client = ClientRecord(
             client_id=client_id,
             client_secret=secret,
@@ -1603,6 +1608,8 @@ class OAuthFlow:
             redirect_uris=uris,
             issuer=meta.issuer,
             kind="dcr",
+            # only a scope the server answered with binds the client (RFC 7591 3.2.1)
+            scope=granted if isinstance(granted, str) else None,
         )
         self._remember(secret)
         self._clients[meta.issuer] = client
@@ -1874,6 +1881,9 @@ class OAuthFlow:
         if method == "client_secret_basic" and client.client_secret:
             raw = quote(client.client_id, safe="") + ":" + quote(client.client_secret, safe="")
             headers.append((b"authorization", b"Basic " + base64.b64encode(raw.encode("ascii"))))
+            # RFC 6749 3.2.1 lets the body name the client too; some authorization
+            # servers (the official Python SDK's) refuse a token request without it.
+            body.append(("client_id", client.client_id))
         elif method == "client_secret_post" and client.client_secret:
             body += [("client_id", client.client_id), ("client_secret", client.client_secret)]
         elif method == "private_key_jwt" and assertion is not None:
@@ -2190,6 +2200,14 @@ class OAuthFlow:
             "another URL (O62)",
             status=status,
         )
+
+
+def _covers(registered: str | None, wanted: str | None) -> bool:
+    """O22, O28: a client registered for ``registered`` may ask for ``wanted``
+    (an unknown registered scope is taken to cover anything)."""
+    if registered is None:
+        return True
+    return set(_split_scopes(wanted)) <= set(_split_scopes(registered))
 
 
 def _redirect_registered(uri: str, registered: Sequence[str]) -> bool:

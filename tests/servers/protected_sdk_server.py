@@ -20,10 +20,11 @@ The SDK serves, from ``AuthSettings`` and an ``OAuthAuthorizationServerProvider`
 * ``/authorize``: the provider approves at once, with no page and no person:
   HTTP 302 to ``redirect_uri?code=...&state=...``;
 * ``/token``: ``authorization_code`` and ``refresh_token`` grants; access
-  tokens live ``--token-ttl`` seconds (``expires_in`` says ``--expires-in``,
-  by default the same: a larger ``--expires-in`` makes tokens die before the
-  client expects, so the server answers 401 to a token the client holds
-  valid); refresh tokens do not expire and rotate on use;
+  tokens live ``--token-ttl`` seconds (under one more: the expiry is rounded
+  up to a whole second); ``expires_in`` says ``--expires-in``, by default the
+  same (a larger ``--expires-in`` makes tokens die before the client expects,
+  so the server answers 401 to a token the client holds valid); refresh
+  tokens do not expire and rotate on use;
 * ``/mcp``: Streamable HTTP (both eras the SDK speaks), bearer-protected by the
   SDK (401 with ``WWW-Authenticate: Bearer ... resource_metadata=...``), tokens
   bound to the resource ``http://127.0.0.1:PORT/mcp`` (``validate_token_resource``).

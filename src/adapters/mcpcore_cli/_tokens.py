@@ -177,6 +177,7 @@ def _client_to_json(issuer: str, client: ClientRecord) -> dict[str, Any]:
         "redirect_uris": list(client.redirect_uris),
         "issuer": client.issuer,
         "kind": client.kind,
+        "scope": client.scope,
     }
 
 
@@ -200,6 +201,7 @@ def _client_from_json(obj: object) -> tuple[str, ClientRecord]:
         redirect_uris=tuple(uris),
         issuer=_str(obj, "issuer"),
         kind=kind,
+        scope=_opt_str(obj, "scope"),
     )
     return _str(obj, "key_issuer"), record
 
