@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,7 +25,14 @@ from mcpcore._failure import FailureKind, TransportFailure
 
 FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
 CORPUS = FUZZ / "corpus"
-TARGETS = ["sse", "jsonrpc", "http", "session", "config"]
+OAUTH_TARGETS = [
+    "oauth_metadata",
+    "oauth_register",
+    "oauth_token",
+    "oauth_challenge",
+    "oauth_callback",
+]
+TARGETS = ["sse", "jsonrpc", "http", "session", "config", *OAUTH_TARGETS]
 
 if str(FUZZ) not in sys.path:
     sys.path.insert(0, str(FUZZ))
@@ -162,7 +170,7 @@ def mutated_seed(draw: Any, target: str) -> bytes:
     return bytes(seed)
 
 
-@pytest.mark.parametrize("target", ["http", "session", "sse", "config"])
+@pytest.mark.parametrize("target", ["http", "session", "sse", "config", *OAUTH_TARGETS])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_real_exchanges(target: str, data: st.DataObject) -> None:
@@ -203,6 +211,103 @@ _config_values = st.recursive(
 def test_config_structured(flags: int, servers: dict[str, Any], extra: dict[str, Any]) -> None:
     document = {"mcpServers": servers, **extra}
     harness("config").fuzz_one_input(bytes([flags]) + json.dumps(document).encode())
+
+
+# --- OAuth: documents, challenges and callbacks ----------------------------------------------
+# Each OAuth harness reads a few control bytes, then the server's answer: raw bytes (here: JSON
+# documents, challenge fields or callback queries drawn by hypothesis, through the harness's
+# ``raw_input``) or, when the first byte is odd, a template the harness fills from the rest.
+
+_EDGE = st.sampled_from(
+    ["", "\ud800", "a\r\nb", "\x1b[2J", "é", "x" * 300, 10**400, -1, 0, 1e308, True, None]
+)
+_URLS = st.sampled_from(
+    [
+        "https://auth.example.test",
+        "https://auth.example.test/tenant",
+        "https://mcp.example.test/mcp",
+        "https://auth.example.test/token",
+        "https://auth.example.test/authorize",
+        "https://auth.example.test/register",
+        "http://127.0.0.1:9/x",
+        "http://evil.example/x",
+        "https://[::1/x",
+    ]
+)
+_WORDS = st.sampled_from(
+    [
+        *("S256", "plain", "none", "client_secret_basic", "client_secret_post"),
+        *("private_key_jwt", "Bearer", "bearer", "DPoP", "mcp", "offline_access"),
+        *("invalid_grant", "invalid_client"),
+    ]
+)
+_OAUTH_VALUES = _URLS | _WORDS | _EDGE | _json | st.lists(_URLS | _WORDS | _EDGE, max_size=4)
+_OAUTH_KEYS = [
+    "resource",
+    "authorization_servers",
+    "scopes_supported",
+    "issuer",
+    "authorization_endpoint",
+    "token_endpoint",
+    "registration_endpoint",
+    "code_challenge_methods_supported",
+    "token_endpoint_auth_methods_supported",
+    "client_id_metadata_document_supported",
+    "authorization_response_iss_parameter_supported",
+    "client_id",
+    "client_secret",
+    "client_secret_expires_at",
+    "token_endpoint_auth_method",
+    "redirect_uris",
+    "access_token",
+    "token_type",
+    "expires_in",
+    "refresh_token",
+    "scope",
+    "error",
+    "error_description",
+]
+_oauth_docs = st.dictionaries(st.sampled_from(_OAUTH_KEYS), _OAUTH_VALUES, max_size=10) | _json
+
+
+@st.composite
+def oauth_inputs(draw: Any, target: str) -> bytes:
+    module = harness(target)
+    if draw(st.booleans()):  # a template: the harness builds the document from the bytes
+        return bytes([draw(st.integers(0, 255)) | 1]) + draw(st.binary(max_size=300))
+    flags = draw(st.integers(0, 255))
+    if target == "oauth_challenge":
+        pieces = st.sampled_from(
+            [
+                *("Bearer", "Basic", " ", ", ", "=", '"', "\\", "scope", "error", "abc=="),
+                *("realm", "insufficient_scope", "resource_metadata"),
+                '"https://mcp.example.test/meta/prm"',
+            ]
+        )
+        fields = st.lists(pieces, max_size=12).map(lambda p: "".join(p).encode("latin-1"))
+        return module.raw_input(*draw(st.lists(fields, min_size=1, max_size=4)), flags=flags)
+    if target == "oauth_callback":
+        from _oauthfuzz import CODE, FIRST_STATE
+
+        names = st.sampled_from(["state", "code", "iss", "error", "error_description", "x"])
+        values = st.sampled_from([FIRST_STATE, CODE, "https://auth.example.test", ""]) | st.text(
+            max_size=8
+        )
+        pairs = draw(st.lists(st.tuples(names, values), max_size=6))
+        query = "&".join(f"{quote(k)}={quote(v, safe='')}" for k, v in pairs)
+        return module.raw_input(query, flags=flags & ~32)
+    text = json.dumps(draw(_oauth_docs), ensure_ascii=draw(st.booleans()))
+    body = text.encode("utf-8", "surrogatepass")
+    if target == "oauth_register":
+        return module.raw_input(body, methods=draw(st.integers(0, 7)), flags=flags)
+    return module.raw_input(body, draw(st.integers(0, 9)), flags=flags)
+
+
+@pytest.mark.parametrize("target", OAUTH_TARGETS)
+@BUDGET
+@given(data=st.data())
+def test_oauth_structured(target: str, data: st.DataObject) -> None:
+    harness(target).fuzz_one_input(data.draw(oauth_inputs(target)))
 
 
 # --- regressions the fuzzers found ------------------------------------------------------------

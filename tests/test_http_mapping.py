@@ -663,6 +663,26 @@ def test_h7_http_errors_name_the_status_with_an_escaped_excerpt(status: int) -> 
     assert len(text) < 400
 
 
+def test_h7_x3_an_error_body_echoing_a_configured_header_value_is_redacted() -> None:
+    """H7, X3: a server that quotes the request's configured Authorization header in its
+    error body does not get the secret into the error text."""
+    server = FakeServer()
+    secret = "static-token-0123456789"
+
+    def echo(seen: Seen) -> Reply | None:
+        if seen.message and seen.message.get("method") == "tools/call":
+            quoted = seen.headers["authorization"].encode()
+            return Reply(500, [(b"content-type", b"text/plain")], [b"refused " + quoted])
+        return None
+
+    server.hook = echo
+    link = connect(server, headers={"Authorization": f"Bearer {secret}"})
+    cid = call(link)
+    text = str(failed_with(link, cid, TransportError))
+    assert "HTTP 500" in text and "[redacted]" in text
+    assert secret not in text
+
+
 def test_h7_error_body_excerpt_stops_reading_early() -> None:
     server = FakeServer()
     server.hook = on("tools/call", Reply(500, [], [b"e" * 600, b"f" * 600], finish="stall"))

@@ -12,6 +12,13 @@ fails), all with DEBUG logging on the ``mcpcore`` logger. The failure
 classification itself is checked over every kind with secrets planted in the
 exceptions' own text (X5).
 
+OAuth (A4, O64): a whole conversation through ``HttpClientEngine`` with
+``auth=`` (sign-in with registration or a pre-registered or restored client,
+client credentials with a signed assertion, a refresh, refused refreshes,
+code exchanges and re-registrations whose error text echoes every secret they
+were sent, a denied redirect echoing the state), over random tokens, codes,
+client secrets and signatures.
+
 Nowhere may the secret, or any 12-character piece of it, appear: exception
 text and ``repr``, ``repr`` of clients, servers, requests and tools,
 availability reasons, log records.
@@ -19,6 +26,7 @@ availability reasons, log records.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -26,11 +34,11 @@ import os
 import socket
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from drivers import DRIVERS, backend_of, open_client
@@ -39,6 +47,7 @@ from mcpcore import (
     ConfigError,
     FailureKind,
     LocalServer,
+    PreRegisteredClient,
     RemoteServer,
     TransportError,
     TransportFailure,
@@ -46,10 +55,12 @@ from mcpcore import (
     load_mcp_json,
     parse_server,
 )
-from mcpcore._events import HttpRequest
+from mcpcore._events import CallFailed, CallSucceeded, HttpRequest
 from mcpcore._http import HttpMapping
+from mcpcore._oauth import ClientRecord, SaveClient, SaveTokens, TokenError, TokenSet
 from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
 from raw_servers import close_at_once, garbage, reset, socket_server
+from test_oauth_layer_props import AS, MCP, REDIRECT, WALL, OAuthWorld, form, js
 
 ALPHABET = "QZXJKVWqzxjkvw0123456789-_.~+/="
 secrets = st.text(alphabet=ALPHABET, min_size=12, max_size=40).map(lambda s: "QZX" + s)
@@ -440,3 +451,253 @@ def test_C8_X4_the_engines_debug_trace_never_shows_secrets_arguments_or_results(
     assert any("session id 'session-2'" in text for text in records.texts)
     assert leaks(secret, records.texts) == []
     assert any(secret in str(request.headers) for request in link.requests)  # really sent
+
+
+# --- OAuth: every new path (A4, O64) --------------------------------------------------------------
+# A whole conversation through HttpClientEngine with auth=, against the in-memory MCP server and
+# authorization server of test_oauth_layer_props (OAuthWorld): the secrets are the client secret
+# (registered, pre-registered or restored from the store), the authorization code, the access and
+# refresh tokens (issued, or restored from the store), the PKCE verifier and state, and a signed
+# assertion. Only a request's Authorization header and body may hold them (not shown anywhere).
+
+OAUTH_SCENARIOS = ["registered", "restored", "preregistered", "jwt"]
+
+
+def _oauth_texts(world: Any, extra: list[object]) -> list[str]:
+    """Everything the conversation showed: reprs of every action, event and error, the
+    engine and its layer, the options, the records and the store, the availability."""
+    engine = world.engine
+    texts: list[str] = []
+    for action in world.actions:
+        texts += shown(action)
+        if isinstance(action, SaveTokens):
+            texts += shown(action.tokens)
+        elif isinstance(action, SaveClient):
+            texts += shown(action.client)
+    for event in world.events:
+        texts += shown(event)
+        error = getattr(event, "error", None)
+        if isinstance(error, BaseException):
+            texts += [*shown(error), repr(vars(error))]
+    availability = engine.availability
+    texts += [*shown(availability), availability.reason or "" if availability else ""]
+    error = getattr(availability, "error", None)
+    if isinstance(error, BaseException):
+        texts += [*shown(error), repr(vars(error))]
+    layer = engine.auth
+    texts += [repr(engine), repr(engine.http), repr(layer), repr(layer.flow)]
+    texts.append(repr(layer.flow.config))
+    texts += [repr(world.options), repr(world.store), repr(world.store.get_clients())]
+    texts += [repr(world.store.get_tokens(engine.http.url)), repr(engine.session.last_error)]
+    for value in extra:
+        texts += shown(value)
+    return texts
+
+
+def _echo(form: dict[str, str], planted: list[str], turn: int) -> list[str]:
+    """What a refusing server quotes: every value it was sent and the tokens it knows, each
+    whole, turned by ``turn`` so that each comes first sometimes (error text is cut short)."""
+    said = [v for k, v in form.items() if k not in ("grant_type", "redirect_uri", "resource")]
+    items = [*said, *planted]
+    turn %= len(items)
+    return items[turn:] + items[:turn]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    access=secrets,
+    refresh=secrets,
+    client_secret=secrets,
+    code=secrets,
+    stored=secrets,
+    signature=st.binary(min_size=16, max_size=32),
+    scenario=st.sampled_from(OAUTH_SCENARIOS),
+    method=st.sampled_from(["client_secret_post", "client_secret_basic"]),
+    turn=st.integers(0, 9),
+    in_code=st.booleans(),
+)
+def test_A4_C8_an_oauth_conversation_never_shows_a_secret(
+    access: str,
+    refresh: str,
+    client_secret: str,
+    code: str,
+    stored: str,
+    signature: bytes,
+    scenario: str,
+    method: str,
+    turn: int,
+    in_code: bool,
+) -> None:
+    """A4, C8, O64: 401 -> discovery -> registration -> the authorize hook's callback -> code
+    exchange -> the call again with a Bearer token -> a later 401 -> a refresh -> a refused
+    refresh (its error_description echoes every secret it was sent and the tokens) -> a new
+    sign-in whose code exchange is refused the same way: no secret in any repr, error, event,
+    availability or DEBUG record; only in the requests' Authorization headers and bodies."""
+    # distinct secrets: no 12-character piece of one inside another
+    distinct = [access, refresh, client_secret, code, stored]
+    assume(all(not leaks(a, [b]) for a in distinct for b in distinct if a is not b))
+    issued: dict[str, list[str]] = {"access": [], "refresh": []}
+
+    def issue(kind: str, base: str) -> Any:
+        def make(n: int) -> str:
+            value = base if n == 1 else f"{base}{n}"
+            issued[kind].append(value)
+            return value
+
+        return make
+
+    kw: dict[str, Any] = {}
+    if scenario == "restored":
+        kw["tokens"] = TokenSet(
+            access_token=stored + "A",
+            refresh_token=stored + "R",
+            expires_at=WALL + 3600,
+            issuer=AS,
+            token_endpoint=AS + "/token",
+            resource=MCP,
+            client_id="dyn-client",
+        )
+        kw["clients"] = (
+            ClientRecord(
+                client_id="dyn-client",
+                client_secret=client_secret,
+                auth_method=method,  # type: ignore[arg-type]
+                redirect_uris=(REDIRECT,),
+                issuer=AS,
+            ),
+        )
+    elif scenario == "preregistered":
+        kw["preregistered"] = PreRegisteredClient(
+            client_id="pre-client",
+            client_secret=client_secret,
+            auth_method=method,  # type: ignore[arg-type]
+        )
+    elif scenario == "jwt":
+        kw["preregistered"] = PreRegisteredClient(
+            client_id="jwt-client", auth_method="private_key_jwt"
+        )
+        kw["grant"] = "client_credentials"
+        kw["signature"] = signature
+    world = OAuthWorld(
+        access=issue("access", access),
+        refresh=issue("refresh", refresh),
+        client_secret=client_secret,
+        code=code,
+        auth_method=method,
+        **kw,
+    )
+    # what the flow holds (or held) in this scenario: the server echoes those
+    planted = [access, refresh]
+    if scenario != "jwt":
+        planted.append(client_secret)
+    if scenario == "restored":
+        planted += [stored + "A", stored + "R"]
+
+    def refused(request: Any) -> Any:
+        items = _echo(form(request), planted, turn)
+        code = items[0] if in_code else "invalid_grant"  # the OAuth error code echoes too
+        return js(400, {"error": code, "error_description": "invalid: " + " ".join(items)})
+
+    with debug_records() as records:
+        world.start()
+        (first,) = world.outcomes(world.call())
+        world.revoke_access()  # a later 401: a refresh
+        (second,) = world.outcomes(world.call())
+        world.revoke_access()  # and now the refresh is refused, echoing what it was sent
+        world.refresh_reply = refused
+        world.code_reply = refused
+        (third,) = world.outcomes(world.call())
+        world.close()
+    # the conversation went where it should
+    assert isinstance(first, CallSucceeded) and isinstance(second, CallSucceeded), (first, second)
+    assert isinstance(third, CallFailed) and isinstance(third.error, TokenError), third
+    assert "[redacted]" in str(third.error)
+    bearers = [dict(r.headers).get(b"authorization", b"") for r in world.requests if r.url == MCP]
+    assert f"Bearer {access}".encode() in bearers or scenario == "restored"  # really sent
+    # the secrets: planted ones, every token issued, and what the flow made itself
+    made = []
+    for request in world.requests:
+        values = form(request) if request.url == AS + "/token" else {}
+        made += [values.get(k, "") for k in ("code_verifier", "client_assertion")]
+    for opened in world.opened:
+        made.append(parse_qs(urlsplit(opened.url).query)["state"][0])
+    if scenario == "jwt":
+        made.append(base64.urlsafe_b64encode(signature).rstrip(b"=").decode())
+    everything = _oauth_texts(world, [world.options, world.preregistered, *world.clients])
+    everything += records.texts
+    secrets_held = [*planted, code, client_secret, *issued["access"], *issued["refresh"]]
+    if scenario == "jwt":
+        secrets_held.remove(client_secret)  # never held: not a secret of this conversation
+        secrets_held.remove(code)  # no person, no code
+    for secret in [*secrets_held, *(m for m in made if m)]:
+        assert leaks(secret, everything) == [], secret
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    access=secrets,
+    refresh=secrets,
+    client_secret=secrets,
+    code=secrets,
+    path=st.sampled_from(["denied", "reregister"]),
+    turn=st.integers(0, 9),
+)
+def test_A4_C8_oauth_refusals_never_show_a_secret(
+    access: str, refresh: str, client_secret: str, code: str, path: str, turn: int
+) -> None:
+    """A4, C8, O64, O39, O47: after a sign-in, the refresh is refused and the person is asked
+    again; then either the authorization server's redirect is an error echoing the ``state``
+    (AuthorizationDenied), or the code exchange says ``invalid_client`` and the registration
+    made once more (O47) is refused, both echoing every secret they were sent or know
+    (RegistrationError): the call's error, the events and the DEBUG trace show none."""
+    distinct = [access, refresh, client_secret, code]
+    assume(all(not leaks(a, [b]) for a in distinct for b in distinct if a is not b))
+    world = OAuthWorld(
+        access=lambda n: access if n == 1 else f"{access}{n}",
+        refresh=lambda n: refresh if n == 1 else f"{refresh}{n}",
+        client_secret=client_secret,
+        code=code,
+    )
+    planted = [access, refresh, client_secret]
+    states: list[str] = []
+
+    def denied(action: Any) -> str:
+        state = parse_qs(urlsplit(action.url).query)["state"][0]
+        states.append(state)
+        if len(states) == 1:
+            return world.default_callback(action) or ""
+        query = {"state": state, "error": state, "error_description": f"{state} {code}"}
+        return action.redirect_uri + "?" + urlencode(query)
+
+    def refused(status: int, error: str) -> Any:
+        def reply(request: Any) -> Any:
+            sent = form(request) if request.body and not request.body.startswith(b"{") else {}
+            items = _echo(sent, [*planted, code], turn)
+            return js(status, {"error": error, "error_description": "no: " + " ".join(items)})
+
+        return reply
+
+    if path == "denied":
+        world.callback = denied
+    with debug_records() as records:
+        world.start()
+        (first,) = world.outcomes(world.call())
+        world.revoke_access()
+        world.refresh_reply = js(400, {"error": "invalid_grant"})
+        if path == "reregister":
+            world.code_reply = refused(401, "invalid_client")
+            world.routes[("POST", AS + "/register")] = refused(400, "invalid_client_metadata")
+        (second,) = world.outcomes(world.call())
+        world.close()
+    assert isinstance(first, CallSucceeded), first
+    assert isinstance(second, CallFailed), second
+    kind = {"denied": "AuthorizationDenied", "reregister": "RegistrationError"}[path]
+    assert type(second.error).__name__ == kind, second.error
+    assert "[redacted]" in str(second.error), second.error
+    made = [*states]
+    for request in world.requests:
+        if request.url == AS + "/token":
+            made.append(form(request).get("code_verifier", ""))
+    everything = _oauth_texts(world, [world.options]) + records.texts
+    for secret in [*planted, code, *(m for m in made if m)]:
+        assert leaks(secret, everything) == [], secret

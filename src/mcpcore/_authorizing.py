@@ -250,6 +250,12 @@ class AuthLayer:
         # browser each time) until the host calls ``login``.
         self._declined: OAuthError | None = None
         self.authorized = False  # a token arrived since the engine last looked
+        # F7: once closing, no flow starts (no refresh, no person asked); a 401 on
+        # the last requests (the DELETE) is an ordinary error of that request.
+        self._closing = False
+        # F8: error text the mapping words from server bodies never shows a secret
+        configured = http.redact
+        http.redact = lambda text: flow.scrub(configured(text))
 
     # --- what the engine asks -------------------------------------------------------
 
@@ -287,6 +293,7 @@ class AuthLayer:
         return self._drain_flow(now)
 
     def close(self, now: float) -> None:
+        self._closing = True
         self.flow.cancel("the client was closed")
 
     # --- the driver's reports -----------------------------------------------------------
@@ -303,7 +310,7 @@ class AuthLayer:
         mcp = self._mcp_of(wire)
         if mcp is None:
             return None
-        if status not in (401, 403):
+        if status not in (401, 403) or self._closing:
             return mcp
         held = self._held.get(mcp)
         if held is None:
@@ -379,7 +386,11 @@ class AuthLayer:
         self._send(request.exchange_id, held, now)
 
     def _send(self, mcp: int, held: _Held, now: float) -> None:
-        verdict = self.flow.prepare(held.ticket, self._wall(now))
+        verdict: tuple[bytes, bytes] | Wait | None
+        if self._closing:
+            verdict = self.flow.current_header(self._wall(now))
+        else:
+            verdict = self.flow.prepare(held.ticket, self._wall(now))
         if isinstance(verdict, Wait):
             held.wire = None
             return

@@ -26,7 +26,7 @@ import heapq
 import itertools
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NoReturn, Union
@@ -188,6 +188,10 @@ class HttpMapping:
         self.limits = limits or HttpLimits()
         self.listen = listen
         self._extra_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in headers]
+        self._header_values = sorted({v for _, v in headers if len(v) >= 4}, key=len, reverse=True)
+        # X3, A4: server text worded into errors, with secrets it may echo cut out
+        # (configured header values here; the OAuth layer adds the tokens it holds).
+        self.redact: Callable[[str], str] = self._redact_header_values
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._next_xid = 1
@@ -860,11 +864,17 @@ class HttpMapping:
                 if self._response_seen(ex):
                     self._finish(ex)
                     return
-        shown = excerpt(bytes(ex.body[:_ERROR_EXCERPT_BYTES]), 200).strip()
+        body = bytes(ex.body[:_ERROR_EXCERPT_BYTES]).decode("utf-8", "replace")
+        shown = excerpt(self.redact(body), 200).strip()
         detail = f": {shown}" if shown else ""
         error = TransportError(f"{self.display_url} answered HTTP {ex.status}{detail}")
         error.status = ex.status
         self._fail(ex, error, now)
+
+    def _redact_header_values(self, text: str) -> str:
+        for value in self._header_values:
+            text = text.replace(value, "[redacted]")
+        return text
 
     def _expired(self, ex: _Exchange, now: float) -> None:
         """H6: a 404 on a request that carried a session id."""

@@ -170,6 +170,7 @@ _AUTH_METHODS: Final = frozenset(
 )
 _SHOWN: Final = 200  # characters of server text an error shows (O65)
 _REDACTED: Final = "[redacted]"
+_SHORTEST_PLANNED: Final = 1.0  # seconds: a token given for less is not refreshed ahead (F6)
 _REMEMBERED: Final = 64  # secrets kept (after use too) to scrub echoes from server text
 _OIDC_FROM: Final = "2025-11-25"  # first revision that adds OIDC discovery (O11)
 
@@ -726,7 +727,8 @@ def _no_query(url: str) -> str:
     except ValueError:
         return "<unparseable URL>"
     netloc = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    # server-given URLs reach logs and errors: escaped, bounded
+    return excerpt(urlunsplit((parts.scheme, netloc, parts.path, "", "")), 300)
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -743,6 +745,8 @@ def _is_loopback(host: str | None) -> bool:
 def _absolute(url: object) -> bool:
     if not isinstance(url, str) or not url:
         return False
+    if any(ch <= " " or ch == "\x7f" for ch in url):
+        return False  # a control character or space is never part of a usable URL
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -879,7 +883,33 @@ def _parse_json_object(body: bytes, what: str) -> dict[str, Any]:
         raise MalformedResponse(f"{what} is not valid JSON") from None
     if not isinstance(value, dict):
         raise MalformedResponse(f"{what} is not a JSON object")
+    try:
+        # A \\ud800 escape decodes to a lone surrogate, which no header, URL or form can
+        # carry: refuse it here rather than fail later in the host's I/O.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise MalformedResponse(f"{what} holds a lone surrogate (\\ud800-\\udfff)") from None
     return value
+
+
+def _number(value: object, what: str, key: str) -> float:
+    """A JSON number (or a numeric string) as a finite float (O46, O27)."""
+    if isinstance(value, bool):
+        raise MalformedResponse(f"{what}: {key!r} is not a number")
+    try:
+        if isinstance(value, int | float):
+            number = float(value)
+        elif isinstance(value, str):
+            number = float(value.strip())
+        else:
+            raise MalformedResponse(f"{what}: {key!r} is not a number")
+    except ValueError:
+        raise MalformedResponse(f"{what}: {key!r} is not a number") from None
+    except OverflowError:
+        raise MalformedResponse(f"{what}: {key!r} is out of range") from None
+    if not math.isfinite(number) or number < 0:
+        raise MalformedResponse(f"{what}: {key!r} is out of range")
+    return number
 
 
 def _refuse_constant(name: str) -> Any:
@@ -1096,17 +1126,31 @@ class OAuthFlow:
         if tokens is None:
             return None
         skew = self.config.refresh_skew
+        expires_at = tokens.expires_at
         if self._lifetime is not None:
+            if self._lifetime < _SHORTEST_PLANNED:
+                # F6: a token given for (next to) no time cannot be refreshed ahead:
+                # each new one would be due at once, a refresh storm. It is sent as
+                # is, and the server's 401 drives one refresh per request (O52).
+                expires_at = None
             # O51: a token that lives less than twice the skew is refreshed halfway
             # through its life, not at once (every request would refresh it again).
             skew = min(skew, self._lifetime / 2)
-        due = tokens.expires_at is not None and now >= tokens.expires_at - skew
+        due = expires_at is not None and now >= expires_at - skew
         if due and tokens.refresh_token:
             self._start(_Goal.REFRESH, now)  # O51
             return WAIT
-        if tokens.expires_at is not None and now >= tokens.expires_at:
+        if expires_at is not None and now >= expires_at:
             return None  # expired, nothing to refresh with: the 401 starts a flow
         ticket.generation = self._generation
+        return authorization_header(tokens)
+
+    def current_header(self, now: float) -> tuple[bytes, bytes] | None:
+        """The header for the token held now, if it has not expired, starting
+        nothing: for requests sent while the client closes (F7)."""
+        tokens = self._tokens
+        if tokens is None or (tokens.expires_at is not None and now >= tokens.expires_at):
+            return None
         return authorization_header(tokens)
 
     def challenge(
@@ -1579,10 +1623,12 @@ class OAuthFlow:
                 raise MalformedResponse(f"{what} has no 'client_id'")
             secret = _opt_str(doc, "client_secret", what)
             expires = doc.get("client_secret_expires_at")
-            if expires is not None and (
-                isinstance(expires, bool) or not isinstance(expires, int | float)
-            ):
+            if isinstance(expires, str):
                 raise MalformedResponse(f"{what}: 'client_secret_expires_at' is not a number")
+            # 0 (or absent) means the secret does not expire (RFC 7591 3.2.1)
+            secret_expiry = (
+                None if expires is None else _number(expires, what, "client_secret_expires_at")
+            )
             registered = _opt_str(doc, "token_endpoint_auth_method", what)
             uris = _str_list(doc, "redirect_uris", what) or (self.config.redirect_uri,)
             method = _choose_method(registered, meta.auth_methods, bool(secret))
@@ -1603,7 +1649,7 @@ class OAuthFlow:
         client = ClientRecord(
             client_id=client_id,
             client_secret=secret,
-            client_secret_expires_at=float(expires) if expires else None,
+            client_secret_expires_at=secret_expiry or None,
             auth_method=_as_method(method),
             redirect_uris=uris,
             issuer=meta.issuer,
@@ -1697,7 +1743,8 @@ class OAuthFlow:
         if iss is not None and iss != meta.issuer:
             self._fail(
                 AuthorizationResponseRejected(
-                    f"the authorization response came from issuer {excerpt(iss, _SHOWN)!r}, "
+                    f"the authorization response came from issuer "
+                    f"{excerpt(self._scrub(iss), _SHOWN)!r}, "
                     f"expected {excerpt(meta.issuer, _SHOWN)!r}; no token was requested (O38)"
                 )
             )
@@ -1925,24 +1972,13 @@ class OAuthFlow:
         token_type = doc.get("token_type")
         if not isinstance(token_type, str) or token_type.lower() != "bearer":
             raise MalformedResponse(f"{what}: 'token_type' is not Bearer")
+        if not all("!" <= ch <= "~" for ch in access):
+            # F3: the token becomes a header value; a line break would add headers
+            raise MalformedResponse(f"{what}: 'access_token' has characters outside visible ASCII")
         expires_in = doc.get("expires_in")
         expires_at: float | None = None
         if expires_in is not None:
-            seconds: float
-            if isinstance(expires_in, bool):
-                raise MalformedResponse(f"{what}: 'expires_in' is not a number")
-            if isinstance(expires_in, int | float):
-                seconds = float(expires_in)
-            elif isinstance(expires_in, str):
-                try:
-                    seconds = float(expires_in.strip())
-                except ValueError:
-                    raise MalformedResponse(f"{what}: 'expires_in' is not a number") from None
-            else:
-                raise MalformedResponse(f"{what}: 'expires_in' is not a number")
-            if not math.isfinite(seconds) or seconds < 0:
-                raise MalformedResponse(f"{what}: 'expires_in' is out of range")
-            expires_at = now + seconds
+            expires_at = now + _number(expires_in, what, "expires_in")
         refresh = _opt_str(doc, "refresh_token", what)
         scope = _opt_str(doc, "scope", what)
         run = self._need_run()
@@ -2167,10 +2203,28 @@ class OAuthFlow:
                 self._known.append(secret)
 
     def _scrub(self, text: str) -> str:
-        """Server text with every secret the flow has held cut out (O64, O65)."""
-        for secret in sorted(self._known, key=len, reverse=True):
+        """Server text with every secret the flow has held cut out (O64, O65): the
+        recently spent ones, and always those it holds now (F5: however many came
+        and went since, the configured secret and the live tokens stay covered)."""
+        held = set(self._known)
+        pre = self.config.preregistered
+        tokens = self._tokens
+        for secret in (
+            pre.client_secret if pre else None,
+            tokens.access_token if tokens else None,
+            tokens.refresh_token if tokens else None,
+            *(c.client_secret for c in self._clients.values()),
+        ):
+            if secret and len(secret) >= 4:
+                held.add(secret)
+        for secret in sorted(held, key=len, reverse=True):
             text = text.replace(secret, _REDACTED)
         return text
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret this flow holds or recently held replaced by
+        ``[redacted]``: for server text worded elsewhere (an MCP error body)."""
+        return self._scrub(text)
 
     def _oauth_error(self, body: bytearray) -> tuple[str | None, str | None]:
         """``error`` and ``error_description`` of an error body, escaped and cut (O65)."""
