@@ -53,6 +53,10 @@ class Face:
     def tools(self) -> tuple[Tool, ...]:
         return self.client.tools  # type: ignore[no-any-return]
 
+    @property
+    def protocol_version(self) -> str | None:
+        return self.client.protocol_version  # type: ignore[no-any-return]
+
     async def call(self, tool_id: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> ToolOutput:
         return await self._run(self.client.call, tool_id, arguments, **kw)  # type: ignore[no-any-return]
 

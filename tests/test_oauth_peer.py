@@ -17,7 +17,9 @@ ports; every test is bounded in time.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -41,6 +43,20 @@ REDIRECT_URI = "http://127.0.0.1:9/callback"  # never listened on: the server re
 ERAS = ["auto", "legacy"]  # auto speaks 2026-07-28 with this server; legacy the handshake era
 BOUND = 60.0  # seconds any one test may take
 SHORT_TTL = 2  # seconds an access token of the short_lived server lives
+# docs/interop.md's authorization table is rendered from this (scripts/interop_table.py)
+RESULTS = Path(__file__).resolve().parents[1] / "build" / "interop_auth.json"
+ERA_SHOWN = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+
+
+def passed(behaviour: str, driver: str, era: str | None = None) -> None:
+    """Record, at the end of a test that passed, that ``behaviour`` held on ``driver``."""
+    RESULTS.parent.mkdir(exist_ok=True)
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    eras = data.setdefault(behaviour, {}).setdefault(driver, [])
+    shown = ERA_SHOWN[era] if era else ""
+    if shown not in eras:
+        eras.append(shown)
+    RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
 @pytest.fixture(params=DRIVERS)
@@ -153,6 +169,7 @@ async def test_first_request_runs_the_whole_flow(
             assert availability.ok, availability.reason
             assert {tool.name for tool in client.tools} == {"whoami", "admin_action"}
             text = await whoami(client)
+            assert client.protocol_version == ("2026-07-28" if era == "auto" else "2025-11-25")
 
     assert person.calls == 1
     asked = person.params(0)
@@ -180,6 +197,7 @@ async def test_first_request_runs_the_whole_flow(
     assert max(i for i, line in enumerate(events) if line.startswith("http 401")) < events.index(
         starting(events, "authorize ")[0]
     )
+    passed("first call runs the flow (discovery, registration, PKCE code grant)", driver, era)
 
 
 async def test_refresh_before_expiry(driver: str, short_lived: ProtectedPeer) -> None:
@@ -218,6 +236,7 @@ async def test_refresh_before_expiry(driver: str, short_lived: ProtectedPeer) ->
     # refreshed in time: after the first grant, the server never refused a token
     granted = events.index(f"token grant=authorization_code scope={READ_SCOPE}")
     assert not starting(events[granted:], "http 401"), events
+    passed("token refreshed before it expires", driver)
 
 
 async def test_refresh_when_the_server_refuses_an_expired_token(
@@ -250,6 +269,7 @@ async def test_refresh_when_the_server_refuses_an_expired_token(
     assert starting(events[granted:first_refresh], "http 401 POST"), events
     assert f"call whoami scopes={READ_SCOPE}" in events[first_refresh:]
     assert len(starting(events, "call whoami")) == calls  # every call ran exactly once
+    passed("token refreshed when the server refuses it (401)", driver)
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -304,6 +324,7 @@ async def test_step_up_asks_for_the_union_of_scopes(
         f"call whoami scopes={both}",
         f"call admin_action scopes={both}",
     ]
+    passed("step-up on 403 insufficient_scope (union of scopes)", driver, era)
 
 
 async def test_tokens_in_a_shared_store_need_no_authorization(
@@ -334,6 +355,7 @@ async def test_tokens_in_a_shared_store_need_no_authorization(
             assert await whoami(client) == f"client={client_id} scopes={READ_SCOPE}"
     assert second.calls == 0
     assert since(server, mark) == [f"call whoami scopes={READ_SCOPE}"]
+    passed("stored tokens reused: no sign-in", driver)
 
 
 async def test_a_refused_authorization_is_reported_and_not_asked_again(
@@ -364,6 +386,7 @@ async def test_a_refused_authorization_is_reported_and_not_asked_again(
     assert person.calls == 1, f"the start-up retry asked the person again ({person.calls} calls)"
     assert len(starting(events, "http 401 POST server/discover")) >= 2, events  # it retried
     assert not starting(events, "http 401 POST initialize"), events
+    passed("a refused sign-in is reported and not asked again", driver)
 
 
 # ---------------------------------------------------------------------------
