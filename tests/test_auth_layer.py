@@ -352,6 +352,19 @@ def test_M11_A1_a_failed_flow_on_the_probe_is_no_evidence_of_the_handshake_era()
     assert link.engine.session.era != "legacy"
 
 
+@pytest.mark.parametrize(("protocol", "sent"), [("auto", b"2026-07-28"), ("legacy", b"2025-11-25")])
+def test_O18_discovery_names_the_revision_the_refused_request_spoke(
+    protocol: str, sent: bytes
+) -> None:
+    """O18: the protected-resource metadata request carries MCP-Protocol-Version of the
+    revision in use: on the 2026-07-28 path, the one the refused server/discover spoke."""
+    link = make(start=False, protocol=protocol)
+    link.approve_at_once = False
+    link.start()
+    prm = next(r for r in link.requests if "/.well-known/oauth-protected-resource" in r.url)
+    assert (b"mcp-protocol-version", sent) in prm.headers
+
+
 def test_A3_a_person_who_declined_is_not_asked_again_until_login() -> None:
     link = make(start=False)
     link.approve_at_once = False

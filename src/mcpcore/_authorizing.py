@@ -315,6 +315,9 @@ class AuthLayer:
         held = self._held.get(mcp)
         if held is None:
             return mcp
+        for name, value in held.request.headers:
+            if name.lower() == b"mcp-protocol-version":
+                self.flow.use_protocol_version(value.decode("ascii", "replace"))
         verdict = self.flow.challenge(held.ticket, status, headers, self._wall(now))
         if verdict is None:
             return mcp

@@ -90,6 +90,7 @@ import ipaddress
 import json
 import logging
 import math
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -172,6 +173,7 @@ _SHOWN: Final = 200  # characters of server text an error shows (O65)
 _REDACTED: Final = "[redacted]"
 _SHORTEST_PLANNED: Final = 1.0  # seconds: a token given for less is not refreshed ahead (F6)
 _REMEMBERED: Final = 64  # secrets kept (after use too) to scrub echoes from server text
+_REVISION: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 _OIDC_FROM: Final = "2025-11-25"  # first revision that adds OIDC discovery (O11)
 
 
@@ -1073,6 +1075,15 @@ class OAuthFlow:
         )
         self._last_result: OAuthEvent | None = None
         self._resume_phase = _Phase.IDLE
+        # O18: the revision in use, sent on discovery; the engine tells the flow
+        # the one its refused request spoke (see ``use_protocol_version``).
+        self.protocol_version = config.protocol_version
+
+    def use_protocol_version(self, version: str) -> None:
+        """The MCP revision the session speaks (a refused request's
+        ``MCP-Protocol-Version``): sent on discovery requests from now on (O18)."""
+        if _REVISION.fullmatch(version):
+            self.protocol_version = version
 
     # --- outputs ---------------------------------------------------------------------
 
@@ -1264,7 +1275,7 @@ class OAuthFlow:
     def _discovery_headers(self, with_version: bool) -> list[tuple[bytes, bytes]]:
         headers = [(b"accept", _JSON)]  # O18
         if with_version:
-            headers.append((b"mcp-protocol-version", self.config.protocol_version.encode("ascii")))
+            headers.append((b"mcp-protocol-version", self.protocol_version.encode("ascii")))
         return headers
 
     def _next_prm(self, now: float) -> None:
@@ -1340,7 +1351,7 @@ class OAuthFlow:
             self._after_metadata(now)
             return
         self._metadata = None
-        run.asm_urls = asm_candidates(issuer, self.config.protocol_version)
+        run.asm_urls = asm_candidates(issuer, self.protocol_version)
         self._phase = _Phase.DISCOVER_ASM
         self._next_asm(now)
 
