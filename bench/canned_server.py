@@ -2,8 +2,14 @@
 
 It answers ``initialize``, ``tools/list`` (paged), ``tools/call`` at once, from
 precomputed bytes where it can, so the server is never the bottleneck of a
-client benchmark. Plain asyncio streams, HTTP/1.1 keep-alive, ``Content-Length``
-bodies (an SSE reply is the whole event stream, sent in one write).
+client benchmark. Plain asyncio streams, HTTP/1.1 keep-alive.
+
+MCP replies are framed the way uvicorn frames a Starlette response, because a
+reply sent in one write flatters a client (one read, one parse): the head, the
+body and the end go out in separate writes. A JSON reply is a head with
+``Content-Length`` and then the body; an SSE reply (as sse-starlette streams
+it) is a chunked head, one chunk holding the event (``event: message``, an
+``id``, the ``data`` line, CRLF line ends) and then the last chunk ``0``.
 
     python -m bench.canned_server --port N --mode {sse,json} [--tools 5000 --page-size 50]
 
@@ -166,23 +172,29 @@ class Canned:
         return head + extra + b"\r\n" + body
 
     def reply(self, json_body: bytes, is_init: bool) -> list[bytes]:
+        """An MCP reply as the separate writes a real server makes: head, body, end."""
         extra = b"mcp-session-id: " + SESSION_ID + b"\r\n" if is_init else b""
         if self.mode == "json":
-            return [self.response("200 OK", json_body, b"application/json", extra)]
-        # SSE: one event with an id, then the stream ends (Content-Length framed).
-        n = len(json_body)
-        prefix = b"id: 1\ndata: "
-        suffix = b"\n\n"
+            head = (
+                b"HTTP/1.1 200 OK\r\ncontent-length: "
+                + str(len(json_body)).encode()
+                + b"\r\ncontent-type: application/json\r\n"
+                + extra
+                + b"\r\n"
+            )
+            return [head, json_body]
+        # SSE: a chunked stream with one event in it, then the last chunk.
         head = (
-            b"HTTP/1.1 200 OK\r\ncontent-length: "
-            + str(len(prefix) + n + len(suffix)).encode()
-            + b"\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-            + extra
-            + b"\r\n"
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n"
+            b"content-type: text/event-stream\r\ncache-control: no-store\r\n" + extra + b"\r\n"
         )
-        if n > 65536:
-            return [head + prefix, json_body, suffix]  # no copy of a large body
-        return [head + prefix + json_body + suffix]
+        prefix = b"event: message\r\nid: 1\r\ndata: "
+        suffix = b"\r\n\r\n"
+        size = len(prefix) + len(json_body) + len(suffix)
+        chunk_head = format(size, "x").encode() + b"\r\n" + prefix
+        if len(json_body) > 65536:  # no copy of a large body
+            return [head, chunk_head, json_body, suffix + b"\r\n", b"0\r\n\r\n"]
+        return [head, chunk_head + json_body + suffix + b"\r\n", b"0\r\n\r\n"]
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.stats.accepts += 1
@@ -261,8 +273,10 @@ class Canned:
                         await writer.drain()
                     return  # close the connection either way
                 for part in self.reply(answer, msg.get("method") == "initialize"):
+                    # A write each, as a real server's send(): with the transport's
+                    # buffer empty, each goes to the socket at once (TCP_NODELAY).
                     writer.write(part)
-                await writer.drain()
+                    await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
