@@ -167,3 +167,19 @@ def test_B5_importing_a_driver_does_not_load_the_http_stack(driver: str) -> None
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("driver", ["mcpcore_anyio", "mcpcore_threaded"])
+def test_B5_a_client_without_auth_does_not_load_oauth(driver: str) -> None:
+    """B5: OAuth (about 40 ms of import: its flow, hashing, base64, secrets) loads
+    only for a client given ``auth=``; importing a driver and making a remote
+    client without it leave both modules unloaded."""
+    code = (
+        f"import sys; import {driver}; from mcpcore import RemoteServer; "
+        f"{driver}.McpClient('s', RemoteServer(name='s', url='http://127.0.0.1:9/mcp')); "
+        "print(sorted(m for m in ('mcpcore._oauth', 'mcpcore._authorizing') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -23,9 +23,8 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._authorizing import AuthAction, AuthLayer, AuthOptions
 from ._config import LocalServer, RemoteServer
 from ._errors import InvalidState, InvalidValue, McpError, TransportError
 from ._escape import excerpt
@@ -33,10 +32,14 @@ from ._events import Action, Event, ProcessAction, StartFailed
 from ._failure import TransportFailure
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
-from ._oauth import ClientRecord, OAuthFlow, TokenSet
 from ._session import ClientSession, SessionOptions, SessionState
 from ._stdio import ChildControl, LineFramer, frame_message
 from ._tools import Catalogue
+
+if TYPE_CHECKING:
+    # OAuth loads only for a server with auth= (B5: a driver's import time).
+    from ._authorizing import AuthAction, AuthLayer, AuthOptions
+    from ._oauth import ClientRecord, TokenSet
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
 
@@ -169,6 +172,9 @@ class HttpClientEngine(_EngineBase):
         if auth is not None:
             if token_bytes is None:
                 raise InvalidValue("auth= needs token_bytes (e.g. secrets.token_bytes)")
+            from ._authorizing import AuthLayer
+            from ._oauth import OAuthFlow
+
             flow = OAuthFlow(
                 auth.config(server.url, interactive=interactive),
                 token_bytes=token_bytes,

@@ -13,13 +13,13 @@ them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._errors import HandshakeError, McpError, RemoteProtocolError, TransportError
 from ._escape import excerpt
-from ._oauth import OAuthError
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
@@ -157,7 +157,10 @@ def probe_failure_is_outage(error: McpError) -> bool:
     2xx that is not a result, 202, a body that is not JSON) is the handshake
     era's answer (M8).
     """
-    if isinstance(error, OAuthError):
+    # OAuth's module is loaded only by a client that authorizes: without it no
+    # error can be an OAuthError.
+    oauth = sys.modules.get("mcpcore._oauth")
+    if oauth is not None and isinstance(error, oauth.OAuthError):
         return True  # A1: authorizing failed (a person declined, no token): not the era
     if not isinstance(error, TransportError):
         return False

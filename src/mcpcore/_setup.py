@@ -14,10 +14,9 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from urllib.parse import urlsplit
 
-from ._authorizing import AuthOptions
 from ._config import (
     LocalServer,
     RemoteServer,
@@ -30,10 +29,12 @@ from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
 from ._http import HttpLimits
 from ._modern import MODERN_VERSIONS
-from ._oauth import OAuthFlow
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
 from ._stdio import child_environment
 from ._tools import ascii_lower
+
+if TYPE_CHECKING:
+    from ._authorizing import AuthOptions
 
 __all__ = [
     "LOCAL_REFUSED",
@@ -259,6 +260,9 @@ def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptio
     """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start."""
     if value is None:
         return None
+    from ._authorizing import AuthOptions
+    from ._oauth import OAuthFlow
+
     if not isinstance(value, AuthOptions):
         raise TypeError("auth must be an AuthOptions (or None)")
     if not isinstance(server, RemoteServer):

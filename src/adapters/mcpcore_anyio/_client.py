@@ -35,7 +35,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpcore import (
     AbortExchange,
-    AuthAction,
     Availability,
     CallCancelled,
     CallFailed,
@@ -44,8 +43,6 @@ from mcpcore import (
     ClientOptions,
     CloseInput,
     ConfigError,
-    DeleteClient,
-    DeleteTokens,
     Event,
     HttpClientEngine,
     HttpRequest,
@@ -53,40 +50,41 @@ from mcpcore import (
     KillProcess,
     LocalServer,
     McpError,
-    MemoryTokenStore,
-    OpenAuthorizationUrl,
     ProcessAction,
     ProgressReceived,
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
-    SaveClient,
-    SaveTokens,
     SessionReady,
     SessionState,
-    SignAssertion,
     StartFailed,
     StartProcess,
     StdioClientEngine,
     SyncReport,
     TerminateProcess,
-    TokenStore,
     Tool,
     ToolOutput,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
     WriteInput,
-    apply_to_store,
     call_outcome,
     closed_outcome,
     prepare_client,
 )
 
 if TYPE_CHECKING:
+    # OAuth's names load only when a client uses it (B5: import time).
     import ssl
 
     import httpcore
+
+    from mcpcore import (
+        AuthAction,
+        OpenAuthorizationUrl,
+        SignAssertion,
+        TokenStore,
+    )
 
     from ._asgi import AsgiApp, AsgiPool, AsgiResponse
     from ._network import AsyncPool
@@ -158,6 +156,8 @@ class _OneChunk:
 
 
 def _hook_name(action: OpenAuthorizationUrl | SignAssertion) -> str:
+    from mcpcore import OpenAuthorizationUrl
+
     return "authorize" if isinstance(action, OpenAuthorizationUrl) else "sign_assertion"
 
 
@@ -303,6 +303,8 @@ class McpClient(ClientBase):
         if isinstance(self._server, RemoteServer):
             auth = self._auth
             if auth is not None:
+                from mcpcore import MemoryTokenStore
+
                 self._store = auth.store or MemoryTokenStore()
             self._engine = HttpClientEngine(
                 self._server,
@@ -467,6 +469,8 @@ class McpClient(ClientBase):
 
     def _perform_auth(self, action: AuthAction) -> None:
         """A3: the store inline (quick by contract); a person or a signer in a task."""
+        from mcpcore import DeleteClient, DeleteTokens, SaveClient, SaveTokens, apply_to_store
+
         if isinstance(action, (SaveTokens, DeleteTokens, SaveClient, DeleteClient)):
             assert self._store is not None
             apply_to_store(self._store, action)
@@ -474,6 +478,8 @@ class McpClient(ClientBase):
             self._task_group.start_soon(self._run_hook, action)
 
     async def _run_hook(self, action: OpenAuthorizationUrl | SignAssertion) -> None:
+        from mcpcore import OpenAuthorizationUrl
+
         engine = self._engine
         assert isinstance(engine, HttpClientEngine)
         with anyio.CancelScope() as scope:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from mcpcore import (
     AbortExchange,
-    AuthAction,
     Availability,
     CallCancelled,
     CallFailed,
@@ -36,8 +35,6 @@ from mcpcore import (
     ClientOptions,
     CloseInput,
     ConfigError,
-    DeleteClient,
-    DeleteTokens,
     Event,
     HttpClientEngine,
     HttpRequest,
@@ -45,38 +42,39 @@ from mcpcore import (
     KillProcess,
     LocalServer,
     McpError,
-    MemoryTokenStore,
-    OpenAuthorizationUrl,
     ProcessAction,
     ProgressReceived,
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
-    SaveClient,
-    SaveTokens,
     SessionState,
-    SignAssertion,
     StartFailed,
     StartProcess,
     StdioClientEngine,
     SyncReport,
     TerminateProcess,
-    TokenStore,
     Tool,
     ToolOutput,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
     WriteInput,
-    apply_to_store,
     call_outcome,
     closed_outcome,
     prepare_client,
 )
 
 if TYPE_CHECKING:
+    # OAuth's names load only when a client uses it (B5: import time).
     import ssl
     import subprocess
+
+    from mcpcore import (
+        AuthAction,
+        OpenAuthorizationUrl,
+        SignAssertion,
+        TokenStore,
+    )
 
     from ._network import AbortableStream, Pool
 
@@ -314,6 +312,8 @@ class McpClient(ClientBase):
             if isinstance(self._server, RemoteServer):
                 auth = self._auth
                 if auth is not None:
+                    from mcpcore import MemoryTokenStore
+
                     self._store = auth.store or MemoryTokenStore()
                 self._engine = HttpClientEngine(
                     self._server,
@@ -477,6 +477,8 @@ class McpClient(ClientBase):
     def _perform_auth(self, action: AuthAction) -> None:
         """A3: the store inline (quick by contract); a person or a signer on a thread
         of its own (a person may take minutes: never a worker, never joined on close)."""
+        from mcpcore import DeleteClient, DeleteTokens, SaveClient, SaveTokens, apply_to_store
+
         if isinstance(action, (SaveTokens, DeleteTokens, SaveClient, DeleteClient)):
             assert self._store is not None
             apply_to_store(self._store, action)
@@ -486,6 +488,8 @@ class McpClient(ClientBase):
             ).start()
 
     def _run_hook(self, action: OpenAuthorizationUrl | SignAssertion) -> None:
+        from mcpcore import OpenAuthorizationUrl
+
         engine = self._engine
         assert isinstance(engine, HttpClientEngine)
         answer: str | None = None
