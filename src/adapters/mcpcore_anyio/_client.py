@@ -74,11 +74,11 @@ from mcpcore import (
 )
 
 if TYPE_CHECKING:
-    # OAuth's names load only when a client uses it (B5: import time).
     import ssl
 
     import httpcore
 
+    # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         AuthAction,
         OpenAuthorizationUrl,
