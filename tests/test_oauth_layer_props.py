@@ -13,8 +13,8 @@ Here: a whole conversation (sign-in, a refresh, a refused refresh that signs
 in again), a property over faults at every OAuth step (arbitrary statuses,
 bodies, broken connections, stalls; every call ends exactly once with a typed
 error or a result, and the engine settles), the parser's running time on huge
-challenges, and one regression test per finding fixed: F1-F4 and F9 found by
-the OAuth fuzz harnesses, F5-F8 by the property and leak tests (each failed
+challenges, and one regression test per finding fixed: findings 1-4 and 9 found by
+the OAuth fuzz harnesses, findings 5-8 by the property and leak tests (each failed
 before its fix; a new finding goes here as a strict xfail, and in ``KNOWN`` in
 fuzz/_oauthfuzz.py, until it is fixed).
 """
@@ -469,7 +469,7 @@ def test_O4_a_huge_challenge_parses_in_linear_time(value: bytes) -> None:
     assert time.perf_counter() - started < 2.0
 
 
-# --- findings fixed (F1-F4, F9 from the fuzz harnesses; F5-F8 from the property and leak
+# --- findings fixed (findings 1-4 and 9 from the fuzz harnesses; findings 5-8 from the property and leak
 # tests): each is the smallest reproduction, failing before its fix.
 
 
@@ -546,7 +546,7 @@ def _outcome(thunk: Callable[[], Any]) -> Any:
 _BIG = b"1" + b"0" * 400  # a JSON integer beyond the float range
 
 
-def test_F1_a_huge_integer_expires_in_is_a_malformed_response() -> None:
+def test_finding1_a_huge_integer_expires_in_is_a_malformed_response() -> None:
     flow = _flow()
     flow.login(WALL)
     body = b'{"access_token":"at-1","token_type":"Bearer","expires_in":' + _BIG + b"}"
@@ -554,7 +554,7 @@ def test_F1_a_huge_integer_expires_in_is_a_malformed_response() -> None:
     assert isinstance(events, list) and isinstance(events[-1], AuthFailed), events
 
 
-def test_F1_a_huge_integer_client_secret_expires_at_is_a_malformed_response() -> None:
+def test_finding1_a_huge_integer_client_secret_expires_at_is_a_malformed_response() -> None:
     flow = _flow()
     flow.login(WALL)
     body = b'{"client_id":"c","client_secret_expires_at":' + _BIG + b"}"
@@ -562,14 +562,14 @@ def test_F1_a_huge_integer_client_secret_expires_at_is_a_malformed_response() ->
     assert isinstance(events, list) and isinstance(events[-1], AuthFailed), events
 
 
-def test_F2_a_lone_surrogate_in_a_registered_client_id_is_refused() -> None:
+def test_finding2_a_lone_surrogate_in_a_registered_client_id_is_refused() -> None:
     flow = _flow()
     flow.login(WALL)
     events = _outcome(lambda: _run(flow, {"register": (201, b'{"client_id":"\\ud800"}')}))
     assert isinstance(events, list) and isinstance(events[-1], AuthFailed), events
 
 
-def test_F2_a_lone_surrogate_in_prm_scopes_supported_is_refused() -> None:
+def test_finding2_a_lone_surrogate_in_prm_scopes_supported_is_refused() -> None:
     flow = _flow()
     flow.login(WALL)
     prm = b'{"resource":"%s","authorization_servers":["%s"],"scopes_supported":["\\udc00"]}' % (
@@ -580,7 +580,7 @@ def test_F2_a_lone_surrogate_in_prm_scopes_supported_is_refused() -> None:
     assert isinstance(events, list) and isinstance(events[-1], AuthFailed), events
 
 
-def test_F2_a_lone_surrogate_access_token_is_refused() -> None:
+def test_finding2_a_lone_surrogate_access_token_is_refused() -> None:
     flow = _flow()
     flow.login(WALL)
     events = _run(flow, {"token_code": (200, b'{"access_token":"\\ud800","token_type":"Bearer"}')})
@@ -588,7 +588,7 @@ def test_F2_a_lone_surrogate_access_token_is_refused() -> None:
     assert _outcome(lambda: flow.prepare(RequestTicket(), WALL)) is None
 
 
-def test_F2_a_lone_surrogate_refresh_token_is_refused() -> None:
+def test_finding2_a_lone_surrogate_refresh_token_is_refused() -> None:
     flow = _flow()
     flow.login(WALL)
     body = b'{"access_token":"at","token_type":"Bearer","expires_in":10,"refresh_token":"\\udc00"}'
@@ -597,13 +597,13 @@ def test_F2_a_lone_surrogate_refresh_token_is_refused() -> None:
     assert _outcome(lambda: flow.prepare(RequestTicket(), WALL + 5)) is not UnicodeEncodeError
 
 
-def test_F2_through_the_engine_a_surrogate_token_fails_the_call_not_the_driver() -> None:
+def test_finding2_through_the_engine_a_surrogate_token_fails_the_call_not_the_driver() -> None:
     world = OAuthWorld(access=lambda n: "\ud800" if n == 1 else f"access-{n}-0123456789")
     world.valid.add("\ud800")
     assert _outcome(world.start) is None
 
 
-def test_F3_an_access_token_with_a_line_break_is_refused() -> None:
+def test_finding3_an_access_token_with_a_line_break_is_refused() -> None:
     flow = _flow()
     flow.login(WALL)
     body = b'{"access_token":"at\\r\\nX-Injected: 1","token_type":"Bearer"}'
@@ -613,7 +613,7 @@ def test_F3_an_access_token_with_a_line_break_is_refused() -> None:
     assert not isinstance(header, tuple) or b"\r" not in header[1]
 
 
-def test_F4_a_control_character_in_an_endpoint_url_is_escaped_in_the_debug_log(
+def test_finding4_a_control_character_in_an_endpoint_url_is_escaped_in_the_debug_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     flow = _flow()
@@ -624,7 +624,7 @@ def test_F4_a_control_character_in_an_endpoint_url_is_escaped_in_the_debug_log(
     assert not any("\x1b" in r.getMessage() for r in caplog.records)
 
 
-def test_F5_a_held_client_secret_is_scrubbed_however_many_authorizations_came_before() -> None:
+def test_finding5_a_held_client_secret_is_scrubbed_however_many_authorizations_came_before() -> None:
     """Each authorization remembers its verifier, state, code and tokens in a 64-entry
     deque; after a dozen the configured client secret has aged out, and an error text
     echoing it is no longer scrubbed (A4, O64)."""
@@ -644,7 +644,7 @@ def test_F5_a_held_client_secret_is_scrubbed_however_many_authorizations_came_be
     assert secret not in str(error), str(error)
 
 
-def test_F6_a_token_that_expires_at_once_is_not_refreshed_again_and_again() -> None:
+def test_finding6_a_token_that_expires_at_once_is_not_refreshed_again_and_again() -> None:
     """``expires_in: 0`` with a refresh token: every ``prepare`` finds the token due and
     starts a refresh, whose answer is due again; the engine sends refresh after refresh
     and never the MCP request (a hang in the sans-IO loop; a request storm on a network)."""
@@ -657,8 +657,8 @@ def test_F6_a_token_that_expires_at_once_is_not_refreshed_again_and_again() -> N
         assert len(refreshes) <= 2, f"{len(refreshes)} refreshes"
 
 
-def test_F5_control_with_few_authorizations_the_echo_is_scrubbed() -> None:
-    """The same echo right after construction is scrubbed (the F5 test's control)."""
+def test_finding5_control_with_few_authorizations_the_echo_is_scrubbed() -> None:
+    """The same echo right after construction is scrubbed (the finding-5 test's control)."""
     secret = "pre-registered-secret-0123456789"
     pre = PreRegisteredClient(
         client_id="pre", client_secret=secret, auth_method="client_secret_post"
@@ -671,7 +671,7 @@ def test_F5_control_with_few_authorizations_the_echo_is_scrubbed() -> None:
     assert secret not in str(events[-1].error) and "[redacted]" in str(events[-1].error)
 
 
-def test_F7_closing_never_asks_a_person_to_sign_in() -> None:
+def test_finding7_closing_never_asks_a_person_to_sign_in() -> None:
     """The session's DELETE on close meets a 401 (the token was revoked, the refresh is
     refused): the layer hands it to the flow like any request, which rediscovers, refreshes,
     and sends the person to sign in (OpenAuthorizationUrl) while the client closes."""
@@ -687,7 +687,7 @@ def test_F7_closing_never_asks_a_person_to_sign_in() -> None:
     assert len(world.opened) == 1, f"asked to sign in while closing; requests: {after}"
 
 
-def test_F8_an_mcp_error_body_echoing_the_access_token_is_scrubbed() -> None:
+def test_finding8_an_mcp_error_body_echoing_the_access_token_is_scrubbed() -> None:
     """The flow scrubs the secrets it holds from the authorization server's error text
     (O64), but an ordinary MCP error (a 403 that is not insufficient_scope, a 400, a 500)
     is worded by the HTTP mapping, which does not know the token the layer attached."""
@@ -709,7 +709,7 @@ def test_F8_an_mcp_error_body_echoing_the_access_token_is_scrubbed() -> None:
     assert "access-token-1" not in str(outcome.error), str(outcome.error)
 
 
-def test_F9_an_iss_quoting_the_state_is_scrubbed_like_error_text() -> None:
+def test_finding9_an_iss_quoting_the_state_is_scrubbed_like_error_text() -> None:
     """O38's rejection quotes the redirect's ``iss`` as is; ``error`` (O39) goes through the
     scrubber, ``iss`` does not, so an ``iss`` quoting the state shows it (minor: the state
     is spent by then)."""
