@@ -92,6 +92,11 @@ class ClientBase:
         return None if engine is None else engine.session.era
 
     @property
+    def separator(self) -> str:
+        """What joins the server name and the tool name in this client's tool ids."""
+        return self._options.separator
+
+    @property
     def call_timeout(self) -> float:
         return self._options.call_timeout
 

@@ -1,0 +1,474 @@
+"""The framework adapters (LangChain, pydantic-ai, OpenAI Agents SDK), with each real
+framework installed and no model: tools are invoked through the framework's own tool
+interface, against the demo server and the official SDK server, on asyncio and on
+threads where the framework has a sync path.
+
+Each adapter is tested with an image result, an ``isError`` result, a timeout and a
+hub in which one server is down (its tools absent, the others working).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("pydantic_ai")
+pytest.importorskip("agents")
+
+from agents.tool_context import ToolContext
+from langchain_core.tools import ToolException
+from pydantic_ai import Agent, BinaryContent, ModelRetry
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+import mcpcore_anyio
+import mcpcore_threaded
+from mcpcore import Catalogue, Tool
+from mcpcore_demo import IMAGE_PNG, DemoServer, RunningServer
+from mcpcore_langchain import tools_from as langchain_tools
+from mcpcore_openai_agents import strict_schema
+from mcpcore_openai_agents import tools_from as agents_tools
+from mcpcore_pydantic_ai import McpcoreToolset
+from mcpcore_tooling import MAX_NAME, provider_name, provider_names
+from peers import free_port, sdk_server
+
+READY = 20.0
+SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+ESCAPE = "bad \x1b[31mred"  # a control sequence a terminal would obey
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[RunningServer]:
+    with DemoServer().serve_in_thread() as running:
+        yield running
+
+
+def _down_url() -> str:
+    return f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+
+
+# --- names (shared by all three) ---------------------------------------------------------
+
+
+def _tool(server: str, name: str) -> Tool:
+    catalogue = Catalogue.from_listing(server, [{"name": name, "inputSchema": {"type": "object"}}])
+    (tool,) = catalogue.tools
+    return tool
+
+
+_SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1, max_size=128)
+
+
+@given(server=_SEGMENT, name=_SEGMENT)
+def test_provider_names_are_safe_bounded_and_stable(server: str, name: str) -> None:
+    tool = _tool(server, name)
+    made = provider_name(tool)
+    assert SAFE.match(made) and len(made) <= MAX_NAME
+    assert made == provider_name(tool)
+    if len(tool.id) + 1 <= MAX_NAME and "." not in tool.id:
+        assert made == tool.id.replace("/", "__")
+
+
+def test_provider_name_collisions_are_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match=r"'s/a\.b' and 's/a_b'"):
+        provider_names([_tool("s", "a.b"), _tool("s", "a_b")])
+
+
+# --- LangChain -----------------------------------------------------------------------------
+
+
+def test_langchain_invoke_on_threads_gives_content_artifact_and_metadata(
+    demo: RunningServer,
+) -> None:
+    with mcpcore_threaded.McpClient("demo", {"url": demo.url}, call_timeout=30) as client:
+        assert client.ready(timeout=READY).ok
+        tools = {tool.name: tool for tool in langchain_tools(client)}
+        add = tools["demo__add"]
+        assert add.args_schema == dict(client.tools[1].parameters)
+        message = add.invoke(
+            {"type": "tool_call", "id": "c1", "name": add.name, "args": {"a": 2, "b": 3}}
+        )
+        assert message.content[0]["text"] == "5"
+        assert message.artifact.structured == {"sum": 5}
+        assert add.metadata == {
+            "mcp_server": "demo",
+            "mcp_tool_id": "demo/add",
+            "mcp_tool_name": "add",
+            "timeout": 30,
+            "read_only": add.metadata["read_only"],
+        }
+        (image,) = tools["demo__image"].invoke({})
+        assert image["type"] == "image" and image["mime_type"] == "image/png"
+        assert base64.b64decode(image["base64"]) == IMAGE_PNG
+        with pytest.raises(ToolException) as failed:
+            tools["demo__fail"].invoke({"message": ESCAPE})
+        assert "\x1b" not in str(failed.value) and "red" in str(failed.value)
+
+
+def test_langchain_ainvoke_on_asyncio_and_sync_invoke_refused(demo: RunningServer) -> None:
+    async def main() -> None:
+        async with mcpcore_anyio.McpClient("demo", {"url": demo.url}) as client:
+            assert (await client.ready(timeout=READY)).ok
+            tools = {tool.name: tool for tool in langchain_tools(client)}
+            out = await tools["demo__echo"].ainvoke({"text": "hi"})
+            assert out[0]["text"] == "hi"
+            with pytest.raises(ToolException, match="failed on purpose"):
+                await tools["demo__fail"].ainvoke({})
+            with pytest.raises(TypeError, match="call it with ainvoke"):
+                await asyncio.to_thread(tools["demo__echo"].invoke, {"text": "x"})
+
+    asyncio.run(main())
+
+
+def test_langchain_timeout_is_a_tool_exception(demo: RunningServer) -> None:
+    with mcpcore_threaded.McpClient("demo", {"url": demo.url}, call_timeout=0.5) as client:
+        assert client.ready(timeout=READY).ok
+        slow = {tool.name: tool for tool in langchain_tools(client)}["demo__slow"]
+        with pytest.raises(ToolException, match="did not finish within"):
+            slow.invoke({"steps": 50, "delay": 0.2})
+
+
+def test_langchain_hub_with_a_server_down_offers_the_others(demo: RunningServer) -> None:
+    entries = {"mcpServers": {"demo": {"url": demo.url}, "gone": {"url": _down_url()}}}
+    with mcpcore_threaded.McpHub.from_text(json.dumps(entries), startup_timeout=2) as hub:
+        ready = hub.ready(timeout=5)
+        assert ready["demo"].ok and not ready["gone"].ok
+        tools = {tool.name: tool for tool in langchain_tools(hub)}
+        assert tools and all(name.startswith("demo__") for name in tools)
+        assert tools["demo__echo"].invoke({"text": "still here"})[0]["text"] == "still here"
+
+
+@pytest.mark.realpeer
+def test_langchain_against_the_sdk_server() -> None:
+    with sdk_server("stateful-json") as peer:
+
+        async def main() -> None:
+            async with mcpcore_anyio.McpClient("sdk", {"url": peer.url}) as client:
+                assert (await client.ready(timeout=READY)).ok
+                tools = {tool.name: tool for tool in langchain_tools(client)}
+                out = await tools["sdk__echo"].ainvoke({"text": "from langchain"})
+                assert out[0]["text"] == "from langchain"
+                (image,) = await tools["sdk__image"].ainvoke({})
+                assert image["type"] == "image"
+
+        asyncio.run(main())
+
+
+# --- pydantic-ai ----------------------------------------------------------------------------
+
+
+def _scripted_model(calls: list[tuple[str, dict[str, Any]]], seen: list[Any]) -> FunctionModel:
+    """A model that asks for each call in turn, records what came back, then answers."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned = [
+            part
+            for message in messages
+            for part in getattr(message, "parts", ())
+            if isinstance(part, ToolReturnPart)
+        ]
+        if len(returned) > len(seen):
+            seen.extend(part.content for part in returned[len(seen) :])
+        step = len(seen)
+        if step < len(calls):
+            name, args = calls[step]
+            return ModelResponse(parts=[ToolCallPart(tool_name=name, args=args)])
+        from pydantic_ai.messages import TextPart
+
+        return ModelResponse(parts=[TextPart("done")])
+
+    return FunctionModel(respond)
+
+
+def test_pydantic_ai_agent_calls_tools_through_the_toolset_on_asyncio(demo: RunningServer) -> None:
+    async def main() -> None:
+        async with mcpcore_anyio.McpClient("demo", {"url": demo.url}) as client:
+            assert (await client.ready(timeout=READY)).ok
+            seen: list[Any] = []
+            model = _scripted_model(
+                [
+                    ("demo__add", {"a": 1, "b": 2}),
+                    ("demo__image", {}),
+                    ("demo__echo", {"text": "x"}),
+                ],
+                seen,
+            )
+            agent = Agent(model, toolsets=[McpcoreToolset(client)])
+            result = await agent.run("go")
+            assert result.output == "done"
+            assert seen[0] == {"sum": 3}  # structuredContent is the return value
+            assert seen[2] == "x"
+
+    asyncio.run(main())
+
+
+def test_pydantic_ai_returns_binary_content_for_an_image(demo: RunningServer) -> None:
+    async def main() -> None:
+        async with mcpcore_anyio.McpClient("demo", {"url": demo.url}) as client:
+            assert (await client.ready(timeout=READY)).ok
+            toolset = McpcoreToolset(client)
+            tools = await toolset.get_tools(None)  # type: ignore[arg-type]
+            image = await toolset.call_tool("demo__image", {}, None, tools["demo__image"])  # type: ignore[arg-type]
+            assert isinstance(image, BinaryContent) and image.data == IMAGE_PNG
+            assert image.media_type == "image/png"
+
+    asyncio.run(main())
+
+
+def test_pydantic_ai_tool_error_and_timeout_are_model_retries_on_threads(
+    demo: RunningServer,
+) -> None:
+    with mcpcore_threaded.McpClient("demo", {"url": demo.url}, call_timeout=0.5) as client:
+        assert client.ready(timeout=READY).ok
+        toolset = McpcoreToolset(client)
+
+        async def main() -> None:
+            tools = await toolset.get_tools(None)  # type: ignore[arg-type]
+            with pytest.raises(ModelRetry) as failed:
+                await toolset.call_tool(
+                    "demo__fail", {"message": ESCAPE}, None, tools["demo__fail"]
+                )  # type: ignore[arg-type]
+            assert "\x1b" not in failed.value.message
+            with pytest.raises(ModelRetry, match="did not finish within"):
+                await toolset.call_tool(
+                    "demo__slow",
+                    {"steps": 50, "delay": 0.2},
+                    None,
+                    tools["demo__slow"],  # type: ignore[arg-type]
+                )
+
+        asyncio.run(main())
+        # the sync path of the framework: run_sync drives the same toolset
+        seen: list[Any] = []
+        agent = Agent(_scripted_model([("demo__echo", {"text": "sync"})], seen), toolsets=[toolset])
+        try:
+            assert agent.run_sync("go").output == "done"
+        finally:  # run_sync leaves the event loop it made open and current
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                asyncio.get_event_loop().close()
+            asyncio.set_event_loop(None)
+        assert seen == ["sync"]
+
+
+def test_pydantic_ai_toolset_follows_list_changed() -> None:
+    with DemoServer().serve_in_thread() as running:
+        with mcpcore_threaded.McpClient("demo", {"url": running.url}, auto_refresh=True) as client:
+            assert client.ready(timeout=READY).ok
+            toolset = McpcoreToolset(client)
+            before = asyncio.run(toolset.get_tools(None))  # type: ignore[arg-type]
+            assert "demo__echo" in before
+            running.server.set_tools([t for t in running.server.tools if t.name != "echo"])
+            deadline = __import__("time").monotonic() + 10
+            while any(t.name == "echo" for t in client.tools):
+                assert __import__("time").monotonic() < deadline, "the re-list never came"
+                __import__("time").sleep(0.02)
+            after = asyncio.run(toolset.get_tools(None))  # type: ignore[arg-type]
+            assert "demo__echo" not in after and "demo__add" in after
+
+
+def test_pydantic_ai_hub_with_a_server_down(demo: RunningServer) -> None:
+    entries = {"mcpServers": {"demo": {"url": demo.url}, "gone": {"url": _down_url()}}}
+
+    async def main() -> None:
+        async with mcpcore_anyio.McpHub.from_text(json.dumps(entries), startup_timeout=2) as hub:
+            await hub.ready(timeout=5)
+            toolset = McpcoreToolset(hub)
+            tools = await toolset.get_tools(None)  # type: ignore[arg-type]
+            assert tools and all(name.startswith("demo__") for name in tools)
+            out = await toolset.call_tool("demo__echo", {"text": "ok"}, None, tools["demo__echo"])  # type: ignore[arg-type]
+            assert out == "ok"
+
+    asyncio.run(main())
+
+
+@pytest.mark.realpeer
+def test_pydantic_ai_against_the_sdk_server() -> None:
+    with sdk_server("stateful-sse") as peer:
+
+        async def main() -> None:
+            async with mcpcore_anyio.McpClient("sdk", {"url": peer.url}) as client:
+                assert (await client.ready(timeout=READY)).ok
+                seen: list[Any] = []
+                agent = Agent(
+                    _scripted_model([("sdk__add", {"a": 2, "b": 2})], seen),
+                    toolsets=[McpcoreToolset(client)],
+                )
+                assert (await agent.run("go")).output == "done"
+                assert seen[0] == {"sum": 4.0} or seen[0] == {"sum": 4}
+
+        asyncio.run(main())
+
+
+# --- OpenAI Agents SDK ---------------------------------------------------------------------
+
+
+def _context(name: str, args: str) -> ToolContext[Any]:
+    return ToolContext(context=None, tool_name=name, tool_call_id="call-1", tool_arguments=args)
+
+
+def test_agents_on_invoke_tool_on_asyncio_and_threads(demo: RunningServer) -> None:
+    async def use(tools: dict[str, Any]) -> None:
+        add = tools["demo__add"]
+        assert add.strict_json_schema
+        assert (
+            await add.on_invoke_tool(_context(add.name, '{"a": 2, "b": 5}'), '{"a": 2, "b": 5}')
+        ).text == "7"
+        image = await tools["demo__image"].on_invoke_tool(_context("demo__image", "{}"), "{}")
+        assert image.image_url == "data:image/png;base64," + base64.b64encode(IMAGE_PNG).decode()
+        failed = await tools["demo__fail"].on_invoke_tool(
+            _context("demo__fail", "{}"), json.dumps({"message": ESCAPE})
+        )
+        assert isinstance(failed, str) and "reported an error" in failed and "\x1b" not in failed
+        # an optional property sent as null (strict mode) reaches the server left out
+        greeted = await tools["demo__structured"].on_invoke_tool(
+            _context("demo__structured", ""), '{"name": null}'
+        )
+        assert "world" in greeted.text
+
+    async def on_asyncio() -> None:
+        async with mcpcore_anyio.McpClient("demo", {"url": demo.url}) as client:
+            assert (await client.ready(timeout=READY)).ok
+            await use({tool.name: tool for tool in agents_tools(client)})
+
+    asyncio.run(on_asyncio())
+    with mcpcore_threaded.McpClient("demo", {"url": demo.url}) as client:
+        assert client.ready(timeout=READY).ok
+        asyncio.run(use({tool.name: tool for tool in agents_tools(client)}))
+
+
+def test_agents_timeout_is_a_message_for_the_model(demo: RunningServer) -> None:
+    with mcpcore_threaded.McpClient("demo", {"url": demo.url}, call_timeout=0.5) as client:
+        assert client.ready(timeout=READY).ok
+        slow = {tool.name: tool for tool in agents_tools(client)}["demo__slow"]
+        out = asyncio.run(
+            slow.on_invoke_tool(_context("demo__slow", ""), '{"steps": 50, "delay": 0.2}')
+        )
+        assert isinstance(out, str) and re.search("did not finish within", out)
+
+
+def test_agents_hub_with_a_server_down(demo: RunningServer) -> None:
+    entries = {"mcpServers": {"demo": {"url": demo.url}, "gone": {"url": _down_url()}}}
+    with mcpcore_threaded.McpHub.from_text(json.dumps(entries), startup_timeout=2) as hub:
+        hub.ready(timeout=5)
+        tools = {tool.name: tool for tool in agents_tools(hub)}
+        assert tools and all(name.startswith("demo__") for name in tools)
+        out = asyncio.run(
+            tools["demo__echo"].on_invoke_tool(_context("demo__echo", ""), '{"text": "up"}')
+        )
+        assert out.text == "up"
+
+
+@pytest.mark.realpeer
+def test_agents_against_the_sdk_server() -> None:
+    with (
+        sdk_server("stateless-json") as peer,
+        mcpcore_threaded.McpClient("sdk", {"url": peer.url}) as client,
+    ):
+        assert client.ready(timeout=READY).ok
+        echo = {tool.name: tool for tool in agents_tools(client)}["sdk__echo"]
+        out = asyncio.run(echo.on_invoke_tool(_context("sdk__echo", ""), '{"text": "agents"}'))
+        assert out.text == "agents"
+
+
+def test_agents_schema_left_non_strict_when_it_cannot_be_strict(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    open_object = {
+        "type": "object",
+        "properties": {"x": {"type": "string"}},
+        "additionalProperties": True,
+    }
+    made, why = strict_schema(open_object)
+    assert made is None and "does not name" in why
+    made, why = strict_schema({"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}})
+    assert made is None and "$ref" in why
+    made, _ = strict_schema(
+        {"type": "object", "properties": {"x": {"type": "string", "default": "d"}}}
+    )
+    assert made is not None and made["required"] == ["x"]
+
+
+# --- the base install ----------------------------------------------------------------------
+
+
+def test_importing_a_driver_loads_no_framework() -> None:
+    probe = (
+        "import sys, mcpcore_anyio, mcpcore_threaded\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('langchain_core', 'pydantic_ai', 'agents', 'openai', 'mcp', 'pydantic')]\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_adapter_imports_the_mcp_sdk() -> None:
+    """Our adapters never import ``mcp``: not in their source, and not at run time for
+    LangChain and pydantic-ai. (The Agents SDK itself imports ``mcp`` for its own MCP
+    support, so ``import agents`` loads it whatever we do.)"""
+    import ast
+    from pathlib import Path
+
+    adapters = Path(__file__).resolve().parents[1] / "src" / "adapters"
+    for package in (
+        "mcpcore_langchain",
+        "mcpcore_pydantic_ai",
+        "mcpcore_openai_agents",
+        "mcpcore_tooling",
+    ):
+        for path in (adapters / package).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = (
+                    [alias.name for alias in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                assert not any(n == "mcp" or n.startswith("mcp.") for n in names), path
+    probe = (
+        "import sys, mcpcore_langchain, mcpcore_pydantic_ai\n"
+        "print([m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+# --- the README's examples, as written ------------------------------------------------------
+
+
+def _readme_examples() -> list[str]:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## In LangChain, pydantic-ai and the OpenAI Agents SDK", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    return re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2], ids=["langchain", "pydantic-ai", "openai-agents"])
+def test_readme_framework_example_runs_as_written(index: int) -> None:
+    code = _readme_examples()[index]
+    assert len(code.strip().splitlines()) <= 15
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    expected = {0: "5\n", 1: '{"demo__add":{"sum":0.0}}\n', 2: "['demo__echo', 'demo__add']\n"}
+    assert done.stdout == expected[index]
