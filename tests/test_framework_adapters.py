@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -400,6 +401,20 @@ def test_agents_schema_left_non_strict_when_it_cannot_be_strict(
         {"type": "object", "properties": {"x": {"type": "string", "default": "d"}}}
     )
     assert made is not None and made["required"] == ["x"]
+    # through tools_from: the tool is left non-strict and a debug line says why
+    with DemoServer().serve_in_thread() as running:
+
+        async def handler(arguments: dict[str, Any], ctx: Any) -> Any:
+            return {"content": [{"type": "text", "text": "ok"}]}
+
+        open_tool = {"name": "open", "inputSchema": open_object}
+        running.server.set_tools([(open_tool, handler)], notify=False)
+        with mcpcore_threaded.McpClient("demo", {"url": running.url}) as client:
+            assert client.ready(timeout=READY).ok
+            with caplog.at_level(logging.DEBUG, logger="mcpcore.openai_agents"):
+                (tool,) = agents_tools(client)
+    assert not tool.strict_json_schema and tool.params_json_schema == open_object
+    assert "'demo__open' is not strict: input allows properties it does not name" in caplog.text
 
 
 # --- the base install ----------------------------------------------------------------------
