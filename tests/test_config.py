@@ -729,11 +729,11 @@ def test_c6_invalid_cwd(cwd: object, needle: str) -> None:
 
 
 def test_c6_cwd_plugin_data_needs_the_directory() -> None:
-    """C6: ${PLUGIN_DATA} as cwd needs the host to supply the data directory."""
+    """C6: ${PLUGIN_DATA} as cwd needs the plugin data directory (the plugin_data option)."""
     error = refused(
         {"command": "node", "cwd": "${PLUGIN_DATA}/x"}, plugin_root=ROOT, allow_local=True
     )
-    assert "did not supply" in str(error)
+    assert "the plugin data directory was not given (plugin_data)" in str(error)
     assert error.key == "cwd"
 
 
@@ -1046,3 +1046,133 @@ def test_c1_c8_public_names_exported() -> None:
     for name in ("load_mcp_json", "parse_server", "expand", "RemoteServer", "LocalServer"):
         assert name in mcpcore.__all__
         assert getattr(mcpcore, name) is not None
+
+
+# ---------------------------------------------------------------------------
+# C9: the user's own file is not a plugin
+# ---------------------------------------------------------------------------
+
+USER_DIR = "/home/user/.config/mcp"
+
+
+def user_local(entry: object, **kw: Any) -> LocalServer:
+    kw.setdefault("origin", "user")
+    kw.setdefault("plugin_data", None)
+    return local(entry, **kw)
+
+
+USER_COMMANDS_OK = [
+    pytest.param("uvx", USER_DIR, "uvx", id="bare"),
+    pytest.param("/usr/local/bin/uvx", USER_DIR, "/usr/local/bin/uvx", id="absolute"),
+    pytest.param("/opt/venv/bin/python", None, "/opt/venv/bin/python", id="absolute-no-dir"),
+    pytest.param("/Applications/My App/bin/server", None, "/Applications/My App/bin/server", id="space-in-path"),
+    pytest.param("/usr/local/bin/../bin/uvx", None, "/usr/local/bin/uvx", id="normalised"),
+    pytest.param("./run", USER_DIR, f"{USER_DIR}/run", id="dot-relative"),
+    pytest.param("../bin/run", USER_DIR, "/home/user/.config/bin/run", id="dotdot-relative"),
+    pytest.param("bin/run", USER_DIR, f"{USER_DIR}/bin/run", id="relative"),
+]
+
+
+@pytest.mark.parametrize(("command", "directory", "resolved"), USER_COMMANDS_OK)
+def test_C9_user_file_accepts_absolute_and_relative_commands(
+    command: str, directory: str | None, resolved: str
+) -> None:
+    """C9: in the user's own file a command may be an absolute path (a venv's python,
+    /usr/local/bin/uvx) or a path relative to the file's directory."""
+    server = user_local({"command": command}, plugin_root=directory)
+    assert server.command == resolved
+    assert server.cwd == (directory or "")
+    assert server.plugin_root == (directory or "")
+
+
+def test_C9_the_same_entries_keep_the_plugin_rules_in_a_plugin() -> None:
+    """C9 and C6: a plugin's file (the default origin) still refuses an absolute
+    command, and a plugin without its root is refused."""
+    for command in ("/usr/local/bin/uvx", "../bin/run", "bin/run"):
+        error = refused({"command": command}, plugin_root=ROOT, allow_local=True)
+        assert "a plugin may not name an absolute path" in error.reason
+        assert user_local({"command": command}, plugin_root=ROOT).command.startswith("/")
+    assert "plugin root" in refused({"command": "uvx"}, allow_local=True).reason
+    assert user_local({"command": "uvx"}, plugin_root=None).command == "uvx"
+
+
+USER_COMMANDS_BAD = [
+    pytest.param("npx -y server", USER_DIR, "put its arguments in 'args'", id="shell-command"),
+    pytest.param("uvx\tserver", USER_DIR, "not a shell command", id="tab"),
+    pytest.param("", USER_DIR, "not a shell command", id="empty"),
+    pytest.param("./run", None, "give an absolute path", id="relative-without-directory"),
+    pytest.param(".", USER_DIR, "names a directory", id="the-directory"),
+]
+
+
+@pytest.mark.parametrize(("command", "directory", "needle"), USER_COMMANDS_BAD)
+def test_C9_user_file_still_refuses_shell_commands(command: str, directory: str | None, needle: str) -> None:
+    """C9: still one executable, never a shell command; a relative path needs a directory."""
+    error = refused({"command": command}, plugin_root=directory, allow_local=True, origin="user")
+    assert needle in error.reason
+    assert error.key == "command"
+
+
+@pytest.mark.parametrize(
+    ("cwd", "directory", "expected"),
+    [
+        ("/srv/work", None, "/srv/work"),
+        ("/srv/work/../data", USER_DIR, "/srv/data"),
+        ("sub", USER_DIR, f"{USER_DIR}/sub"),
+        ("..", USER_DIR, "/home/user/.config"),
+        ("${userHome}/work", None, "/home/user/work"),
+        ("${PLUGIN_ROOT}/x", USER_DIR, f"{USER_DIR}/x"),
+    ],
+)
+def test_C9_user_file_cwd_is_any_directory(cwd: str, directory: str | None, expected: str) -> None:
+    """C9: the user's own cwd may be absolute or outside the file's directory."""
+    assert user_local({"command": "uvx", "cwd": cwd}, plugin_root=directory).cwd == expected
+
+
+def test_C9_relative_cwd_without_directory_refused() -> None:
+    error = refused({"command": "uvx", "cwd": "sub"}, allow_local=True, origin="user")
+    assert "give an absolute path" in error.reason and error.key == "cwd"
+
+
+def test_C9_load_mcp_json_passes_the_origin_to_every_entry() -> None:
+    doc = {"mcpServers": {"a": {"command": "/usr/bin/a"}, "b": {"command": "b"}}}
+    user = load(doc, allow_local=True, origin="user")
+    assert isinstance(user["a"], LocalServer) and user["a"].command == "/usr/bin/a"
+    plugin = load(doc, allow_local=True, plugin_root=ROOT)
+    assert isinstance(plugin["a"], ConfigError) and isinstance(plugin["b"], LocalServer)
+    with pytest.raises(ValueError, match="origin"):
+        parse_server("a", {"command": "a"}, env={}, home=HOME, origin="nobody")  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abc.- _", min_size=1, max_size=6), min_size=1, max_size=4))
+def test_C9_property_absolute_commands_user_yes_plugin_no(parts: list[str]) -> None:
+    """C9/C6 for every absolute path: the user's file takes it (normalised); a plugin never does."""
+    command = "/" + "/".join(parts)
+    server = user_local({"command": command}, plugin_root=None)
+    assert server.command == os.path.normpath(command)
+    with pytest.raises(ConfigError):
+        parse_server("s", {"command": command}, env={}, home=HOME, plugin_root=ROOT, allow_local=True)
+
+
+def test_messages_name_each_server_once_and_never_a_host() -> None:
+    """An entry's error starts with its server once; ``reason`` is the rest. No
+    message speaks of a "host" the library user never met."""
+    outcomes = load(
+        {
+            "mcpServers": {
+                "a": {"command": "uvx"},
+                "b": {"command": "uvx", "cwd": "${PLUGIN_DATA}"},
+                "c": {"url": "http://example.com/mcp"},
+                "C": {"url": "https://c.example/mcp"},
+                "d e": {"url": "https://d.example/mcp"},
+            }
+        },
+        allow_local=True,
+    )
+    for key, outcome in outcomes.items():
+        assert isinstance(outcome, ConfigError), key
+        text = str(outcome)
+        assert text == f"server {key!r}: {outcome.reason}"
+        assert not outcome.reason.startswith("server ")
+        assert "host did not" not in text and "host application" not in text

@@ -9,7 +9,6 @@ from mcpcore._setup import (
     LOCAL_REFUSED,
     child_environment,
     choose_proxy,
-    describe_failure,
     prepare_client,
 )
 
@@ -79,18 +78,6 @@ def test_S2_child_environment_is_minimal() -> None:
         "PLUGIN_DATA": "/d",
         "A": "1",
     }
-
-
-def test_describe_failure_walks_the_chain() -> None:
-    """A backend that raises with an empty message still gets a reason."""
-    try:
-        try:
-            raise OSError("certificate verify failed")
-        except OSError as inner:
-            raise ConnectionError() from inner
-    except ConnectionError as exc:
-        assert describe_failure(exc) == "ConnectionError: certificate verify failed"
-    assert describe_failure(TimeoutError()) == "TimeoutError"
 
 
 def test_L7_C2_C4_hub_entries_name_each_outcome() -> None:

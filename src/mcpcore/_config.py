@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NoReturn
+from typing import Literal, NoReturn
 from urllib.parse import urlsplit
 
 from ._errors import ConfigError
@@ -34,6 +34,7 @@ __all__ = [
     "CLIENT_OWNED_HEADERS",
     "LOCAL_NOT_SUPPORTED",
     "LocalServer",
+    "Origin",
     "RemoteServer",
     "check_remote_headers",
     "expand",
@@ -43,6 +44,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger("mcpcore.config")
+
+#: Whose ``mcp.json`` an entry comes from: a plugin's (the plugin rules apply to
+#: local entries, C6) or the user's own (trusted as written, C9).
+Origin = Literal["plugin", "user"]
 
 #: The exact reason a local (``command``) entry is refused by default (C6).
 LOCAL_NOT_SUPPORTED = "local MCP servers (command) are not supported yet"
@@ -142,13 +147,15 @@ class RemoteServer:
 
 @dataclass(frozen=True, repr=False)
 class LocalServer:
-    """A validated local (stdio) server (C6); only built when the host opts in.
+    """A validated local (stdio) server (C6, C9); only built with ``allow_local``.
 
-    ``command`` is a bare executable name or an absolute path inside the plugin
-    root (a ``./`` command, resolved). ``args``, ``env`` values and ``cwd`` are
-    expanded and may carry secrets, so ``repr`` shows the name, the command, the
-    number of arguments and the environment *keys* only (C8). An empty ``cwd``
-    defaults to ``plugin_root``.
+    ``command`` is a bare executable name or an absolute path (a plugin's ``./``
+    command, resolved inside its root; in the user's own file, any path).
+    ``args``, ``env`` values and ``cwd`` are expanded and may carry secrets, so
+    ``repr`` shows the name, the command, the number of arguments and the
+    environment *keys* only (C8). An empty ``cwd`` defaults to ``plugin_root``
+    (the plugin's directory, or the user's file's); with neither, the child
+    starts in the current directory.
     """
 
     name: str
@@ -300,6 +307,7 @@ def load_mcp_json(
     plugin_data: str | None = None,
     allow_local: bool = False,
     allow_insecure_http: bool = False,
+    origin: Origin = "plugin",
 ) -> dict[str, RemoteServer | LocalServer | ConfigError]:
     """Load an ``mcp.json`` document: one outcome per server key, in document order.
 
@@ -307,7 +315,8 @@ def load_mcp_json(
     is checked alone (C2): an invalid one becomes a :class:`ConfigError` value
     under its key and the others still load. A key equal to an earlier one after
     ASCII lowercasing is invalid (C4); a key written twice verbatim is invalid
-    as a whole, since the two entries cannot both be honoured.
+    as a whole, since the two entries cannot both be honoured. ``origin`` says
+    whose file it is (see :func:`parse_server`).
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -365,14 +374,14 @@ def load_mcp_json(
         earlier = seen.setdefault(lowered, key)
         if key in repeated:
             outcomes[key] = ConfigError(
-                f"server {_show_key(key)}: the key appears more than once in 'mcpServers'",
-                key=key,
+                "the key appears more than once in 'mcpServers'", key=key, server=key
             )
         elif earlier != key:
             outcomes[key] = ConfigError(
-                f"server {_show_key(key)}: same name as the earlier server "
-                f"{_show_key(earlier)} after lowercasing ({_show_key(lowered)})",
+                f"same name as the earlier server {_show_key(earlier)} after lowercasing "
+                f"({_show_key(lowered)})",
                 key=key,
+                server=key,
             )
         else:
             try:
@@ -385,6 +394,7 @@ def load_mcp_json(
                     plugin_data=plugin_data,
                     allow_local=allow_local,
                     allow_insecure_http=allow_insecure_http,
+                    origin=origin,
                 )
             except ConfigError as exc:
                 outcomes[key] = exc
@@ -414,7 +424,7 @@ class _Entry:
         self.plugin_data = plugin_data
 
     def fail(self, message: str, key: str | None) -> NoReturn:
-        raise ConfigError(f"server {_show_key(self.name)}: {message}", key=key)
+        raise ConfigError(message, key=key, server=self.name)
 
     def expand(self, text: str, where: str, key: str, *, plugin_dirs: bool) -> str:
         try:
@@ -444,9 +454,10 @@ def server_name(name: str) -> str:
     lowered = name.translate(_ASCII_LOWER)
     if not _SEGMENT.fullmatch(lowered):
         raise ConfigError(
-            f"server {_show_key(name)}: the name is not a valid id "
+            "the name is not a valid id "
             "(1–128 characters from a-z, 0-9, '_', '-', '.' after lowercasing)",
             key=name,
+            server=name,
         )
     return lowered
 
@@ -461,13 +472,24 @@ def parse_server(
     plugin_data: str | None = None,
     allow_local: bool = False,
     allow_insecure_http: bool = False,
+    origin: Origin = "plugin",
 ) -> RemoteServer | LocalServer:
-    """Validate one ``mcpServers`` entry under the key ``name`` (C3–C7).
+    """Validate one ``mcpServers`` entry under the key ``name`` (C3–C7, C9).
 
     The server's name is ``name`` lowercased in ASCII; it must be a valid tool-id
     segment (C4). An entry with ``url`` is remote (C5), one with ``command`` is
-    local (C6, refused unless ``allow_local``). Raises :class:`ConfigError`.
+    local (refused unless ``allow_local``).
+
+    ``origin`` says whose entry it is. ``"plugin"``: a plugin's ``mcp.json``,
+    whose local entries follow the plugin rules (C6): ``plugin_root`` is
+    required, ``command`` is a bare name or a ``./`` path inside it, ``cwd``
+    stays inside the plugin's directories. ``"user"``: the user's own file
+    (C9), trusted as the user wrote it: ``command`` may also be an absolute
+    path, or a path relative to ``plugin_root`` (then the file's directory,
+    optional), and ``cwd`` any directory. Raises :class:`ConfigError`.
     """
+    if origin not in ("plugin", "user"):
+        raise ValueError(f"origin must be 'plugin' or 'user', not {origin!r}")
     lowered = server_name(name)
     ctx = _Entry(lowered, env, home, plugin_root, plugin_data)
     obj = ctx.check_object(entry, "the entry", name)
@@ -492,7 +514,7 @@ def parse_server(
         return _parse_remote(ctx, obj, allow_insecure_http)
     if not allow_local:
         raise ConfigError(LOCAL_NOT_SUPPORTED, key="command")
-    return _parse_local(ctx, obj)
+    return _parse_local(ctx, obj, origin)
 
 
 def _is_loopback(host: str) -> bool:
@@ -542,7 +564,7 @@ def _parse_remote(
     if parts.scheme == "http" and not allow_insecure_http and not _is_loopback(host):
         ctx.fail(
             f"url {shown} uses plain http to a non-loopback host; use https "
-            "(plain http is only allowed when the host application enables it)",
+            "(plain http must be allowed explicitly)",
             "url",
         )
 
@@ -612,33 +634,32 @@ def _inside(base: str, path: str) -> bool:
         return False
 
 
-def _parse_local(ctx: _Entry, obj: Mapping[str, object]) -> LocalServer:
-    if ctx.plugin_root is None:
-        ctx.fail("local servers need the plugin root, which the host did not supply", "command")
-    if not os.path.isabs(ctx.plugin_root):
-        ctx.fail("the plugin root must be an absolute path", "command")
+def _parse_local(ctx: _Entry, obj: Mapping[str, object], origin: Origin) -> LocalServer:
+    plugin = origin == "plugin"
+    if plugin and ctx.plugin_root is None:
+        ctx.fail(
+            "a plugin's local server needs the plugin root (the plugin_root option)",
+            "command",
+        )
+    if ctx.plugin_root is not None and not os.path.isabs(ctx.plugin_root):
+        ctx.fail(
+            "the plugin root must be an absolute path"
+            if plugin
+            else "the file's directory (plugin_root) must be an absolute path",
+            "command",
+        )
     if ctx.plugin_data is not None and not os.path.isabs(ctx.plugin_data):
         ctx.fail("the plugin data directory must be an absolute path", "command")
-    root = os.path.normpath(ctx.plugin_root)
+    root = None if ctx.plugin_root is None else os.path.normpath(ctx.plugin_root)
 
     command = obj["command"]
     if not isinstance(command, str):
         ctx.fail(f"'command' must be a string, not {_type_name(command)}", "command")
-    if not command or re.search(r"[\s\x00-\x1f\x7f]", command):
-        ctx.fail(
-            "'command' must be one executable token (no spaces; not a shell command)", "command"
-        )
-    if command.startswith("./"):
-        resolved = os.path.normpath(os.path.join(root, command[2:]))
-        if resolved == root or not _inside(root, resolved):
-            ctx.fail("'command' must name a file inside the plugin root", "command")
-        command = resolved
-    elif "/" in command or "\\" in command or command in (".", ".."):
-        ctx.fail(
-            "'command' must be a bare executable name or a path starting with './' "
-            "(relative to the plugin root)",
-            "command",
-        )
+    if plugin:
+        assert root is not None  # refused above
+        command = _command(ctx, command, root)
+    else:
+        command = _user_command(ctx, command, root)
 
     args: list[str] = []
     if "args" in obj:
@@ -669,18 +690,91 @@ def _parse_local(ctx: _Entry, obj: Mapping[str, object]) -> LocalServer:
                 ctx.fail(f"{label} value contains a NUL character", key)
             child_env[var] = value
 
-    cwd = root
+    cwd = root or ""
     if "cwd" in obj:
-        cwd = _resolve_cwd(ctx, obj["cwd"], root)
+        if plugin:
+            assert root is not None
+            cwd = _resolve_cwd(ctx, obj["cwd"], root)
+        else:
+            cwd = _user_cwd(ctx, obj["cwd"], root)
     return LocalServer(
         name=ctx.name,
         command=command,
         args=tuple(args),
         env=child_env,
         cwd=cwd,
-        plugin_root=ctx.plugin_root,
+        plugin_root=ctx.plugin_root or "",
         plugin_data=ctx.plugin_data,
     )
+
+
+def _command(ctx: _Entry, command: str, root: str) -> str:
+    """A plugin's ``command`` (C6): one token, a bare name or a ``./`` path inside the root."""
+    if not command or re.search(r"[\s\x00-\x1f\x7f]", command):
+        ctx.fail(
+            "'command' must be one executable token (no spaces; not a shell command)", "command"
+        )
+    if command.startswith("./"):
+        resolved = os.path.normpath(os.path.join(root, command[2:]))
+        if resolved == root or not _inside(root, resolved):
+            ctx.fail("'command' must name a file inside the plugin root", "command")
+        return resolved
+    if "/" in command or "\\" in command or command in (".", ".."):
+        ctx.fail(
+            "'command' must be a bare executable name or a path starting with './' "
+            "(relative to the plugin root); a plugin may not name an absolute path",
+            "command",
+        )
+    return command
+
+
+def _user_command(ctx: _Entry, command: str, root: str | None) -> str:
+    """The user's own ``command`` (C9): a bare name, an absolute path, or a path
+    relative to the file's directory. Still one executable, not a shell command:
+    a space is allowed only inside a path (``/Applications/My App/bin/server``)."""
+    if not command or re.search(r"[\t\n\r\v\f\x00-\x1f\x7f]", command):
+        ctx.fail("'command' must be one executable (not a shell command)", "command")
+    is_path = "/" in command or "\\" in command or command in (".", "..")
+    if not is_path and " " in command:
+        ctx.fail(
+            "'command' must be one executable, not a shell command: put its arguments in 'args'",
+            "command",
+        )
+    if not is_path:
+        return command
+    if os.path.isabs(command):
+        return os.path.normpath(command)
+    if root is None:
+        ctx.fail(
+            "'command' is a relative path, and there is no file directory to resolve it "
+            "against (plugin_root); give an absolute path",
+            "command",
+        )
+    resolved = os.path.normpath(os.path.join(root, command))
+    if resolved == root:
+        ctx.fail("'command' names a directory, not an executable", "command")
+    return resolved
+
+
+def _user_cwd(ctx: _Entry, raw: object, root: str | None) -> str:
+    """The user's own ``cwd`` (C9): any directory; a relative one is taken from the
+    file's directory."""
+    if not isinstance(raw, str):
+        ctx.fail(f"'cwd' must be a string, not {_type_name(raw)}", "cwd")
+    cwd = ctx.expand(raw, "cwd", "cwd", plugin_dirs=True)
+    if "\x00" in cwd:
+        ctx.fail("'cwd' contains a NUL character", "cwd")
+    if not cwd:
+        return root or ""
+    if os.path.isabs(cwd):
+        return os.path.normpath(cwd)
+    if root is None:
+        ctx.fail(
+            "'cwd' is a relative path, and there is no file directory to resolve it "
+            "against (plugin_root); give an absolute path",
+            "cwd",
+        )
+    return os.path.normpath(os.path.join(root, cwd))
 
 
 def _resolve_cwd(ctx: _Entry, raw: object, root: str) -> str:
@@ -695,7 +789,8 @@ def _resolve_cwd(ctx: _Entry, raw: object, root: str) -> str:
         if raw.startswith(marker):
             rest = raw[len(marker) :]
             if directory is None:
-                ctx.fail(f"'cwd' uses {marker}, which the host did not supply", "cwd")
+                option = "plugin_root" if marker == "${PLUGIN_ROOT}" else "plugin_data"
+                ctx.fail(f"'cwd' uses {marker}, but {label} was not given ({option})", "cwd")
             if rest and not rest.startswith(("/", os.sep)):
                 ctx.fail(f"'cwd' must continue with '/' after {marker}", "cwd")
             base, where = os.path.normpath(directory), label

@@ -63,12 +63,21 @@ def _restore(cls: type[McpError], args: tuple[object, ...]) -> McpError:
 class ConfigError(McpError):
     """An ``mcp.json`` document or a single server entry is invalid (C1–C7).
 
-    ``key`` names the offending key (never its value) when there is one.
+    ``key`` names the offending key (never its value) when there is one. For an
+    entry, ``server`` is its name and the message starts with ``server 'name': ``;
+    ``reason`` is the message without that prefix (what a client that is
+    unavailable for this entry gives as its reason).
     """
 
-    def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, key: str | None = None, server: str | None = None) -> None:
+        if server is None:
+            super().__init__(message)
+        else:
+            shown = server if len(server) <= 80 else server[:80] + "…"
+            super().__init__(f"server {shown!r}: {message}")
         self.key = key
+        self.server = server
+        self.reason = message
 
 
 class ProtocolError(McpError):

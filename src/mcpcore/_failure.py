@@ -11,6 +11,9 @@ does, for a header value with surrounding whitespace).
 ``TransportFailure.from_exception`` classifies an exception chain by the
 standard library's exception types and by the class names of common HTTP and
 async libraries (httpcore, h11, anyio), without importing any of them.
+
+``legacy_sse_reason`` words the one HTTP answer whose usual cause is a wrong
+URL rather than a failing server: a 405 to a POST at a legacy ``…/sse`` URL.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from enum import Enum
 
 from ._escape import excerpt
 
-__all__ = ["FailureKind", "TransportFailure"]
+__all__ = ["FailureKind", "TransportFailure", "legacy_sse_reason"]
 
 _DETAIL_LIMIT = 120
 _CHAIN_LIMIT = 16
@@ -179,3 +182,24 @@ def _safe_detail(exc: BaseException) -> str:
     # getaddrinfo's errors (socket.gaierror) are negative; their text is the resolver's.
     strerror = exc.strerror
     return strerror if type(exc).__name__ == "gaierror" and isinstance(strerror, str) else ""
+
+
+def legacy_sse_reason(display_url: str) -> str | None:
+    """Why a POST to ``display_url`` got HTTP 405, when the URL looks like the legacy
+    HTTP+SSE transport's stream; ``None`` when it does not.
+
+    The legacy transport (MCP 2024-11-05) opens a GET stream at an ``…/sse`` URL
+    and takes messages elsewhere, so its ``/sse`` refuses a POST. The reason
+    says so and names where a Streamable HTTP endpoint usually is, as a
+    ``"type": "sse"`` entry's refusal does. ``display_url`` is shown as given:
+    pass the URL without user info or query (it is already in every message).
+    """
+    path = display_url.partition("://")[2].partition("/")[2].rstrip("/")
+    if path.lower() != "sse" and not path.lower().endswith("/sse"):
+        return None
+    usual = display_url.rstrip("/")[: -len("sse")] + "mcp"
+    return (
+        f"{display_url} refused a POST (HTTP 405 Method Not Allowed): it looks like the "
+        "legacy HTTP+SSE transport, which is not supported; use the server's Streamable "
+        f"HTTP endpoint instead (often {usual})"
+    )

@@ -40,7 +40,7 @@ from ._errors import (
 )
 from ._escape import excerpt
 from ._events import AbortExchange, Action, HttpRequest
-from ._failure import TransportFailure
+from ._failure import TransportFailure, legacy_sse_reason
 from ._jsonrpc import (
     ErrorResponse,
     Message,
@@ -867,7 +867,11 @@ class HttpMapping:
         body = bytes(ex.body[:_ERROR_EXCERPT_BYTES]).decode("utf-8", "replace")
         shown = excerpt(self.redact(body), 200).strip()
         detail = f": {shown}" if shown else ""
-        error = TransportError(f"{self.display_url} answered HTTP {ex.status}{detail}")
+        legacy = legacy_sse_reason(self.display_url) if ex.status == 405 else None
+        if legacy is not None and ex.kind is _Kind.POST:
+            error = TransportError(legacy)  # a wrong URL, not a failing server (C3)
+        else:
+            error = TransportError(f"{self.display_url} answered HTTP {ex.status}{detail}")
         error.status = ex.status
         self._fail(ex, error, now)
 

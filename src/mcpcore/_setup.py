@@ -4,8 +4,7 @@
 ``prepare_client`` turns a name, a server (object, raw entry or ``ConfigError``)
 and those options into a validated ``ClientSetup`` — never raising for an
 invalid or refused entry (seed 000: such a client is installed unavailable).
-``child_environment`` is S2's environment for a local server, and
-``describe_failure`` words a connection failure without secrets. The host's
+``child_environment`` is S2's environment for a local server. The caller's
 environment and home directory are arguments: the core never reads them.
 """
 
@@ -42,7 +41,6 @@ __all__ = [
     "ClientSetup",
     "child_environment",
     "choose_proxy",
-    "describe_failure",
     "hub_entries",
     "prepare_client",
 ]
@@ -69,7 +67,9 @@ class ClientOptions(TypedDict, total=False):
         returns it (K5).
     ``allow_local`` (False)
         Run local servers (an entry with ``command``) as child processes over
-        stdio; without it they are refused with a reason (C6).
+        stdio; without it they are refused with a reason (C6). An entry from the
+        user's own configuration may name its ``command`` by absolute path (C9);
+        a plugin's may not (see ``plugin_root``).
     ``allow_insecure_http`` (False)
         Allow plain ``http://`` to a host other than loopback (C5).
     ``auto_refresh`` (False)
@@ -92,8 +92,13 @@ class ClientOptions(TypedDict, total=False):
         The size of the client's connection pool; at least 2 while
         ``listen`` is on (the GET stream keeps one open).
     ``plugin_root`` (None)
-        The plugin's directory: expands ``${PLUGIN_ROOT}`` in an entry and is
-        a local server's default working directory and ``PLUGIN_ROOT`` (C7, S2).
+        Give it when the entries come from a plugin (an ``mcp.json`` shipped
+        inside a plugin's directory): it is that directory, and the plugin rules
+        then apply to local entries (C6): ``command`` is a bare name or a ``./``
+        path inside the directory, ``cwd`` stays inside it. It expands
+        ``${PLUGIN_ROOT}`` and is a local server's default working directory and
+        ``PLUGIN_ROOT`` (C7, S2). Left out, the entries are the user's own
+        (C9); ``McpHub.from_file`` then uses the file's directory the same way.
     ``plugin_data`` (None)
         The plugin's data directory: expands ``${PLUGIN_DATA}``, and is given
         to a local server as ``PLUGIN_DATA`` (C7, S2).
@@ -197,6 +202,7 @@ def prepare_client(
         protocol=_protocol(options.get("protocol", "auto")),
     )
     allow_local = options.get("allow_local", False)
+    plugin_root = options.get("plugin_root")
     proxy: str | None = None
     resolved: RemoteServer | LocalServer | None = None
     error: ConfigError | None = None
@@ -218,10 +224,11 @@ def prepare_client(
                 server,
                 env=env,
                 home=home,
-                plugin_root=options.get("plugin_root"),
+                plugin_root=plugin_root,
                 plugin_data=options.get("plugin_data"),
                 allow_local=allow_local,
                 allow_insecure_http=options.get("allow_insecure_http", False),
+                origin="user" if plugin_root is None else "plugin",
             )
         if isinstance(resolved, RemoteServer):
             proxy = choose_proxy(resolved.url, env, options.get("proxy"))
@@ -448,32 +455,20 @@ def _check_separator(name: str, lowered: str, separator: str) -> None:
         return
     how = "contains" if separator in lowered else "runs into"
     raise ConfigError(
-        f"server {name!r}: the name {how} the tool-id separator {separator!r}, so its tool "
-        "ids could not be told apart from another server's; rename the server or choose "
-        "another separator",
+        f"the name {how} the tool-id separator {separator!r}, so its tool ids could not be "
+        "told apart from another server's; rename the server or choose another separator",
         key=name,
+        server=name,
     )
 
 
-def describe_failure(exc: BaseException) -> str:
-    """A connection failure in words: the exception and its causes, never a header.
-
-    Some backends raise with an empty message and keep the reason (say, a
-    certificate error) in the exception chain, so the chain is walked.
-    """
-    texts: list[str] = []
-    current: BaseException | None = exc
-    while current is not None and len(texts) < 3:
-        text = str(current)
-        if text and text not in texts:
-            texts.append(text)
-        current = current.__cause__ or current.__context__
-    name = type(exc).__name__
-    return f"{name}: {'; '.join(texts)}" if texts else name
-
-
 def hub_entries(
-    text: str | bytes, options: Mapping[str, Any], *, env: Mapping[str, str], home: str
+    text: str | bytes,
+    options: Mapping[str, Any],
+    *,
+    env: Mapping[str, str],
+    home: str,
+    directory: str | None = None,
 ) -> dict[str, RemoteServer | LocalServer | ConfigError]:
     """L7, C2: an ``mcp.json`` document → one outcome per server, keyed by client name.
 
@@ -483,12 +478,20 @@ def hub_entries(
     (the two entries cannot both be honoured). A valid entry whose name holds
     the ``separator`` option becomes a ``ConfigError`` on its own (C2). Raises
     ``ConfigError`` when the top level is invalid (C1).
+
+    Whose file it is decides the rules for local entries: with the
+    ``plugin_root`` option it is a plugin's (C6); without, it is the user's own
+    (C9), and ``directory`` (the file's directory, when read from a file) takes
+    the plugin root's place: ``./`` commands, ``${PLUGIN_ROOT}`` and the default
+    working directory are relative to it.
     """
+    plugin_root = options.get("plugin_root")
     outcomes = load_mcp_json(
         text,
         env=env,
         home=home,
-        plugin_root=options.get("plugin_root"),
+        origin="user" if plugin_root is None else "plugin",
+        plugin_root=directory if plugin_root is None else plugin_root,
         plugin_data=options.get("plugin_data"),
         allow_local=options.get("allow_local", False),
         allow_insecure_http=options.get("allow_insecure_http", False),

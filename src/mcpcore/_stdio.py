@@ -168,7 +168,8 @@ class StderrTail:
 def child_environment(server: LocalServer, inherited: Mapping[str, str]) -> dict[str, str]:
     """S2: a minimal inherited environment, the plugin directories, then the entry's env."""
     environment = {k: inherited[k] for k in INHERITED_VARIABLES if k in inherited}
-    environment["PLUGIN_ROOT"] = server.plugin_root
+    if server.plugin_root:  # the user's own file loaded from memory has no directory
+        environment["PLUGIN_ROOT"] = server.plugin_root
     if server.plugin_data is not None:
         environment["PLUGIN_DATA"] = server.plugin_data
     environment.update(server.env)

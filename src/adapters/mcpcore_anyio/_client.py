@@ -675,7 +675,7 @@ class McpClient(ClientBase):
     async def ready(self, timeout: float | None = None) -> Availability:
         """Wait for the current start-up attempt (L3); unavailable at once while down."""
         if self._config_error is not None:
-            return Availability(False, str(self._config_error))
+            return Availability(False, self._config_error.reason)
         if not self._started:
             raise InvalidState("start the client first (async with, or start(task_group))")
         if self._engine is not None and (known := self._engine.availability) is not None:

@@ -596,6 +596,7 @@ def _load_config(cli: Cli, path: str, args: argparse.Namespace) -> dict[str, Out
             plugin_root=plugin_root,
             allow_local=args.allow_local,
             allow_insecure_http=args.allow_http,
+            origin="user",  # the user's own file, not a plugin's (C9)
         )
     except ConfigError as exc:
         raise _about_file(exc, path, data) from None

@@ -741,7 +741,7 @@ class McpClient(ClientBase):
     def ready(self, timeout: float | None = None) -> Availability:
         """Block for the current start-up attempt (L3); unavailable at once while down."""
         if self._config_error is not None:
-            return Availability(False, str(self._config_error))
+            return Availability(False, self._config_error.reason)
         if not self._started:
             raise InvalidState("start the client first (with, or start())")
         end = None if timeout is None else self._now() + timeout

@@ -47,16 +47,33 @@ class McpHub(HubBase[McpClient]):
         client. Raises ``ConfigError`` when the file cannot be read or its top
         level is invalid (C1); an invalid entry makes only its client
         unavailable (C2). Does no network I/O (L1).
+
+        The file is the user's own (C9) unless the ``plugin_root`` option says it
+        is a plugin's (C6): its local entries (with ``allow_local=True``) may then
+        name a command by absolute path, and the file's directory is their
+        plugin root: ``./`` commands, ``${PLUGIN_ROOT}`` and their default
+        working directory are relative to it.
         """
-        return cls.from_text(read_file(path), **options)
+        text = read_file(path)
+        return cls._from_document(text, os.path.dirname(os.path.abspath(path)), options)
 
     @classmethod
     def from_text(cls, text: str | bytes, **options: Any) -> McpHub:
         """One client per server of the ``mcp.json`` document ``text`` (L7).
 
-        Like ``from_file``, for a document already in memory.
+        Like ``from_file``, for a document already in memory; it has no
+        directory, so a local entry's relative ``command`` or ``cwd`` is refused
+        unless ``plugin_root`` is given.
         """
-        entries = hub_entries(text, options, env=os.environ, home=os.path.expanduser("~"))
+        return cls._from_document(text, None, options)
+
+    @classmethod
+    def _from_document(
+        cls, text: str | bytes, directory: str | None, options: dict[str, Any]
+    ) -> McpHub:
+        entries = hub_entries(
+            text, options, env=os.environ, home=os.path.expanduser("~"), directory=directory
+        )
         clients = {name: McpClient(name, entry, **options) for name, entry in entries.items()}
         return cls(clients, separator=options.get("separator", "/"))
 
@@ -69,7 +86,9 @@ class McpHub(HubBase[McpClient]):
         path that starts with ``{``). Raises ``ConfigError`` when the document's top
         level is invalid (C1) or the file cannot be read.
         """
-        return cls.from_text(read_mcp_json(path_or_text), **options)
+        if looks_like_document(path_or_text):
+            return cls.from_text(str(path_or_text), **options)
+        return cls.from_file(path_or_text, **options)
 
     def start(self) -> None:
         for client in self.clients.values():
