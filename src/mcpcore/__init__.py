@@ -148,6 +148,13 @@ _EXPORTS: dict[str, str] = {
     "SyncReport": "_tools",
     "Tool": "_tools",
     "is_valid_segment": "_tools",
+    "suggest_ids": "_tools",
+    "Parameter": "_arguments",
+    "arguments_from_pairs": "_arguments",
+    "check_arguments": "_arguments",
+    "describe_parameters": "_arguments",
+    "is_argument_pair": "_arguments",
+    "signature": "_arguments",
 }
 
 __all__ = [
@@ -214,6 +221,7 @@ __all__ = [
     "OpenAuthorizationUrl",
     "OtherBlock",
     "OutputSchemaViolation",
+    "Parameter",
     "PkceNotSupported",
     "PreRegisteredClient",
     "ProcessAction",
@@ -262,23 +270,29 @@ __all__ = [
     "WriteInput",
     "__version__",
     "apply_to_store",
+    "arguments_from_pairs",
     "backoff_delay",
     "call_outcome",
+    "check_arguments",
     "child_environment",
     "closed_outcome",
     "compact_jws",
     "decode_message",
+    "describe_parameters",
     "encode_message",
     "escape_text",
     "expand",
     "frame_message",
     "hub_entries",
+    "is_argument_pair",
     "is_valid_segment",
     "load_mcp_json",
     "looks_like_document",
     "parse_server",
     "prepare_client",
     "render_result",
+    "signature",
+    "suggest_ids",
 ]
 
 
@@ -298,6 +312,14 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._arguments import (
+        Parameter,
+        arguments_from_pairs,
+        check_arguments,
+        describe_parameters,
+        is_argument_pair,
+        signature,
+    )
     from ._authorizing import (
         AuthAction,
         AuthOptions,
@@ -419,4 +441,4 @@ if TYPE_CHECKING:
     )
     from ._sse import SSEDecoder, SSEEvent
     from ._stdio import LineFramer, StderrTail, child_environment, frame_message
-    from ._tools import Catalogue, SyncReport, Tool, is_valid_segment
+    from ._tools import Catalogue, SyncReport, Tool, is_valid_segment, suggest_ids

@@ -16,6 +16,7 @@ tool objects.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import reprlib
@@ -82,11 +83,14 @@ def suggest_ids(
     Ids are lowercased and qualified (``<server><separator><tool>``), so the usual
     slips are: a different case (``Py/Add`` → ``py/add``), the plain tool name
     without its server (``add`` → ``py/add``), and another server's prefix
-    (``github/add`` → ``py/add``). Ids are scanned in order; ``tool_id`` itself
-    is never suggested. Costs one pass over ``ids``: for the error path only.
+    (``github/add`` → ``py/add``). When none of these matches, a name one or two
+    letters away (``ech`` → ``py/echo``, ``py/ehco`` → ``py/echo``), closest
+    first. Ids are scanned in order; ``tool_id`` itself is never suggested. For
+    the error path only.
     """
     if not isinstance(tool_id, str) or not separator:
         return ()
+    ids = list(ids)
     wanted = ascii_lower(tool_id)
     candidates = {wanted}
     _, found_separator, tail = wanted.partition(separator)
@@ -101,7 +105,14 @@ def suggest_ids(
             exact.append(known)
         elif known.partition(separator)[2] in candidates:
             by_name.append(known)
-    return tuple((exact or by_name)[:limit])
+    if exact or by_name:
+        return tuple((exact or by_name)[:limit])
+    # A slip of a letter or two in the name: the closest names, whatever the server.
+    name = tail if found_separator and tail else wanted
+    others = [known for known in ids if known != tool_id]
+    names = {known.partition(separator)[2] or known: known for known in reversed(others)}
+    close = difflib.get_close_matches(name, list(names), n=limit, cutoff=0.75)
+    return tuple(names[match] for match in close)
 
 
 def _same(a: object, b: object) -> bool:

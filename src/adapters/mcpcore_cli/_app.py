@@ -27,6 +27,7 @@ import re
 import shlex
 import signal
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,9 +41,11 @@ from mcpcore import (
     AuthorizationRequired,
     Availability,
     BackendError,
+    CallTimeout,
     ConfigError,
     ContentBlock,
     ImageBlock,
+    InvalidArguments,
     LocalProtocolError,
     LocalServer,
     McpError,
@@ -58,8 +61,14 @@ from mcpcore import (
     TransportError,
     Unavailable,
     UnknownTool,
+    arguments_from_pairs,
+    check_arguments,
+    describe_parameters,
+    is_argument_pair,
     load_mcp_json,
     parse_server,
+    signature,
+    suggest_ids,
 )
 
 from ._term import (
@@ -76,6 +85,7 @@ from ._term import (
     show,
     table,
     terminal_width,
+    width,
     write,
 )
 from ._tokens import FileTokenStore, StoreView, TokenFileError, default_token_file
@@ -104,13 +114,17 @@ EXIT_INTERRUPTED = 130
 DEFAULT_CONNECT_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
 PROGRESS_AFTER = 1.0
+#: The widest a tool's signature gets in the tools table's ARGS column.
+SIGNATURE_LIMIT = 32
 DEFAULT_LOGIN_TIMEOUT = 300.0
 #: How long login waits, beyond the person's time, for discovery, registration,
 #: the token request and the first connection.
 LOGIN_MARGIN = 60.0
 COMMANDS = ("demo", "tools", "call", "check", "login", "logout", "auth")
-#: The core's reason for a local entry when local servers are not allowed (C6).
-LOCAL_REFUSED = "local MCP servers (command) are not supported yet"
+#: Why a local entry is not started when --allow-local is not given (C6).
+LOCAL_NEEDS_FLAG = "a local server (an entry with a 'command'): --allow-local starts it"
+#: ... and for login and logout, which have no such flag.
+LOCAL_NO_SIGN_IN = "a local server (an entry with a 'command'): only url servers sign in"
 
 _log = logging.getLogger("mcpcore_cli")
 
@@ -148,26 +162,75 @@ class Cli:
         self.notes = ToolNotes()
         self._hinted: set[str] = set()
         self.tokens: FileTokenStore | None = None  # the token file, once a command needs it
+        #: ``call --json``: a failure before any output still prints a JSON object.
+        self.json_errors = False
+        self.wrote_out = False
+        self.last_error: str | None = None
+        self.error_kind: str | None = None
 
     def out(self, text: str = "") -> None:
+        self.wrote_out = True
         write(self.stdout, text)
 
     def err(self, text: str) -> None:
+        self.last_error = self.redact(text)
         write(self.stderr, self.redact(f"mcpcore: {text}"))
 
     def hint(self, text: str) -> None:
         """A hint on stderr, at most once per run."""
         if text not in self._hinted:
             self._hinted.add(text)
-            self.err(f"hint: {text}")
+            write(self.stderr, self.redact(f"mcpcore: hint: {text}"))
 
     def table_width(self) -> int | None:
         """How wide a table may be: the terminal's width, or no limit when stdout is not one."""
         return terminal_width() if isatty(self.stdout) else None
 
-    def fail(self, status: int, text: str) -> Failure:
+    def fail(self, status: int, text: str, *, kind: str | None = None) -> Failure:
+        """Say why on stderr; the ``Failure`` to raise. ``kind`` names the failure in
+        ``call --json``'s error object (by default, from the status)."""
         self.err(text)
+        self.error_kind = kind
         return Failure(status)
+
+    def json_error(self, status: int) -> None:
+        """``call --json``: when nothing was printed, the failure as a JSON object on
+        stdout, so a script always reads JSON."""
+        if not self.json_errors or self.wrote_out or status == EXIT_OK:
+            return
+        kind = self.error_kind or _KIND_OF_STATUS.get(status, "error")
+        message = self.last_error or kind
+        self.out(dumps({"error": {"kind": kind, "message": message}, "exit_status": status}))
+
+
+_KIND_OF_STATUS = {
+    EXIT_TOOL_ERROR: "tool_error",
+    EXIT_USAGE: "usage",
+    EXIT_UNAVAILABLE: "unavailable",
+    EXIT_INTERRUPTED: "interrupted",
+}
+
+
+def _error_kind(exc: BaseException) -> str:
+    """What went wrong, as ``call --json``'s error object names it."""
+    kinds: tuple[tuple[type[BaseException], str], ...] = (
+        (CallTimeout, "timeout"),
+        (UnknownTool, "unknown_tool"),
+        (InvalidArguments, "invalid_arguments"),
+        (ConfigError, "config"),
+        (TokenFileError, "config"),
+        (AuthorizationRequired, "needs_authorization"),
+        (Unavailable, "unavailable"),
+        (TransportError, "transport"),
+        (RemoteProtocolError, "protocol"),
+        (UsageError, "usage"),
+        (LocalProtocolError, "usage"),
+        (KeyboardInterrupt, "interrupted"),
+    )
+    for cls, kind in kinds:
+        if isinstance(exc, cls):
+            return kind
+    return "error"
 
 
 def exit_status(exc: BaseException) -> int:
@@ -195,8 +258,22 @@ def _entry_reason(exc: ConfigError) -> str:
     return _SERVER_PREFIX.sub("", str(exc), count=1)
 
 
-def _invalid(name: str, exc: ConfigError) -> str:
-    return f"server {quote(name)} is invalid: {show(_entry_reason(exc), keep_newlines=False)}"
+def _local_refused(exc: ConfigError, args: argparse.Namespace) -> bool:
+    """A local entry refused only because --allow-local was not given (C6): without
+    it, the core refuses every entry with a ``command`` before reading it further."""
+    return exc.key == "command" and not getattr(args, "allow_local", False)
+
+
+def _reason(exc: ConfigError, args: argparse.Namespace) -> str:
+    """Why an entry is invalid, in the command line's words: a flag it lacks is named."""
+    if _local_refused(exc, args):
+        return str(getattr(args, "local_refusal", LOCAL_NEEDS_FLAG))
+    return _entry_reason(exc)
+
+
+def _invalid(name: str, exc: ConfigError, args: argparse.Namespace) -> str:
+    shown = show(_reason(exc, args), keep_newlines=False)
+    return f"server {quote(name)} is invalid: {shown}"
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -224,6 +301,11 @@ _EXIT_HELP = (
     "tools --config prints the tools of every ready server, and exits 0 only when\n"
     "every selected server is ready: otherwise 2 if an entry is invalid, else 3."
 )
+
+
+def _wrapped(text: str) -> str:
+    """A description wrapped as argparse would (for parsers whose epilog is kept verbatim)."""
+    return textwrap.fill(text, width=min(terminal_width(), 80) - 2)
 
 
 def _top_parser() -> _Parser:
@@ -346,35 +428,63 @@ def _command_parser(command: str) -> _Parser:
         parser = _Parser(
             prog="mcpcore tools",
             usage=(
-                "mcpcore tools (URL | --config FILE [--server NAME]) [-H 'Name: value']... "
-                "[--json] [--name NAME] [--timeout S] [--allow-local] [--allow-http] "
-                "[--token-file PATH] [-v]"
+                "mcpcore tools (URL [TOOL] | --config FILE [--server NAME] [TOOL]) "
+                "[-H 'Name: value']... [--json] [--name NAME] [--timeout S] [--allow-local] "
+                "[--allow-http] [--token-file PATH] [-v]"
             ),
-            description=(
-                "List the tools of one server (URL) or of the servers of an mcp.json. "
-                "With --config, the tools of every ready server are printed; the exit "
-                "status is 0 only when every selected server is ready, otherwise 2 if an "
-                "entry is invalid, else 3 (a server unavailable)."
+            description=_wrapped(
+                "List the tools of one server (URL) or of the servers of an mcp.json: "
+                "their ids, whether they are read-only, their arguments (a trailing ? marks "
+                "an optional one) and their descriptions. With TOOL, show that tool's "
+                "parameters: name, type, whether required, description. With --config, the "
+                "tools of every ready server are printed; the exit status is 0 only when "
+                "every selected server is ready, otherwise 2 if an entry is invalid, else 3 "
+                "(a server unavailable)."
             ),
+            epilog=(
+                "positional arguments:\n"
+                "  URL   a Streamable HTTP endpoint (or --config FILE instead)\n"
+                "  TOOL  a tool whose parameters to show: its name with a URL, its id\n"
+                "        (server/tool) with --config"
+            ),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument("url", nargs="?", metavar="URL", help="a Streamable HTTP endpoint")
+        parser.add_argument("operands", nargs="*", help=argparse.SUPPRESS)
         _connection(parser, server_flag=True)
     elif command == "call":
         parser = _Parser(
             prog="mcpcore call",
             usage=(
-                "mcpcore call (URL | --config FILE) TOOL [ARGS_JSON] [-H 'Name: value']... "
-                "[--timeout S] [--json] [--save DIR] [--name NAME] [--allow-local] "
-                "[--allow-http] [--token-file PATH] [-v]"
+                "mcpcore call (URL | --config FILE) TOOL [ARGS_JSON | key=value...] "
+                "[-H 'Name: value']... [--timeout S] [--json] [--save DIR] [--no-check] "
+                "[--name NAME] [--allow-local] [--allow-http] [--token-file PATH] [-v]"
             ),
-            description=(
-                "Call one tool and print its rendered result. With a URL, TOOL is the tool's "
-                "name; with --config, its qualified id (server/tool). ARGS_JSON is a JSON "
-                "object ('-' reads it from stdin)."
+            description=_wrapped(
+                "Call one tool and print its rendered result. The arguments are checked "
+                "against the tool's input schema before the call is sent (--no-check sends "
+                "them as given); 'mcpcore tools URL TOOL' shows a tool's parameters."
             ),
+            epilog=(
+                "positional arguments:\n"
+                "  URL        a Streamable HTTP endpoint (or --config FILE instead)\n"
+                "  TOOL       the tool's name with a URL; its id (server/tool) with --config\n"
+                '  ARGS_JSON  the arguments as one JSON object, e.g. \'{"a": 2, "b": 3}\'\n'
+                "             ('-' reads it from stdin)\n"
+                "  key=value  or the arguments as pairs, e.g. a=2 b=3: each value is read as\n"
+                "             its parameter's type (a string parameter takes the text as it\n"
+                "             is; a number, an integer, true or false, null; an array or an\n"
+                "             object as JSON); key:=JSON gives any JSON value as it is\n"
+                "  (none)     the tool is called with no arguments"
+            ),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument("operands", nargs="*", metavar="URL TOOL [ARGS_JSON]")
+        parser.add_argument("operands", nargs="*", help=argparse.SUPPRESS)
         _connection(parser, server_flag=False)
+        parser.add_argument(
+            "--no-check",
+            action="store_true",
+            help="send the arguments without checking them against the tool's input schema",
+        )
         parser.add_argument(
             "--save",
             metavar="DIR",
@@ -422,7 +532,8 @@ def _auth_parser(command: str) -> _Parser:
             prog="mcpcore login",
             usage=(
                 "mcpcore login (URL | --config FILE --server NAME) [--no-browser] [--scope S] "
-                "[-H 'Name: value']... [--timeout S] [--allow-http] [--token-file PATH] [-v]"
+                "[-H 'Name: value']... [--name NAME] [--timeout S] [--allow-http] "
+                "[--token-file PATH] [-v]"
             ),
             description=(
                 "Sign in to a server that needs authorization (OAuth 2.1, authorization "
@@ -470,7 +581,7 @@ def _auth_parser(command: str) -> _Parser:
                 "authorization server (unencrypted: tokens travel in clear text)"
             ),
         )
-        parser.set_defaults(allow_local=False)
+        parser.set_defaults(allow_local=False, local_refusal=LOCAL_NO_SIGN_IN)
     elif command == "logout":
         parser = _Parser(
             prog="mcpcore logout",
@@ -488,7 +599,13 @@ def _auth_parser(command: str) -> _Parser:
         parser.add_argument("--config", metavar="FILE", help="an mcp.json file instead of a URL")
         parser.add_argument("--server", metavar="NAME", help="with --config: the server")
         parser.add_argument("--all", action="store_true", help="forget every server's tokens")
-        parser.set_defaults(allow_local=False, allow_http=True, header=[], name="server")
+        parser.set_defaults(
+            allow_local=False,
+            allow_http=True,
+            header=[],
+            name="server",
+            local_refusal=LOCAL_NO_SIGN_IN,
+        )
     else:
         parser = _Parser(
             prog="mcpcore auth",
@@ -498,7 +615,12 @@ def _auth_parser(command: str) -> _Parser:
                 "expiry and whether the tokens can be refreshed. Never shows a token."
             ),
         )
-        parser.add_argument("action", metavar="status", choices=("status",), help="status")
+        parser.add_argument(
+            "action",
+            metavar="status",
+            choices=("status",),
+            help="the only action: show the servers signed in to",
+        )
         parser.add_argument("--json", action="store_true", help="print JSON")
     _token_file(parser)
     return parser
@@ -621,15 +743,15 @@ def _about_file(exc: ConfigError, path: str, data: bytes) -> ConfigError:
     return ConfigError(message, key=exc.key)
 
 
-def _hint_refusals(cli: Cli, outcomes: Iterable[Outcome]) -> None:
-    """Say once which option lifts a refusal the user may not know is optional."""
+def _hint_refusals(cli: Cli, outcomes: Iterable[Outcome], args: argparse.Namespace) -> None:
+    """Say once which option lifts a refusal the user may not know is optional (the
+    local-server refusal names its flag itself)."""
     for outcome in outcomes:
-        if not isinstance(outcome, ConfigError):
-            continue
-        reason = _entry_reason(outcome)
-        if reason == LOCAL_REFUSED:
-            cli.hint("--allow-local starts the local servers (entries with a 'command')")
-        elif _PLAIN_HTTP in reason:
+        if (
+            isinstance(outcome, ConfigError)
+            and not _local_refused(outcome, args)
+            and _PLAIN_HTTP in _entry_reason(outcome)
+        ):
             cli.hint("--allow-http allows plain http:// to hosts other than loopback")
 
 
@@ -727,13 +849,28 @@ def _ensure_ready(
     server: Outcome | None = None,
     config: str | None = None,
 ) -> None:
-    availability = client.ready(timeout or DEFAULT_CONNECT_TIMEOUT)
+    budget = timeout or DEFAULT_CONNECT_TIMEOUT
+    availability = _ready_by(client, time.monotonic() + budget, budget)
     if not availability.ok:
         if args is not None and server is not None:
             text = _not_ready(args, client.name, server, availability, config=config)
             raise cli.fail(EXIT_UNAVAILABLE, text)
         reason = show(availability.reason or "unavailable", keep_newlines=False)
         raise cli.fail(EXIT_UNAVAILABLE, f"server {quote(client.name)} is unavailable: {reason}")
+
+
+def _ready_by(client: McpClient, deadline: float, budget: float) -> Availability:
+    """Wait for a server until ``deadline`` (``budget`` seconds from the start); one
+    still starting then is said so in the user's terms: what it waited for, and for
+    how long (the whole budget, not what was left of it for this server)."""
+    availability = client.ready(max(0.0, deadline - time.monotonic()))
+    if availability.ok or availability.error is not None or time.monotonic() < deadline:
+        return availability
+    reason = (
+        f"not ready within {budget:g} s: still connecting, or listing its tools "
+        "(--timeout S waits longer)"
+    )
+    return Availability(False, reason)
 
 
 def _check_connection_flags(args: argparse.Namespace, url: str | None) -> None:
@@ -765,15 +902,82 @@ def _tool_json(tool: Tool) -> dict[str, Any]:
     }
 
 
+#: The description keeps at least this many cells when the ARGS column is shown.
+DESCRIPTION_ROOM = 24
+
+
 def _tool_table(cli: Cli, tools: Sequence[Tool]) -> list[str]:
-    rows = [(one_line(t.id), "ro" if t.read_only else "", one_line(t.description)) for t in tools]
+    """ID, RO, ARGS (the short signature, where the width allows) and DESCRIPTION."""
+    fit = cli.table_width()
+    ids = [one_line(t.id) for t in tools]
+    marks = ["ro" if t.read_only else "" for t in tools]
+    signatures = [one_line(signature(t.parameters, SIGNATURE_LIMIT)) for t in tools]
+    descriptions = [one_line(t.description) for t in tools]
+    used = sum(
+        max([len(h)] + [width(c) for c in col]) + 2 for h, col in (("ID", ids), ("RO", marks))
+    )
+    arguments = max([len("ARGS")] + [width(c) for c in signatures]) + 2
+    if fit is None or used + arguments + DESCRIPTION_ROOM <= fit:
+        return table(
+            ("ID", "RO", "ARGS", "DESCRIPTION"),
+            zip(ids, marks, signatures, descriptions, strict=True),
+            style=cli.style,
+            fit=fit,
+            paint={1: cli.style.green},
+        )
     return table(
         ("ID", "RO", "DESCRIPTION"),
-        rows,
+        zip(ids, marks, descriptions, strict=True),
         style=cli.style,
-        fit=cli.table_width(),
+        fit=fit,
         paint={1: cli.style.green},
     )
+
+
+def _tool_details(cli: Cli, tool: Tool) -> None:
+    """One tool: its id, description and parameters."""
+    read_only = "  " + cli.style.green("(read-only)") if tool.read_only else ""
+    cli.out(cli.style.bold(one_line(tool.id)) + read_only)
+    if tool.description:
+        for line in show(tool.description).splitlines():
+            cli.out(f"  {line}")
+    parameters = describe_parameters(tool.parameters)
+    cli.out()
+    if not parameters:
+        cli.out("no parameters")
+    else:
+        rows = [
+            (
+                one_line(p.name),
+                one_line(p.type),
+                "yes" if p.required else "no",
+                one_line(
+                    (p.description or "")
+                    + (f" (default {p.default})" if p.default is not None else "")
+                ).strip(),
+            )
+            for p in parameters
+        ]
+        for line in table(
+            ("PARAMETER", "TYPE", "REQUIRED", "DESCRIPTION"),
+            rows,
+            style=cli.style,
+            fit=cli.table_width(),
+        ):
+            cli.out(line)
+
+
+def _parameters_json(tool: Tool) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": p.name,
+            "type": p.type,
+            "required": p.required,
+            "description": p.description,
+            "default": p.default,
+        }
+        for p in describe_parameters(tool.parameters)
+    ]
 
 
 def _print_tools(cli: Cli, tools: Sequence[Tool], as_json: bool, *, none: str | None) -> None:
@@ -787,14 +991,31 @@ def _print_tools(cli: Cli, tools: Sequence[Tool], as_json: bool, *, none: str | 
         cli.err(none)
 
 
+def _tools_operands(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """``tools``' positionals: (URL, TOOL) with a URL, (None, TOOL) with --config."""
+    operands: list[str] = list(args.operands)
+    limit = 1 if args.config is not None else 2
+    if len(operands) > limit:
+        expected = "--config FILE [TOOL]" if args.config is not None else "URL [TOOL]"
+        raise UsageError(f"expected {expected}, got {len(operands)} operands")
+    if args.config is not None:
+        return None, operands[0] if operands else None
+    return (operands[0] if operands else None), (operands[1] if len(operands) > 1 else None)
+
+
 def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
+    args.url, wanted_tool = _tools_operands(args)
     _check_connection_flags(args, args.url)
     if args.url is not None:
         server = _url_server(cli, args, args.url)
         with _client(cli, server, server.name, args) as client:
             _ensure_ready(cli, client, args.timeout, args=args, server=server)
+            if wanted_tool is not None:
+                return _show_tool(cli, args, client, server, wanted_tool, config=None)
             _print_tools(cli, client.tools, args.json, none="the server has no tools")
         return EXIT_OK
+    if wanted_tool is not None:
+        return _show_configured_tool(cli, args, wanted_tool)
 
     # Partial success: every ready server's tools are printed; the status says whether
     # all selected servers were ready (0), an entry is invalid (2) or a server is not (3).
@@ -811,19 +1032,20 @@ def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
     status = EXIT_OK
     for name, outcome in selected.items():
         if isinstance(outcome, ConfigError):
-            cli.err(_invalid(name, outcome))
+            cli.err(_invalid(name, outcome, args))
             status = EXIT_USAGE
-    _hint_refusals(cli, selected.values())
+    _hint_refusals(cli, selected.values(), args)
     from mcpcore_threaded import McpHub
 
     valid = {n: o for n, o in selected.items() if not isinstance(o, ConfigError)}
     hub = McpHub({n: _client(cli, o, n, args) for n, o in valid.items()})
     with hub:
-        deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
+        budget = args.timeout or DEFAULT_CONNECT_TIMEOUT
+        deadline = time.monotonic() + budget
         tools: list[Tool] = []
         ready = 0
         for name, client in hub.clients.items():
-            availability = client.ready(max(0.0, deadline - time.monotonic()))
+            availability = _ready_by(client, deadline, budget)
             if availability.ok:
                 ready += 1
                 tools.extend(client.tools)
@@ -838,6 +1060,32 @@ def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
             none = "the server has no tools" if ready == 1 else "the servers have no tools"
         _print_tools(cli, tools, args.json, none=none)
     return status
+
+
+def _show_tool(
+    cli: Cli,
+    args: argparse.Namespace,
+    client: McpClient,
+    server: RemoteServer | LocalServer,
+    written: str,
+    *,
+    config: str | None,
+) -> int:
+    """``tools URL TOOL``: one tool's parameters, as a table or JSON."""
+    tool = _find_tool(cli, args, client, server, written, config=config)
+    if args.json:
+        cli.out(dumps({**_tool_json(tool), "parameter_list": _parameters_json(tool)}))
+    else:
+        _tool_details(cli, tool)
+    return EXIT_OK
+
+
+def _show_configured_tool(cli: Cli, args: argparse.Namespace, written: str) -> int:
+    """``tools --config FILE server/tool``."""
+    server = _configured_server(cli, args, written)
+    with _client(cli, server, server.name, args) as client:
+        _ensure_ready(cli, client, args.timeout, args=args, server=server, config=args.config)
+        return _show_tool(cli, args, client, server, written, config=args.config)
 
 
 # --- call ------------------------------------------------------------------------------
@@ -910,18 +1158,98 @@ class _Progress:
         return handle.result()
 
 
-def _resolve_tool(client: McpClient, tool: str) -> str:
-    """A tool name given with a URL → its id (the name as listed, or already an id)."""
-    by_id = {t.id: t for t in client.tools}
-    qualified = f"{client.name}/{tool}"
-    if qualified in by_id:
-        return qualified
-    for candidate in client.tools:
-        if candidate.name == tool:
-            return candidate.id
-    if tool in by_id:
-        return tool
-    raise UnknownTool(qualified)
+def _command(
+    args: argparse.Namespace,
+    server: RemoteServer | LocalServer,
+    config: str | None,
+    verb: str,
+    *extra: str,
+) -> str:
+    """A ``mcpcore`` command about the same server, ready to paste (a URL with a secret
+    part, user info or a query, is left out: "URL")."""
+    words = ["mcpcore", verb]
+    if config is not None:
+        words += ["--config", config, "--server", server.name]
+        if getattr(args, "allow_local", False):
+            words.append("--allow-local")
+    elif isinstance(server, RemoteServer) and server.display_url == server.url:
+        words.append(server.url)
+    else:
+        words.append("URL")
+    if config is None and getattr(args, "name", "server") != "server":
+        words += ["--name", args.name]
+    if getattr(args, "allow_http", False):
+        words.append("--allow-http")
+    if getattr(args, "token_file", None):
+        words += ["--token-file", args.token_file]
+    words += extra
+    command = " ".join(w if w == "URL" else shlex.quote(one_line(w)) for w in words)
+    if "URL" in words:
+        command += " (with the same URL)"
+    if config is None and getattr(args, "header", None):
+        command += " (with the same -H headers)"
+    return command
+
+
+def _did_you_mean(names: Sequence[str]) -> str:
+    if not names:
+        return ""
+    if len(names) == 1:
+        return f"; did you mean {quote(names[0])}?"
+    return f"; did you mean one of {', '.join(quote(n) for n in names)}?"
+
+
+def _find_tool(
+    cli: Cli,
+    args: argparse.Namespace,
+    client: McpClient,
+    server: RemoteServer | LocalServer,
+    written: str,
+    *,
+    config: str | None,
+) -> Tool:
+    """The tool a command line names (K7): with a URL, its name (or its id); with
+    --config, its id. Unknown: a failure that says what was probably meant, and a
+    hint that lists the tools."""
+    tools = client.tools
+    by_id = {t.id: t for t in tools}
+    if written in by_id:
+        return by_id[written]
+    prefix, slash, rest = written.partition("/")
+    if config is None:
+        for tool in tools:
+            if tool.name == written:
+                return tool
+        if slash and prefix.lower() == client.name.lower():
+            for tool in tools:
+                if tool.name == rest:
+                    return tool  # the server's name in another case
+        if slash and prefix.lower() != client.name.lower():
+            meant = [t.name for t in tools if t.name == rest]
+            text = (
+                f"no server {quote(prefix)}: with a URL, TOOL is the tool's name (this server "
+                f"is named {quote(client.name)}){_did_you_mean(meant)}"
+            )
+            raise _unknown_tool(cli, args, server, config, text)
+        asked = f"{client.name}/{rest}" if slash else f"{client.name}/{written}"
+        # Said as it was written: names with a URL, ids when an id was given.
+        meant = [i if slash else by_id[i].name for i in suggest_ids(asked, by_id)]
+    else:
+        meant = list(suggest_ids(written, by_id))
+    text = f"unknown tool {quote(written)}{_did_you_mean(meant)}"
+    raise _unknown_tool(cli, args, server, config, text)
+
+
+def _unknown_tool(
+    cli: Cli,
+    args: argparse.Namespace,
+    server: RemoteServer | LocalServer,
+    config: str | None,
+    text: str,
+) -> Failure:
+    failure = cli.fail(EXIT_USAGE, text, kind="unknown_tool")
+    cli.hint(f"list the tools: {_command(args, server, config, 'tools')}")
+    return failure
 
 
 def _b64(data: bytes) -> str:
@@ -1039,10 +1367,11 @@ def _safe_stem(text: str) -> str:
     return _UNSAFE_NAME.sub("_", text).strip("._-")[:_MAX_STEM].rstrip("._-")
 
 
-def _file_name(block: ContentBlock, index: int) -> tuple[str, str]:
+def _file_name(block: ContentBlock, number: int) -> tuple[str, str]:
     """(stem, extension) for a binary block: a resource is named after its URI's last
-    segment, anything else after its kind and place; the extension comes from the MIME
-    type when known."""
+    segment, anything else after its kind and its number among the blocks of that kind
+    (``image-1.png`` for the first image); the extension comes from the MIME type when
+    known."""
     stem, extension = "", ""
     if isinstance(block, ResourceBlock) and block.uri:
         from urllib.parse import unquote
@@ -1058,7 +1387,7 @@ def _file_name(block: ContentBlock, index: int) -> tuple[str, str]:
         known = EXTENSIONS.get(mime.split(";", 1)[0].strip().lower())
         if known is not None:
             extension = known
-    return (stem or f"{block.kind}-{index + 1}"), (extension or ".bin")
+    return (stem or f"{block.kind}-{number}"), (extension or ".bin")
 
 
 def _create_fresh(directory: Path, stem: str, extension: str) -> tuple[Path, int]:
@@ -1083,11 +1412,13 @@ def _save_blocks(cli: Cli, output: ToolOutput, directory: Path) -> tuple[dict[in
     """
     saved: dict[int, str] = {}
     complete = True
+    numbers: dict[str, int] = {}  # blocks of each kind so far
     for index, block in enumerate(output.content):
         if not isinstance(block, (ImageBlock, AudioBlock, ResourceBlock)) or block.data is None:
             continue
         data = block.data
-        stem, extension = _file_name(block, index)
+        numbers[block.kind] = numbers.get(block.kind, 0) + 1
+        stem, extension = _file_name(block, numbers[block.kind])
         try:
             path, fd = _create_fresh(directory, stem, extension)
             with os.fdopen(fd, "wb") as file:
@@ -1113,21 +1444,91 @@ def _asked_names(tool: str, *, qualified: bool) -> frozenset[str]:
     return frozenset(names)
 
 
-def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
+def _call_operands(args: argparse.Namespace) -> tuple[str | None, str, list[str]]:
+    """``call``'s positionals: (URL or None with --config, TOOL, the argument words)."""
     operands: list[str] = list(args.operands)
     if args.config is None:
-        if not 2 <= len(operands) <= 3:
-            raise UsageError("expected URL TOOL [ARGS_JSON]")
-        url: str | None = operands[0]
-        tool = operands[1]
-        arguments_text = operands[2] if len(operands) == 3 else None
-    else:
-        if not 1 <= len(operands) <= 2:
-            raise UsageError("expected --config FILE TOOL [ARGS_JSON] (TOOL is 'server/tool')")
-        url, tool = None, operands[0]
-        arguments_text = operands[1] if len(operands) == 2 else None
+        if len(operands) < 2:
+            raise UsageError("expected URL TOOL [ARGS_JSON | key=value...]")
+        return operands[0], operands[1], operands[2:]
+    if not operands:
+        raise UsageError(
+            "expected --config FILE TOOL [ARGS_JSON | key=value...] (TOOL is 'server/tool')"
+        )
+    return None, operands[0], operands[1:]
+
+
+def _argument_words(words: Sequence[str]) -> tuple[dict[str, Any] | None, list[str]]:
+    """ARGS_JSON (one word that is not key=value) or key=value pairs: (the JSON
+    object, []) or (None, the pairs); read before anything is connected."""
+    if len(words) == 1 and not is_argument_pair(words[0]):
+        return _parse_arguments(words[0]), []
+    for number, word in enumerate(words, 1):
+        if not is_argument_pair(word):
+            raise UsageError(
+                f"argument {number} after TOOL is not key=value: give either one ARGS_JSON "
+                "object or key=value pairs"
+            )
+    return None, list(words)
+
+
+def _configured_server(
+    cli: Cli, args: argparse.Namespace, written: str
+) -> RemoteServer | LocalServer:
+    """The mcp.json entry a qualified id ``server/tool`` names."""
+    outcomes = _load_config(cli, args.config, args)
+    if "/" not in written:
+        raise UsageError(
+            f"with --config, TOOL is a qualified id 'server/tool', not {quote(written)}"
+        )
+    wanted = written.split("/", 1)[0]
+    found = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+    if getattr(args, "server", None) is not None and args.server.lower() != wanted.lower():
+        raise UsageError(f"--server {quote(args.server)} and TOOL {quote(written)} differ")
+    if wanted.lower() not in found:
+        names = ", ".join(quote(n) for n in found) or "none"
+        failure = cli.fail(
+            EXIT_USAGE,
+            f"no server {quote(wanted)} in {quote(args.config)} (its servers: {names})",
+            kind="unknown_tool",
+        )
+        cli.hint(f"list the servers: {shlex.join(['mcpcore', 'check', args.config])}")
+        raise failure
+    outcome = found[wanted.lower()]
+    if isinstance(outcome, ConfigError):
+        failure = cli.fail(EXIT_USAGE, _invalid(wanted.lower(), outcome, args), kind="config")
+        _hint_refusals(cli, [outcome], args)
+        raise failure
+    return outcome
+
+
+def _call_arguments(
+    cli: Cli,
+    args: argparse.Namespace,
+    tool: Tool,
+    given: dict[str, Any] | None,
+    pairs: Sequence[str],
+    where: tuple[RemoteServer | LocalServer, str | None],
+) -> dict[str, Any]:
+    """The call's arguments: the JSON object, or the pairs typed by the tool's schema;
+    checked against it unless --no-check (K10)."""
+    try:
+        arguments = given if given is not None else arguments_from_pairs(pairs, tool.parameters)
+        if not args.no_check:
+            check_arguments(tool.parameters, arguments)
+    except InvalidArguments as exc:
+        failure = cli.fail(EXIT_USAGE, _describe(exc), kind="invalid_arguments")
+        server, config = where
+        shown = tool.name if config is None else tool.id
+        cli.hint(f"its parameters: {_command(args, server, config, 'tools', shown)}")
+        raise failure from None
+    return arguments
+
+
+def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
+    url, tool, words = _call_operands(args)
     _check_connection_flags(args, url)
-    arguments = _parse_arguments(arguments_text)
+    given, pairs = _argument_words(words)
     save_dir = _save_dir(args.save) if args.save is not None else None
     cli.notes.only = _asked_names(tool, qualified=url is None)
 
@@ -1135,26 +1536,14 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
     if url is not None:
         server = _url_server(cli, args, url)
     else:
-        outcomes = _load_config(cli, args.config, args)
-        if "/" not in tool:
-            raise UsageError(
-                f"with --config, TOOL is a qualified id 'server/tool', not {quote(tool)}"
-            )
-        wanted = tool.split("/", 1)[0].lower()
-        found = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
-        if wanted not in found:
-            raise UnknownTool(tool)
-        outcome = found[wanted]
-        if isinstance(outcome, ConfigError):
-            failure = cli.fail(EXIT_USAGE, _invalid(wanted, outcome))
-            _hint_refusals(cli, [outcome])
-            raise failure
-        server = outcome
+        server = _configured_server(cli, args, tool)
 
     config = args.config if url is None else None
     with _client(cli, server, server.name, args) as client:
         _ensure_ready(cli, client, args.timeout, args=args, server=server, config=config)
-        tool_id = _resolve_tool(client, tool) if url is not None else tool
+        found = _find_tool(cli, args, client, server, tool, config=config)
+        arguments = _call_arguments(cli, args, found, given, pairs, (server, config))
+        tool_id = found.id
         progress = _Progress(cli, show(tool_id, keep_newlines=False))
         failed = False
         try:
@@ -1169,6 +1558,7 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
                 EXIT_UNAVAILABLE,
                 f"server {quote(server.name)} {hint} (the stored sign-in did not let this call "
                 "through; if it needs more access, ask for it with --scope)",
+                kind="needs_authorization",
             ) from None
         except BackendError as exc:
             # The error result's blocks, when the core keeps them on the error.
@@ -1203,18 +1593,19 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             "reason": None,
         }
         if isinstance(outcome, ConfigError):
-            row["reason"] = _entry_reason(outcome)
+            row["reason"] = _reason(outcome, args)
         else:
             valid[name] = _client(cli, outcome, name, args)
             servers[name] = outcome
         rows.append(row)
     with McpHub(valid):  # every client connects on its own thread: probed concurrently
-        deadline = time.monotonic() + (args.timeout or DEFAULT_CONNECT_TIMEOUT)
+        budget = args.timeout or DEFAULT_CONNECT_TIMEOUT
+        deadline = time.monotonic() + budget
         for row in rows:
             client = valid.get(row["name"])
             if client is None:
                 continue
-            availability = client.ready(max(0.0, deadline - time.monotonic()))
+            availability = _ready_by(client, deadline, budget)
             row["status"] = "ready" if availability.ok else "unavailable"
             row["protocol"] = client.protocol_version if availability.ok else None  # E1
             row["tools"] = len(client.tools) if availability.ok else 0
@@ -1253,16 +1644,17 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             cli.out(line)
     else:
         cli.err("the file has no servers")
-    _hint_refusals(cli, outcomes.values())
+    _hint_refusals(cli, outcomes.values(), args)
     bad = sum(1 for row in rows if row["status"] != "ready")
     return EXIT_TOOL_ERROR if bad else EXIT_OK
 
 
 def _era_shown(version: str | None) -> str:
-    """E1: the revision a server speaks, and its era."""
+    """E1: the revision a server speaks, and its era: "modern" or "legacy", the words
+    of ``protocol=`` and ``client.era``."""
     if version is None:
         return "-"
-    return f"{version} (modern)" if version >= "2026-07-28" else f"{version} (handshake)"
+    return f"{version} (modern)" if version >= "2026-07-28" else f"{version} (legacy)"
 
 
 # --- sign-in: login, logout, auth status ---------------------------------------------
@@ -1289,8 +1681,8 @@ def _one_server(cli: Cli, args: argparse.Namespace) -> RemoteServer:
         raise UsageError(f"no server {quote(args.server)} in {quote(args.config)}")
     outcome = found[wanted]
     if isinstance(outcome, ConfigError):
-        failure = cli.fail(EXIT_USAGE, _invalid(wanted, outcome))
-        _hint_refusals(cli, [outcome])
+        failure = cli.fail(EXIT_USAGE, _invalid(wanted, outcome, args), kind="config")
+        _hint_refusals(cli, [outcome], args)
         raise failure
     if not isinstance(outcome, RemoteServer):  # pragma: no cover - local entries are refused
         raise UsageError(f"server {quote(args.server)} is not a remote (url) server")
@@ -1640,6 +2032,22 @@ def main(argv: list[str] | None = None) -> int:
     prepare_streams()
     cli = Cli(sys.stdout, sys.stderr)
     arguments = list(sys.argv[1:] if argv is None else argv)
+    status = _run(cli, arguments)
+    try:
+        cli.json_error(status)
+    except BrokenPipeError:
+        return _stdout_gone()
+    return status
+
+
+def _stdout_gone() -> int:
+    """stdout went away (e.g. piped into head): leave quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
+
+
+def _run(cli: Cli, arguments: list[str]) -> int:
     handler: logging.Handler | None = None
     command: str | None = None
     try:
@@ -1655,6 +2063,7 @@ def main(argv: list[str] | None = None) -> int:
                     "a command is required (demo, tools, call, check, login, logout, auth)"
                 )
             command = ns.command
+            cli.json_errors = command == "call" and "--json" in ns.rest
             args = _command_parser(ns.command).parse_intermixed_args(ns.rest)
         except SystemExit as exc:  # --help
             return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
@@ -1663,26 +2072,29 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         where = f"mcpcore {command} --help" if command else "mcpcore --help"
         cli.err(f"{exc} (see '{where}')")
+        cli.error_kind = "usage"
         return EXIT_USAGE
     except Failure as exc:
         return exc.status
     except TokenFileError as exc:
         cli.err(show(str(exc), keep_newlines=False))
+        cli.error_kind = "config"
         return EXIT_USAGE
     except UnknownTool as exc:
-        cli.err(f"{_describe(exc)}; 'mcpcore tools' lists the tools")
+        cli.err(_describe(exc))
+        cli.hint("'mcpcore tools' with the same server lists the tools")
+        cli.error_kind = "unknown_tool"
         return EXIT_USAGE
     except McpError as exc:
         cli.err(_describe(exc))
+        cli.error_kind = _error_kind(exc)
         return exit_status(exc)
     except KeyboardInterrupt:
         cli.err("interrupted")
+        cli.error_kind = "interrupted"
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # stdout went away (e.g. piped into head): leave quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+        return _stdout_gone()
     finally:
         if handler is not None:
             logging.getLogger().removeHandler(handler)
