@@ -152,6 +152,7 @@ def _instances() -> list[McpError]:
         mcpcore.IssuerMismatch("issuer mismatch", expected="https://a", got="https://b"),
         mcpcore.AuthServerMetadataNotFound("no authorization server metadata"),
         mcpcore.InvalidMetadata("bad metadata"),
+        mcpcore.DestinationRefused("refused", url="http://127.0.0.1/x", reason="loopback"),
         mcpcore.PkceNotSupported("no S256"),
         mcpcore.RegistrationError("registration refused", status=400, error="invalid_client_metadata"),
         mcpcore.ClientRegistrationRequired("needs a client id"),

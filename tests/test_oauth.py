@@ -412,7 +412,7 @@ def test_O9_resource_must_be_same_origin_and_a_path_prefix(resource: str, ok: bo
 
 def test_O49_canonical_resource_without_prm() -> None:
     assert canonical_resource("HTTPS://MCP.Example.com:8443/Mcp?x=1#f") == (
-        "https://mcp.example.com:8443/Mcp?x=1"
+        "https://mcp.example.com:8443/Mcp"
     )
     assert canonical_resource("http://localhost:3000") == "http://localhost:3000"
 

@@ -65,6 +65,7 @@ from ._oauth import (
     TokenKey,
     TokenSet,
     Wait,
+    fresh_copy,
 )
 
 if TYPE_CHECKING:
@@ -243,7 +244,10 @@ class AuthLayer:
         self._wire_to_flow: dict[int, int] = {}  # wire id -> the flow's exchange id
         self._flow_to_wire: dict[int, int] = {}
         self._flow_bounds: dict[int, float] = {}  # wire id -> when the flow's request times out
-        self._dropped: set[int] = set()  # wire ids aborted here: their late reports are ignored
+        # Mapping ids aborted here: their late reports are ignored. The layer's own
+        # ids need no entry (never reused, and forgotten once aborted), so this
+        # holds at most the mapping's live exchanges.
+        self._dropped: set[int] = set()
         self._out: list[HttpRequest | AbortExchange | AuthAction] = []
         # A person declined, gave up or ran out of time: they are not asked again
         # on their own (a start-up retry every few seconds would re-open the
@@ -275,7 +279,6 @@ class AuthLayer:
             if now >= at:
                 flow_id = self._forget_flow_wire(wire)
                 self._out.append(AbortExchange(exchange_id=wire))
-                self._dropped.add(wire)
                 if flow_id is not None:
                     self.flow.response_failed(
                         flow_id, TransportFailure(FailureKind.TIMEOUT), self._wall(now)
@@ -412,7 +415,8 @@ class AuthLayer:
 
     def _drop_wire(self, wire: int) -> None:
         self._out.append(AbortExchange(exchange_id=wire))
-        self._dropped.add(wire)
+        if wire < _OWN_IDS:
+            self._dropped.add(wire)
         self._wire_to_mcp.pop(wire, None)
 
     def _mapping_abort(self, mcp: int) -> None:
@@ -478,7 +482,7 @@ class AuthLayer:
                         self._declined = event.error
                     for mcp, held in list(self._held.items()):
                         if held.wire is None:
-                            self._fail(mcp, event.error, now)
+                            self._fail(mcp, fresh_copy(event.error), now)
                             moved = True
 
     def _no_person(self) -> AuthorizationRequired | None:
@@ -526,7 +530,6 @@ class AuthLayer:
             aborted = self._flow_to_wire.get(action.exchange_id)
             if aborted is not None:
                 self._forget_flow_wire(aborted)
-                self._dropped.add(aborted)
                 self._out.append(AbortExchange(exchange_id=aborted))
         elif isinstance(action, OpenAuthorizationUrl) and (error := self._no_person()):
             self.flow.cancel("no person to ask", error=error)

@@ -86,7 +86,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import math
@@ -95,13 +94,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Final, Literal, Union
+from typing import Any, Final, Literal, TypeVar, Union
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ._errors import InvalidState, InvalidValue, McpError, TransportError
 from ._escape import excerpt
 from ._events import AbortExchange
 from ._failure import TransportFailure
+from ._outbound import OutboundPolicy, host_is_loopback
 
 __all__ = [
     "WAIT",
@@ -118,6 +118,7 @@ __all__ = [
     "ClientRegistrationRequired",
     "DeleteClient",
     "DeleteTokens",
+    "DestinationRefused",
     "DiscoveryError",
     "Fail",
     "InsufficientScope",
@@ -151,6 +152,7 @@ __all__ = [
     "authorization_header",
     "canonical_resource",
     "compact_jws",
+    "fresh_copy",
     "issuers_match",
     "parse_www_authenticate",
     "pkce_challenge",
@@ -207,6 +209,20 @@ class AuthServerMetadataNotFound(DiscoveryError):
 
 class InvalidMetadata(DiscoveryError):
     """A metadata document lacks a required field or names an unsafe endpoint (O14, O63)."""
+
+
+class DestinationRefused(InvalidMetadata):
+    """A server named a URL the client will not send a request to: a loopback or
+    private address named by a server that is not on one, or plain http (O5, O63).
+
+    ``url`` is the refused URL without query or userinfo; ``reason`` says why.
+    Raised before any request goes to it.
+    """
+
+    def __init__(self, message: str, *, url: str, reason: str) -> None:
+        super().__init__(message)
+        self.url = url
+        self.reason = reason
 
 
 class PkceNotSupported(DiscoveryError):
@@ -571,6 +587,25 @@ class Fail:
 # --- pure helpers ---------------------------------------------------------------------
 
 
+_E = TypeVar("_E", bound=BaseException)
+
+
+def fresh_copy(error: _E) -> _E:
+    """A copy of ``error``: same type, message and attributes, no traceback.
+
+    One error fails every request parked on a flow; each gets its own copy, so
+    raising it in one caller (which writes that caller's frames into its
+    traceback and context) never changes what another caller sees.
+    """
+    kind = type(error)
+    copy = kind.__new__(kind, *error.args)
+    copy.args = error.args
+    copy.__dict__.update(vars(error))
+    copy.__cause__ = error.__cause__
+    copy.__suppress_context__ = error.__suppress_context__
+    return copy
+
+
 def authorization_header(tokens: TokenSet) -> tuple[bytes, bytes]:
     """``(b"authorization", b"Bearer <access token>")`` for an MCP request (O1)."""
     return b"authorization", b"Bearer " + tokens.access_token.encode("utf-8")
@@ -733,17 +768,6 @@ def _no_query(url: str) -> str:
     return excerpt(urlunsplit((parts.scheme, netloc, parts.path, "", "")), 300)
 
 
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _absolute(url: object) -> bool:
     if not isinstance(url, str) or not url:
         return False
@@ -755,15 +779,6 @@ def _absolute(url: object) -> bool:
     except ValueError:
         return False
     return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
-
-
-def _secure(url: str, allow_insecure: bool) -> bool:
-    """O63: https, or http to a loopback host (or explicitly allowed)."""
-    if not _absolute(url):
-        return False
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    return scheme == "https" or allow_insecure or _is_loopback(parts.hostname)
 
 
 def _origin(url: str) -> str:
@@ -835,10 +850,18 @@ def resource_matches(server_url: str, resource: str) -> bool:
 
 
 def canonical_resource(server_url: str) -> str:
-    """O49 without PRM: lowercase scheme and host, no fragment, path and query untouched."""
+    """O49 without PRM: lowercase scheme and host, path untouched, no query, fragment
+    or userinfo.
+
+    RFC 8707 section 2 says a resource indicator must not hold a fragment and
+    should not hold a query, and the MCP authorization spec's canonical server
+    URI is scheme, host, port and path: a server URL's query often carries a
+    key (``?api_key=...``), and the ``resource`` travels to the authorization
+    server in the authorization URL, the code exchange and every refresh.
+    """
     parts = urlsplit(server_url)
     netloc = parts.netloc.rpartition("@")[2].lower()
-    return urlunsplit((parts.scheme.lower(), netloc, parts.path, parts.query, ""))
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path, "", ""))
 
 
 def _cimd_url_ok(url: str) -> bool:
@@ -1049,6 +1072,10 @@ class OAuthFlow:
         ):
             raise InvalidValue(f"auth method {pre.auth_method} needs a client secret")
         self.config = config
+        # Who the flow may send requests to: checked before each one (O63).
+        self._outbound = OutboundPolicy.for_server(
+            config.server_url, allow_insecure_http=config.allow_insecure_http
+        )
         self._token_bytes = token_bytes
         self._tokens = tokens
         self._clients: dict[str, ClientRecord] = {c.issuer: c for c in clients}
@@ -1191,8 +1218,6 @@ class OAuthFlow:
         if status == 403:
             return self._step_up(ticket, scope, params, now)
         rm = params.get("resource_metadata")
-        if rm is not None and not _secure(rm, self.config.allow_insecure_http):
-            rm = None  # O5
         tokens = self._tokens
         if tokens is not None and tokens.refresh_token and not ticket.refreshed:
             ticket.refreshed = True
@@ -1225,8 +1250,6 @@ class OAuthFlow:
             )
         ticket.step_ups += 1
         rm = params.get("resource_metadata")
-        if rm is not None and not _secure(rm, self.config.allow_insecure_http):
-            rm = None
         self._start(_Goal.STEP_UP, now, scope=scope, resource_metadata=rm)
         return self._outcome()
 
@@ -1260,6 +1283,13 @@ class OAuthFlow:
     ) -> None:
         run = _Run(goal=goal, challenge_scope=scope, resource_metadata=resource_metadata)
         self._run = run
+        if resource_metadata is not None:
+            refused = self._refused(resource_metadata, "resource metadata URL")
+            if refused is not None:
+                # O5: not followed; well-known discovery runs, and if it finds
+                # nothing the refusal is the flow's error (not the legacy path).
+                resource_metadata = None
+                run.prm_problem = refused
         if goal is _Goal.REFRESH:
             self._refresh(now)
             return
@@ -1334,12 +1364,9 @@ class OAuthFlow:
     def _choose_issuer(self, issuer: str, now: float) -> None:
         run = self._need_run()
         run.expected_issuer = issuer
-        if not _secure(issuer, self.config.allow_insecure_http):
-            self._fail(
-                InvalidMetadata(
-                    f"the authorization server {_no_query(issuer)!r} is not https (O63)"
-                )
-            )
+        refused = self._refused(issuer, "authorization server")
+        if refused is not None:
+            self._fail(refused)
             return
         tokens = self._tokens
         if tokens is not None and not issuers_match(issuer, tokens.issuer):
@@ -1440,7 +1467,6 @@ class OAuthFlow:
 
     def _read_metadata(self, doc: Mapping[str, Any], issuer: str) -> _Metadata:
         what = "the authorization server metadata"
-        allow = self.config.allow_insecure_http
         code_grant = self.config.grant == "authorization_code"
         authz = _opt_str(doc, "authorization_endpoint", what)
         token = _opt_str(doc, "token_endpoint", what)
@@ -1452,11 +1478,16 @@ class OAuthFlow:
             ("token", token),
             ("registration", registration),
         ):
-            if url is not None and not _secure(url, allow):
+            if url is None:
+                continue
+            if not _absolute(url):
                 raise InvalidMetadata(
                     f"{what}: the {name} endpoint {excerpt(_no_query(url), _SHOWN)!r} is not an "
-                    "https URL (O14, O63)"
+                    "absolute https URL (O14, O63)"
                 )
+            refused = self._refused(url, f"{name} endpoint")
+            if refused is not None:
+                raise refused
         methods = _str_list(doc, "code_challenge_methods_supported", what)
         if code_grant and "S256" not in (methods or ()):
             raise PkceNotSupported(
@@ -2163,6 +2194,10 @@ class OAuthFlow:
         body: bytes | None,
     ) -> None:
         run = self._need_run()
+        refused = self._refused(url, f"{purpose.value} request URL")
+        if refused is not None:
+            self._fail(refused)  # never sent (O63)
+            return
         xid = self._next_xid
         self._next_xid += 1
         run.exchange = _Exchange(id=xid, purpose=purpose, url=url)
@@ -2184,6 +2219,18 @@ class OAuthFlow:
         if run is not None and run.exchange is not None:
             self._emit(AbortExchange(exchange_id=run.exchange.id))
             run.exchange = None
+
+    def _refused(self, url: str, what: str) -> DestinationRefused | None:
+        """The error for a URL the outbound policy refuses (O5, O63), or None."""
+        reason = self._outbound.refusal(url)
+        if reason is None:
+            return None
+        shown = excerpt(_no_query(url), _SHOWN)
+        return DestinationRefused(
+            f"the {what} {shown!r} is refused: {reason}; no request was sent to it (O63)",
+            url=shown,
+            reason=reason,
+        )
 
     def _emit(self, action: OAuthAction) -> None:
         self._actions.append(action)
@@ -2281,7 +2328,7 @@ def _redirect_registered(uri: str, registered: Sequence[str]) -> bool:
     if uri in registered:
         return True
     parts = urlsplit(uri)
-    if parts.scheme != "http" or not _is_loopback(parts.hostname):
+    if parts.scheme != "http" or not host_is_loopback(parts.hostname):
         return False
     for other in registered:
         theirs = urlsplit(other)
@@ -2327,6 +2374,7 @@ for _public in (
     MalformedResponse,
     RedirectRefused,
     OAuthTransientError,
+    DestinationRefused,
 ):
     _public.__module__ = "mcpcore"
 del _public

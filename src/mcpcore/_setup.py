@@ -10,11 +10,9 @@ environment and home directory are arguments: the core never reads them.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
-from urllib.parse import urlsplit
 
 from ._config import (
     LocalServer,
@@ -28,6 +26,7 @@ from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
 from ._http import HttpLimits
 from ._modern import MODERN_VERSIONS
+from ._outbound import OutboundPolicy, choose_proxy
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
 from ._stdio import child_environment
 from ._tools import ascii_lower
@@ -170,6 +169,9 @@ class ClientSetup:
     proxy: str | None = field(default=None, repr=False)
     # OAuth for ``server`` (A1-A3), when asked for and the server is remote.
     auth: AuthOptions | None = None
+    # Who may be contacted for ``server`` and through which proxy, per request
+    # (the drivers' pools ask it for each origin; None for a local server).
+    outbound: OutboundPolicy | None = None
 
 
 def prepare_client(
@@ -204,6 +206,7 @@ def prepare_client(
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")
     proxy: str | None = None
+    outbound: OutboundPolicy | None = None
     resolved: RemoteServer | LocalServer | None = None
     error: ConfigError | None = None
     try:
@@ -232,6 +235,12 @@ def prepare_client(
             )
         if isinstance(resolved, RemoteServer):
             proxy = choose_proxy(resolved.url, env, options.get("proxy"))
+            outbound = OutboundPolicy.for_server(
+                resolved.url,
+                env=env,
+                proxy=options.get("proxy"),
+                allow_insecure_http=options.get("allow_insecure_http", False),
+            )
     except ConfigError as exc:
         error = exc
     listen = options.get("listen", True)
@@ -259,6 +268,7 @@ def prepare_client(
         server=resolved,
         config_error=error,
         proxy=proxy,
+        outbound=outbound,
         auth=_auth(options.get("auth"), resolved),
     )
 
@@ -285,162 +295,6 @@ def _protocol(value: object) -> str:
             f"protocol must be one of {', '.join(repr(k) for k in known)}, not {excerpt(repr(value), 40)}"
         )
     return str(value)
-
-
-_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def choose_proxy(url: str, env: Mapping[str, str], explicit: str | None) -> str | None:
-    """The proxy to reach ``url`` through (C5): ``explicit``, else the environment's.
-
-    ``explicit`` ``""`` means none; any other ``explicit`` is used for every host
-    (``no_proxy`` and the loopback rule do not apply to it). From ``env``, for an
-    ``http``/``https`` URL only:
-
-    - the scheme's variable, then ``all_proxy``; of each pair the lowercase name
-      is read first and, when set, decides (``https_proxy=`` turns off an
-      inherited ``HTTPS_PROXY``), as curl and Python's urllib read them;
-    - httpoxy: in a CGI program (``REQUEST_METHOD`` is set) ``HTTP_PROXY`` holds
-      the request's ``Proxy:`` header, so it is never read; ``http_proxy`` and
-      ``all_proxy`` still are;
-    - loopback hosts (``localhost``, ``127.0.0.0/8``, ``::1``) go direct, as Go's
-      ``ProxyFromEnvironment`` sends them, and so does every host ``no_proxy``
-      (else ``NO_PROXY``) lists (see ``_bypassed``).
-
-    A proxy without a scheme (``proxy:3128``) is ``http://``, as curl takes it. A
-    proxy URL that is not ``http(s)://[user:password@]host[:port]`` is a
-    ``ConfigError`` naming where it came from, never its text (it may hold a
-    password).
-    """
-    if explicit is not None:
-        if not isinstance(explicit, str):
-            raise TypeError("proxy must be a URL string (or '' for no proxy)")
-        return _checked_proxy(explicit, "the proxy option") if explicit else None
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None  # not a URL to judge: connecting to it fails on its own
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").rstrip(".")  # hostname is lowercase
-    if scheme not in _DEFAULT_PORTS or not host:
-        return None
-    address = _ip_address(host)
-    if host == "localhost" or (address is not None and address.is_loopback):
-        return None
-    chosen = _proxy_variable(env, scheme)
-    if chosen is None:
-        return None
-    no_proxy = env.get("no_proxy", env.get("NO_PROXY", ""))
-    if _bypassed(host, address, port or _DEFAULT_PORTS[scheme], no_proxy):
-        return None
-    name, value = chosen
-    return _checked_proxy(value, f"the {name} environment variable")
-
-
-def _proxy_variable(env: Mapping[str, str], scheme: str) -> tuple[str, str] | None:
-    """The environment variable naming the proxy for a ``scheme`` URL, and its value."""
-    for lowercase in (f"{scheme}_proxy", "all_proxy"):
-        names = [lowercase]
-        if not (lowercase == "http_proxy" and "REQUEST_METHOD" in env):  # httpoxy
-            names.append(lowercase.upper())
-        for name in names:
-            if name in env:
-                value = env[name].strip()
-                if value:
-                    return name, value
-                break  # set but empty: no proxy from this pair
-    return None
-
-
-def _ip_address(text: str) -> _Address | None:
-    try:
-        return ipaddress.ip_address(text)
-    except ValueError:
-        return None
-
-
-def _bypassed(host: str, address: _Address | None, port: int, no_proxy: str) -> bool:
-    """Whether ``no_proxy`` lists ``host`` (``address`` if it is one) on ``port``.
-
-    Entries are separated by commas or spaces, case does not matter: ``*`` is
-    every host; a domain is itself and every name under it (a leading ``.`` or
-    ``*.`` and a trailing ``.`` change nothing); an IP address is itself and a
-    network in CIDR form (``10.0.0.0/8``, ``fd00::/8``) its addresses; names are
-    not resolved. Each may end in ``:port`` (an IPv6 address then in brackets,
-    ``[::1]:8080``), and then matches on that port only (a URL without a port is
-    on its scheme's default one).
-    """
-    for entry in no_proxy.lower().replace(",", " ").split():
-        if entry == "*":
-            return True
-        split = _no_proxy_entry(entry)
-        if split is None:
-            continue
-        entry_host, entry_port = split
-        if entry_port is not None and entry_port != port:
-            continue
-        if "/" in entry_host:  # a network
-            try:
-                network = ipaddress.ip_network(entry_host, strict=False)
-            except ValueError:
-                continue
-            if address is not None and address in network:
-                return True
-            continue
-        entry_address = _ip_address(entry_host)
-        if address is not None or entry_address is not None:
-            if address == entry_address:  # an address matches only itself, never a name
-                return True
-            continue
-        domain = entry_host.removeprefix("*").strip(".")
-        if domain and (host == domain or host.endswith("." + domain)):
-            return True
-    return False
-
-
-def _no_proxy_entry(entry: str) -> tuple[str, int | None] | None:
-    """A ``no_proxy`` entry's host and port (None: any port); None for a malformed one."""
-    if entry.startswith("["):  # [v6] or [v6]:port
-        inside, closed, rest = entry[1:].partition("]")
-        if not closed:
-            return None
-        if not rest:
-            return inside, None
-        port = rest.removeprefix(":")
-        return (inside, int(port)) if rest.startswith(":") and port.isdigit() else None
-    if entry.count(":") == 1:  # host:port (a bare IPv6 address has more colons)
-        name, _, port = entry.partition(":")
-        return (name, int(port)) if port.isdigit() else None
-    return entry, None
-
-
-def _checked_proxy(value: str, origin: str) -> str:
-    if "://" not in value:  # "proxy:3128": http, as curl takes it
-        value = "http://" + value
-    try:
-        parts = urlsplit(value)
-    except ValueError:  # an unclosed "[" of an IPv6 host
-        raise ConfigError(f"{origin} is not a valid URL", key="proxy") from None
-    try:
-        parts.port  # noqa: B018 - raises for a port that is not a number
-    except ValueError:
-        raise ConfigError(f"{origin} has an invalid port", key="proxy") from None
-    if (
-        parts.scheme.lower() not in _DEFAULT_PORTS
-        or not parts.hostname
-        or any(ch.isspace() or ord(ch) < 32 for ch in value)
-    ):
-        raise ConfigError(
-            f"{origin} is not an http:// or https:// proxy URL with a host", key="proxy"
-        )
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ConfigError(
-            f"{origin} has a path, query or fragment (a proxy URL is http(s)://host[:port])",
-            key="proxy",
-        )
-    return value
 
 
 def _check_separator(name: str, lowered: str, separator: str) -> None:
