@@ -40,6 +40,11 @@ _EXPORTS: dict[str, str] = {
     "StoreAction": "_authorizing",
     "TokenStore": "_authorizing",
     "apply_to_store": "_authorizing",
+    "HookCall": "_hooks",
+    "HookError": "_oauth",
+    "HookFailure": "_hooks",
+    "hook_call": "_hooks",
+    "read_store": "_hooks",
     "AuthFailed": "_oauth",
     "Authorized": "_oauth",
     "AuthorizationCancelled": "_oauth",
@@ -108,6 +113,7 @@ _EXPORTS: dict[str, str] = {
     "HttpLimits": "_http",
     "call_outcome": "_outcome",
     "closed_outcome": "_outcome",
+    "refresh_outcome": "_outcome",
     "ErrorResponse": "_jsonrpc",
     "Message": "_jsonrpc",
     "Notification": "_jsonrpc",
@@ -188,6 +194,9 @@ __all__ = [
     "Event",
     "FailureKind",
     "HandshakeError",
+    "HookCall",
+    "HookError",
+    "HookFailure",
     "HttpClientEngine",
     "HttpLimits",
     "HttpRequest",
@@ -272,12 +281,15 @@ __all__ = [
     "escape_text",
     "expand",
     "frame_message",
+    "hook_call",
     "hub_entries",
     "is_valid_segment",
     "load_mcp_json",
     "looks_like_document",
     "parse_server",
     "prepare_client",
+    "read_store",
+    "refresh_outcome",
     "render_result",
 ]
 
@@ -351,6 +363,7 @@ if TYPE_CHECKING:
         WriteInput,
     )
     from ._failure import FailureKind, TransportFailure
+    from ._hooks import HookCall, HookFailure, hook_call, read_store
     from ._http import HttpLimits
     from ._jsonrpc import (
         ErrorResponse,
@@ -375,6 +388,7 @@ if TYPE_CHECKING:
         DeleteClient,
         DeleteTokens,
         DiscoveryError,
+        HookError,
         InsufficientScope,
         InvalidMetadata,
         IssuerMismatch,
@@ -396,7 +410,7 @@ if TYPE_CHECKING:
         TokenSet,
         compact_jws,
     )
-    from ._outcome import call_outcome, closed_outcome
+    from ._outcome import call_outcome, closed_outcome, refresh_outcome
     from ._registry import RegistrationContract
     from ._render import (
         AudioBlock,
