@@ -22,15 +22,22 @@ from mcpcore import (
     AuthOptions,
     AuthorizationCancelled,
     AuthorizationRequired,
+    AuthorizationTimeout,
     CallFailed,
     CallSucceeded,
+    HookError,
+    HookFailure,
     MemoryTokenStore,
     OpenAuthorizationUrl,
+    PreRegisteredClient,
     SaveTokens,
     SessionReady,
+    SignAssertion,
     StartFailed,
+    TokenKey,
     TokenSet,
     TransportError,
+    compact_jws,
 )
 from mcpcore._config import RemoteServer
 from mcpcore._engine import HttpClientEngine
@@ -53,9 +60,12 @@ def _json(status: int, doc: Any, headers: list[tuple[bytes, bytes]] | None = Non
 class AuthServer:
     """The protected resource's metadata, the authorization server and its token endpoint."""
 
-    def __init__(self, *, expires_in: int = 3600, refresh: bool = True) -> None:
+    def __init__(
+        self, *, expires_in: int = 3600, refresh: bool = True, token_status: int = 200
+    ) -> None:
         self.expires_in = expires_in
         self.refresh = refresh
+        self.token_status = token_status  # set to 503 and the token endpoint fails
         self.issued: list[str] = []
         self.grants: list[str] = []
         self.registrations = 0
@@ -75,7 +85,7 @@ class AuthServer:
                     "registration_endpoint": f"{AS}/register",
                     "response_types_supported": ["code"],
                     "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
+                    "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
                 },
             )
         if url == f"{AS}/register":
@@ -84,6 +94,8 @@ class AuthServer:
         if url == f"{AS}/token":
             form = parse_qs((req.body or b"").decode())
             self.grants.append(form["grant_type"][0])
+            if self.token_status != 200:
+                return Reply(self.token_status)
             self.counter += 1
             token = f"access-{self.counter}"
             self.issued.append(token)
@@ -118,6 +130,9 @@ class AuthLink(Link):
         self.pending: list[OpenAuthorizationUrl] = []
         self.opened: list[str] = []
         self.order: list[str] = []  # "save" / "mcp" in the order the driver performed them
+        self.signs: list[SignAssertion] = []  # the signer answers when the test says
+        self.hold_store = False  # the store's writes wait until finish_store()
+        self.store_pending: list[Any] = []
 
     def pump(self) -> None:
         for _ in range(10_000):
@@ -139,21 +154,41 @@ class AuthLink(Link):
                     self.pending.append(action)
                     if self.approve_at_once:
                         self.approve()
-                elif isinstance(action, SaveTokens):
-                    self.order.append("save")
-                    self.store.set_tokens(action.key, action.tokens)
+                elif isinstance(action, SignAssertion):
+                    self.signs.append(action)
+                elif self.hold_store:
+                    self.store_pending.append(action)
                 else:
-                    from mcpcore import apply_to_store
-
-                    apply_to_store(self.store, action)  # type: ignore[arg-type]
+                    self._store(action)
         raise AssertionError("the engine never settled")
 
-    def approve(self) -> None:
+    def _store(self, action: Any) -> None:
+        from mcpcore import apply_to_store
+
+        if isinstance(action, SaveTokens):
+            self.order.append("save")
+        try:
+            apply_to_store(self.store, action)
+        except Exception:  # as a driver does: the engine decides what it means
+            self.engine.hook_failed(action.attempt, HookFailure.RAISED, self.now)
+        else:
+            self.engine.hook_answered(action.attempt, None, self.now)
+
+    def finish_store(self) -> None:
+        """The store's held writes return now, and later ones at once."""
+        self.hold_store = False
+        while self.store_pending:
+            self._store(self.store_pending.pop(0))
+        self.pump()
+
+    def approve(self, action: OpenAuthorizationUrl | None = None) -> None:
         """The person signs in: the authorization server redirects back with a code."""
-        action = self.pending.pop(0)
+        action = action or self.pending.pop(0)
         query = parse_qs(urlsplit(action.url).query)
         back = {"code": "the-code", "state": query["state"][0]}
-        self.engine.receive_callback(f"{action.redirect_uri}?{urlencode(back)}", self.now)
+        self.engine.hook_answered(
+            action.attempt, f"{action.redirect_uri}?{urlencode(back)}", self.now
+        )
 
     def _perform(self, req: HttpRequest) -> None:
         reply = self.auth.handle(req)
@@ -195,6 +230,7 @@ def make(
     auth: AuthServer | None = None,
     start: bool = True,
     protocol: str = "legacy",
+    auth_options: AuthOptions | None = None,
     **server_options: Any,
 ) -> AuthLink:
     store = store if store is not None else MemoryTokenStore()
@@ -206,7 +242,9 @@ def make(
         RemoteServer(name="srv", url=URL),
         options=options,
         listen=False,
-        auth=AuthOptions(store=store, redirect_uri="http://127.0.0.1:9/cb"),
+        auth=dataclasses.replace(
+            auth_options or AuthOptions(), store=store, redirect_uri="http://127.0.0.1:9/cb"
+        ),
         token_bytes=lambda n: b"\x01" * n,
         wall_offset=WALL - 1000.0,
         interactive=interactive,
@@ -275,7 +313,7 @@ def test_A3_without_an_authorize_hook_the_client_is_unavailable_saying_sign_in_f
 def test_O51_O56_an_expired_token_is_refreshed_once_for_concurrent_calls() -> None:
     link = make(auth=AuthServer(expires_in=120))
     assert link.of_type(SessionReady)
-    link.advance(100)  # inside the 60 s refresh skew now
+    link.advance(125)  # expired now: nothing can go before the refresh
     first = link.engine.call("srv/echo", {"n": 1}, link.now)
     second = link.engine.call("srv/echo", {"n": 2}, link.now)
     link.pump()
@@ -329,11 +367,11 @@ def test_A3_a_hook_that_gives_up_fails_the_waiting_requests_with_its_reason() ->
     link.approve_at_once = False
     link.start()
     assert len(link.pending) == 1
-    link.engine.authorization_failed("the person closed the page", link.now)
+    link.engine.hook_failed(link.pending.pop(0).attempt, HookFailure.RAISED, link.now)
     link.pump()
     failed = link.of_type(StartFailed)
     assert failed and isinstance(failed[0].error, AuthorizationCancelled)
-    assert "closed the page" in str(failed[0].error)
+    assert "the authorize hook failed" in str(failed[0].error)
 
 
 def test_M11_A1_a_failed_flow_on_the_probe_is_no_evidence_of_the_handshake_era() -> None:
@@ -344,7 +382,7 @@ def test_M11_A1_a_failed_flow_on_the_probe_is_no_evidence_of_the_handshake_era()
     link.start()
     first = next(r for r in link.requests if r.url == URL)
     assert b"server/discover" in (first.body or b"")
-    link.engine.authorization_failed("the person closed the page", link.now)
+    link.engine.hook_failed(link.pending.pop(0).attempt, HookFailure.RAISED, link.now)
     link.pump()
     failed = link.of_type(StartFailed)
     assert failed and isinstance(failed[0].error, AuthorizationCancelled)
@@ -369,7 +407,7 @@ def test_A3_a_person_who_declined_is_not_asked_again_until_login() -> None:
     link = make(start=False)
     link.approve_at_once = False
     link.start()
-    link.engine.authorization_failed("the person closed the page", link.now)
+    link.engine.hook_failed(link.pending.pop(0).attempt, HookFailure.RAISED, link.now)
     link.pump()
     link.advance(1.5)  # the start-up retry: a new 401, but no person asked
     assert len(link.opened) == 1
@@ -502,3 +540,268 @@ def test_O51_a_short_lived_token_is_refreshed_halfway_not_on_every_request() -> 
     link.pump()
     assert link.auth.grants == ["authorization_code", "refresh_token"]
     assert len(link.of_type(CallSucceeded)) == 6
+
+
+# --- D2: host hooks are actions with attempt ids, bounded by the core -------------------------
+
+
+def _jws(action: SignAssertion) -> str:
+    return compact_jws(action.signing_input, b"signature")
+
+
+def _machine(**options: Any) -> AuthLink:
+    """A client-credentials client whose pre-registered key signs through the host."""
+    return make(
+        interactive=False,
+        start=False,
+        auth_options=AuthOptions(
+            grant="client_credentials",
+            client=PreRegisteredClient(client_id="m2m", auth_method="private_key_jwt"),
+            **options,
+        ),
+    )
+
+
+def test_D2_R7_a_stale_authorize_hooks_late_failure_leaves_a_newer_sign_in_alone() -> None:
+    """The person never came back to the first page (its wait ran out); after
+    ``login()`` they sign in on a second one. The first hook's failure, reported
+    late, changes nothing: the second sign-in completes."""
+    link = make(start=False, auth_options=AuthOptions(user_wait=5.0))
+    link.approve_at_once = False
+    link.start()
+    (first,) = link.pending
+    link.advance(6.0)  # the person's wait runs out
+    assert isinstance(link.of_type(StartFailed)[0].error, AuthorizationTimeout)
+    link.pending.clear()
+    link.engine.login(link.now)
+    link.pump()
+    (second,) = link.pending
+    assert second.attempt != first.attempt
+    link.engine.hook_failed(first.attempt, HookFailure.RAISED, link.now)  # late
+    link.engine.hook_answered(first.attempt, "http://127.0.0.1:9/cb?code=x", link.now)  # late
+    link.pump()
+    link.approve(second)
+    link.pump()
+    assert link.of_type(SessionReady)
+    assert link.engine.login_settled
+
+
+def test_D2_R8_a_signer_answering_bytes_fails_the_waiting_request_and_a_retry_works() -> None:
+    link = _machine()
+    link.start()
+    (sign,) = link.signs
+    link.engine.hook_answered(sign.attempt, _jws(sign).encode(), link.now)  # bytes, not str
+    link.pump()
+    (failed,) = link.of_type(StartFailed)
+    assert isinstance(failed.error, HookError) and failed.error.outcome == "unusable"
+    assert "sign_assertion hook answered a bytes" in str(failed.error)
+    link.advance(failed.retry_at - link.now)  # the start-up retry asks the signer again
+    again = link.signs[-1]
+    assert again.attempt != sign.attempt
+    link.engine.hook_answered(again.attempt, _jws(again), link.now)
+    link.pump()
+    assert link.of_type(SessionReady)
+
+
+def test_D2_R9_a_signer_that_never_answers_fails_the_request_at_the_cores_deadline() -> None:
+    link = _machine(hook_timeout=5.0)
+    link.start()
+    (sign,) = link.signs
+    link.advance(4.9)
+    assert not link.of_type(StartFailed)
+    link.advance(0.2)  # the signer's bound: the waiting request fails, clearly
+    (failed,) = link.of_type(StartFailed)
+    assert isinstance(failed.error, HookError) and failed.error.outcome == "late"
+    assert "did not answer within 5 s" in str(failed.error)
+    link.engine.hook_answered(sign.attempt, _jws(sign), link.now)  # too late: ignored
+    link.pump()
+    assert not link.of_type(SessionReady)
+    link.advance(failed.retry_at - link.now)
+    again = link.signs[-1]
+    link.engine.hook_answered(again.attempt, _jws(again), link.now)
+    link.pump()
+    assert link.of_type(SessionReady)
+
+
+def test_D2_R8_a_signer_that_raises_or_is_missing_fails_with_hook_error() -> None:
+    for failure, outcome in ((HookFailure.RAISED, "raised"), (HookFailure.MISSING, "missing")):
+        link = _machine()
+        link.start()
+        link.engine.hook_failed(link.signs[0].attempt, failure, link.now)
+        link.pump()
+        (failed,) = link.of_type(StartFailed)
+        assert isinstance(failed.error, HookError) and failed.error.outcome == outcome
+
+
+class _BrokenStore(MemoryTokenStore):
+    def set_tokens(self, key: Any, tokens: Any) -> None:
+        raise OSError("disk full")
+
+
+def test_D2_R10_a_store_that_raises_costs_the_write_not_the_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    link = make(store=_BrokenStore())
+    assert link.of_type(SessionReady)  # the tokens are used from memory
+    call_id = link.engine.call("srv/echo", {}, link.now)
+    link.pump()
+    assert [e.call_id for e in link.of_type(CallSucceeded)] == [call_id]
+    assert "set_tokens raised" in caplog.text and "disk full" not in caplog.text
+
+
+def test_D2_O48_requests_wait_for_the_store_and_go_once_it_answers() -> None:
+    link = make(start=False)
+    link.hold_store = True
+    link.start()
+    assert link.store_pending and not link.of_type(SessionReady)
+    with_token = [r for r in link.requests if r.url == URL and _bearer(r)]
+    assert with_token == []  # nothing used the new token before it was stored
+    link.finish_store()
+    assert link.of_type(SessionReady)
+
+
+def test_D2_a_store_that_never_answers_holds_requests_only_until_its_bound() -> None:
+    link = make(start=False, auth_options=AuthOptions(hook_timeout=3.0))
+    link.hold_store = True
+    link.start()
+    assert not link.of_type(SessionReady)
+    link.advance(3.1)  # the client's registration: given up on
+    assert not link.of_type(SessionReady)
+    link.advance(3.1)  # the tokens: given up on too
+    assert link.of_type(SessionReady)  # the tokens are used from memory
+    link.finish_store()  # the late answer changes nothing
+    assert len(link.of_type(SessionReady)) == 1
+
+
+def test_D2_hook_timeout_must_be_positive() -> None:
+    from mcpcore import InvalidValue, prepare_client
+
+    for bad in (0, -1.0, float("nan"), True, "5"):
+        with pytest.raises(InvalidValue, match="hook_timeout"):
+            prepare_client(
+                "srv", {"url": URL}, {"auth": AuthOptions(hook_timeout=bad)}, env={}, home="/h"  # type: ignore[arg-type]
+            )
+
+
+def test_R15_a_shared_memory_store_is_safe_across_threads() -> None:
+    """Clients on several threads share one store: a reader never misses tokens a
+    writer keeps replacing, and no reader trips over a write in progress."""
+    import sys
+    import threading
+
+    store = MemoryTokenStore()
+    first = TokenSet(
+        access_token="a",
+        expires_at=None,
+        refresh_token=None,
+        scope=None,
+        issuer=AS,
+        token_endpoint=f"{AS}/token",
+        resource=URL,
+        client_id="c",
+    )
+    key = TokenKey(server_url=URL, issuer=AS)
+    store.set_tokens(key, first)
+    problems: list[str] = []
+    stop = threading.Event()
+
+    def write(n: int) -> None:
+        other = TokenKey(server_url=f"https://other{n}.example/mcp", issuer=AS)
+        while not stop.is_set():
+            store.set_tokens(key, first)
+            store.set_tokens(other, first)
+            store.delete_tokens(other)
+
+    def read() -> None:
+        try:
+            for _ in range(20_000):
+                if store.get_tokens(URL) is None:
+                    problems.append("a reader found no tokens")
+                    return
+        except RuntimeError as exc:
+            problems.append(f"a reader failed: {exc}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        writers = [threading.Thread(target=write, args=(n,)) for n in range(3)]
+        readers = [threading.Thread(target=read) for _ in range(3)]
+        for thread in writers + readers:
+            thread.start()
+        for thread in readers:
+            thread.join(30)
+        stop.set()
+        for thread in writers:
+            thread.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+    assert problems == []
+
+
+# --- R5, R6: a running flow holds back only the requests that need it ------------------------
+
+
+def _step_up_for(link: AuthLink, tool_argument: str) -> None:
+    """The server wants a wider scope for calls with ``tool_argument`` while the
+    first token is held; every other request is fine with it."""
+    base = link.server.hook
+    assert base is not None
+
+    def hook(seen: Seen) -> Reply | None:
+        message = seen.message or {}
+        arguments = (message.get("params") or {}).get("arguments") or {}
+        token = seen.headers.get("authorization", "").removeprefix("Bearer ")
+        if tool_argument in arguments and token == "access-1":
+            return Reply(
+                403, [(b"www-authenticate", b'Bearer error="insufficient_scope", scope="admin"')]
+            )
+        return base(seen)
+
+    link.server.hook = hook
+
+
+def test_R5_a_step_up_for_one_call_does_not_hold_back_the_others() -> None:
+    link = make()
+    assert link.of_type(SessionReady)
+    _step_up_for(link, "admin")
+    link.approve_at_once = False
+    waiting = link.engine.call("srv/echo", {"admin": 1}, link.now)
+    link.pump()
+    assert len(link.pending) == 1  # the person is asked for the wider scope
+    other = link.engine.call("srv/echo", {"n": 1}, link.now)
+    link.pump()
+    assert [e.call_id for e in link.of_type(CallSucceeded)] == [other]  # it did not wait
+    link.approve()
+    link.pump()
+    assert sorted(e.call_id for e in link.of_type(CallSucceeded)) == sorted([waiting, other])
+
+
+def test_R5_login_on_a_signed_in_client_freezes_nothing() -> None:
+    link = make()
+    assert link.of_type(SessionReady)
+    link.approve_at_once = False
+    link.engine.login(link.now)
+    link.pump()
+    assert len(link.pending) == 1 and not link.engine.login_settled
+    call_id = link.engine.call("srv/echo", {"n": 1}, link.now)
+    link.pump()
+    assert [e.call_id for e in link.of_type(CallSucceeded)] == [call_id]
+    link.approve()
+    link.pump()
+    assert link.engine.login_settled
+
+
+def test_R6_a_failing_refresh_ahead_of_expiry_fails_no_request_while_the_token_is_valid() -> None:
+    link = make(auth=AuthServer(expires_in=120))
+    assert link.of_type(SessionReady)
+    link.auth.token_status = 503  # the authorization server is down from now on
+    link.advance(100)  # inside the last minute before expiry
+    first = link.engine.call("srv/echo", {"n": 1}, link.now)
+    link.pump()
+    link.advance(1)
+    second = link.engine.call("srv/echo", {"n": 2}, link.now)
+    link.pump()
+    assert sorted(e.call_id for e in link.of_type(CallSucceeded)) == sorted([first, second])
+    assert not link.of_type(CallFailed)
+    # one refresh tried, not one per request
+    assert link.auth.grants == ["authorization_code", "refresh_token"]

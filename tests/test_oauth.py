@@ -1308,7 +1308,9 @@ def test_O51_O53_a_due_token_is_refreshed_before_sending() -> None:
     )
     flow = make_flow(tokens=held(expires_at=NOW + 30))
     ticket = RequestTicket()
-    assert flow.prepare(ticket, NOW) is WAIT
+    # R6: the refresh starts ahead of expiry; the request goes with the token held
+    assert flow.prepare(ticket, NOW) == (b"authorization", b"Bearer at-0")
+    assert flow.busy
     world.pump(flow)
     tokens = authorized(flow.take_events())
     (request,) = world.requests
@@ -1397,7 +1399,12 @@ def test_O55_a_refresh_failing_with_5xx_keeps_the_tokens(status: int) -> None:
     assert isinstance(failed(flow.take_events()), OAuthTransientError)
     assert flow.tokens == old
     assert not any(isinstance(a, DeleteTokens) for a in world.store)
-    assert flow.prepare(RequestTicket(), NOW) is WAIT  # still due: tries again
+    # R6: the token is still valid: requests carry it, and the refresh is tried
+    # again after a pause, not on every request
+    assert flow.prepare(RequestTicket(), NOW + 1) == (b"authorization", b"Bearer at-0")
+    assert not flow.busy
+    assert flow.prepare(RequestTicket(), NOW + 11) == (b"authorization", b"Bearer at-0")
+    assert flow.busy
 
 
 def test_O52_a_401_while_holding_a_refresh_token_rediscovers_then_refreshes() -> None:

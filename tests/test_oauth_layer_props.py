@@ -243,13 +243,14 @@ class OAuthWorld:
                     self.opened.append(action)
                     url = (self.callback or self.default_callback)(action)
                     if url is not None:
-                        engine.receive_callback(url, self.now)
+                        engine.hook_answered(action.attempt, url, self.now)
                 elif isinstance(action, SignAssertion):
                     jws = compact_jws(action.signing_input, self.signature)
-                    engine.receive_assertion(action.request_id, jws, self.now)
+                    engine.hook_answered(action.attempt, jws, self.now)
                 else:
                     assert isinstance(action, SaveTokens | DeleteTokens | SaveClient | DeleteClient)
                     apply_to_store(self.store, action)
+                    engine.hook_answered(action.attempt, None, self.now)
         raise AssertionError("the engine never settled")
 
     def advance(self, seconds: float) -> None:

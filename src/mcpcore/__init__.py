@@ -41,6 +41,11 @@ _EXPORTS: dict[str, str] = {
     "StoreAction": "_authorizing",
     "TokenStore": "_authorizing",
     "apply_to_store": "_authorizing",
+    "HookCall": "_hooks",
+    "HookError": "_oauth",
+    "HookFailure": "_hooks",
+    "hook_call": "_hooks",
+    "read_store": "_hooks",
     "AuthFailed": "_oauth",
     "Authorized": "_oauth",
     "AuthorizationCancelled": "_oauth",
@@ -109,6 +114,7 @@ _EXPORTS: dict[str, str] = {
     "HttpLimits": "_http",
     "call_outcome": "_outcome",
     "closed_outcome": "_outcome",
+    "refresh_outcome": "_outcome",
     "ErrorResponse": "_jsonrpc",
     "Message": "_jsonrpc",
     "Notification": "_jsonrpc",
@@ -197,6 +203,9 @@ __all__ = [
     "Event",
     "FailureKind",
     "HandshakeError",
+    "HookCall",
+    "HookError",
+    "HookFailure",
     "HttpClientEngine",
     "HttpLimits",
     "HttpRequest",
@@ -285,6 +294,7 @@ __all__ = [
     "escape_text",
     "expand",
     "frame_message",
+    "hook_call",
     "hub_entries",
     "is_argument_pair",
     "is_valid_segment",
@@ -292,6 +302,8 @@ __all__ = [
     "looks_like_document",
     "parse_server",
     "prepare_client",
+    "read_store",
+    "refresh_outcome",
     "render_result",
     "signature",
     "suggest_ids",
@@ -375,6 +387,7 @@ if TYPE_CHECKING:
         WriteInput,
     )
     from ._failure import FailureKind, TransportFailure
+    from ._hooks import HookCall, HookFailure, hook_call, read_store
     from ._http import HttpLimits
     from ._jsonrpc import (
         ErrorResponse,
@@ -400,6 +413,7 @@ if TYPE_CHECKING:
         DeleteTokens,
         DestinationRefused,
         DiscoveryError,
+        HookError,
         InsufficientScope,
         InvalidMetadata,
         IssuerMismatch,
@@ -421,7 +435,7 @@ if TYPE_CHECKING:
         TokenSet,
         compact_jws,
     )
-    from ._outcome import call_outcome, closed_outcome
+    from ._outcome import call_outcome, closed_outcome, refresh_outcome
     from ._registry import RegistrationContract
     from ._render import (
         AudioBlock,

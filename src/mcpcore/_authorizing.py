@@ -24,6 +24,18 @@ the host hooks come out as ``OpenAuthorizationUrl`` / ``SignAssertion``, the
 store as ``SaveTokens`` / ``DeleteTokens`` / ``SaveClient`` / ``DeleteClient``
 (``apply_to_store`` performs those on any ``TokenStore``).
 
+Host hooks (D2): the layer numbers every hook action it lets out (its
+``attempt``), bounds it with a deadline of its own (the person's wait for
+``authorize``, ``AuthOptions.hook_timeout`` for the signer and the store) and
+gives each report one outcome: ``hook_answered`` with a usable answer moves
+the flow on; an unusable answer, a raise, a missing hook or no answer by the
+deadline fail the flow with ``HookError`` (the ``authorize`` hook's raise
+stays a person's ``AuthorizationCancelled``), or for the store, keep the
+tokens in memory and log it; a report for an attempt the layer has moved on
+from (superseded, past its deadline, after close) changes nothing. Store
+writes go out one at a time, in order, and requests wait while one is out,
+so tokens are stored before they are used (O48).
+
 Clocks: the engine's ``now`` is monotonic; tokens carry wall-clock expiry
 (O67). The driver gives the difference once (``wall_offset`` = wall clock
 minus its monotonic clock) and the layer adds it, so the core still reads no
@@ -32,6 +44,10 @@ clock.
 
 from __future__ import annotations
 
+import itertools
+import logging
+import math
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, Union
@@ -51,6 +67,7 @@ from ._oauth import (
     DeleteClient,
     DeleteTokens,
     Fail,
+    HookError,
     OAuthConfig,
     OAuthError,
     OAuthFlow,
@@ -69,6 +86,7 @@ from ._oauth import (
 )
 
 if TYPE_CHECKING:
+    from ._hooks import HookFailure
     from ._http import HttpMapping
 
 __all__ = [
@@ -81,6 +99,8 @@ __all__ = [
     "apply_to_store",
 ]
 
+_log = logging.getLogger("mcpcore.oauth")
+
 # Numbers for exchanges the layer starts itself, far above any the mapping uses.
 _OWN_IDS = 1 << 40
 # The redirect URI a client without an ``authorize`` hook registers with: it is
@@ -91,9 +111,14 @@ UNUSED_REDIRECT = "http://127.0.0.1/callback"
 class TokenStore(Protocol):
     """Where tokens and registered clients live between runs (A3, O67).
 
-    Called from the driver's own task or thread, briefly: keep each method quick.
+    Each method is a host hook (D2): the drivers call it off their lock (on a
+    worker thread in ``mcpcore_anyio``, a thread of its own in
+    ``mcpcore_threaded``), one write at a time, in order. A method that raises or
+    does not answer within ``AuthOptions.hook_timeout`` loses nothing but the
+    write: the tokens stay in memory for the client's life, and it is logged.
     Tokens are keyed by ``TokenKey(server_url, issuer)``; ``get_tokens`` gives the
     newest set held for a server whatever its issuer. Clients are keyed by issuer.
+    A store shared between clients is called from several threads at once.
     """
 
     def get_tokens(self, server_url: str) -> TokenSet | None: ...
@@ -110,28 +135,35 @@ class TokenStore(Protocol):
 
 
 class MemoryTokenStore:
-    """The default ``TokenStore``: a dictionary, gone with the process."""
+    """The default ``TokenStore``: a dictionary, gone with the process.
+
+    One store may be shared by clients on several threads (R15). No method
+    needs a lock (the core holds none): each is one indivisible step on a
+    dictionary, a copy to read or a single store or removal to write, so a
+    reader never sees a change half made and a write never undoes another.
+    """
 
     def __init__(self) -> None:
-        self._tokens: dict[TokenKey, TokenSet] = {}
+        # key -> (when it was stored, the tokens): get_tokens gives the newest.
+        self._tokens: dict[TokenKey, tuple[int, TokenSet]] = {}
         self._clients: dict[str, ClientRecord] = {}
+        self._stored = itertools.count()
 
     def __repr__(self) -> str:
         return f"MemoryTokenStore({len(self._tokens)} token sets, {len(self._clients)} clients)"
 
     def get_tokens(self, server_url: str) -> TokenSet | None:
-        found = [t for k, t in self._tokens.items() if k.server_url == server_url]
-        return found[-1] if found else None
+        found = [held for k, held in self._tokens.copy().items() if k.server_url == server_url]
+        return max(found, key=lambda held: held[0])[1] if found else None
 
     def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None:
-        self._tokens.pop(key, None)  # newest last
-        self._tokens[key] = tokens
+        self._tokens[key] = (next(self._stored), tokens)
 
     def delete_tokens(self, key: TokenKey) -> None:
         self._tokens.pop(key, None)
 
     def get_clients(self) -> Sequence[ClientRecord]:
-        return list(self._clients.values())
+        return list(self._clients.copy().values())
 
     def set_client(self, issuer: str, client: ClientRecord) -> None:
         self._clients[issuer] = client
@@ -182,6 +214,10 @@ class AuthOptions:
     ``client_name``, ``user_wait``, ``allow_insecure_http``
         The name given when registering; how long a person has to finish
         signing in (O41); plain http to a non-loopback authorization server.
+    ``hook_timeout``
+        Seconds the ``sign_assertion`` hook and each ``TokenStore`` method may
+        take (D2): a signer that has not answered by then fails the requests
+        waiting for it, with ``HookError``; the next request asks it again.
     """
 
     store: TokenStore | None = field(default=None, repr=False)
@@ -193,11 +229,20 @@ class AuthOptions:
     client_name: str = "mcpcore"
     user_wait: float = 300.0
     allow_insecure_http: bool = False
+    hook_timeout: float = 30.0
 
     def config(self, server_url: str, *, interactive: bool) -> OAuthConfig:
         """The flow's configuration for ``server_url`` (raises ``InvalidValue``)."""
         if interactive and self.grant == "authorization_code" and self.redirect_uri is None:
             raise InvalidValue("auth= with an authorize hook needs a redirect_uri")
+        timeout = self.hook_timeout
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidValue("hook_timeout must be a positive number of seconds")
         return OAuthConfig(
             server_url=server_url,
             redirect_uri=self.redirect_uri or UNUSED_REDIRECT,
@@ -219,6 +264,19 @@ class _Held:
     ticket: RequestTicket
     wire: int | None = None  # the number it went out under; None while parked
     sent: bool = False  # it went out once: later sends get numbers of their own
+    for_store: bool = False  # parked only until the store write out now is done (O48)
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One hook action let out (D2): what it asked, and until when an answer counts."""
+
+    action: AuthAction
+    deadline: float  # the engine's clock
+
+
+_FLOW_HOOKS = (OpenAuthorizationUrl, SignAssertion)
+_STORE_ACTIONS = (SaveTokens, DeleteTokens, SaveClient, DeleteClient)
 
 
 class AuthLayer:
@@ -231,13 +289,19 @@ class AuthLayer:
         *,
         wall_offset: float,
         interactive: bool,
-        signs: bool = False,
+        hook_timeout: float = 30.0,
     ) -> None:
         self.flow = flow
         self._http = http
         self._offset = wall_offset
         self._interactive = interactive
-        self._signs = signs
+        self._hook_timeout = hook_timeout
+        # D2: the hook actions let out and not answered yet, by attempt number.
+        self._attempts: dict[int, _Attempt] = {}
+        self._last_attempt = 0
+        # Store writes go out one at a time, in order; requests wait meanwhile (O48).
+        self._store_queue: deque[StoreAction] = deque()
+        self._store_out: int | None = None  # the attempt of the write out now
         self._next_own = _OWN_IDS
         self._held: dict[int, _Held] = {}  # mapping exchange id -> what it is
         self._wire_to_mcp: dict[int, int] = {}  # a resent exchange's wire id -> mapping id
@@ -269,6 +333,7 @@ class AuthLayer:
 
     def next_deadline(self) -> float | None:
         times = list(self._flow_bounds.values())
+        times += [attempt.deadline for attempt in self._attempts.values()]
         wall = self.flow.next_deadline()
         if wall is not None:
             times.append(wall - self._offset)
@@ -283,6 +348,9 @@ class AuthLayer:
                     self.flow.response_failed(
                         flow_id, TransportFailure(FailureKind.TIMEOUT), self._wall(now)
                     )
+        for number, attempt in list(self._attempts.items()):
+            if now >= attempt.deadline and self._attempts.pop(number, None) is not None:
+                self._hook_late(attempt.action, now)
         self.flow.handle_timer(self._wall(now))
 
     def step(self, now: float) -> bool:
@@ -297,6 +365,7 @@ class AuthLayer:
 
     def close(self, now: float) -> None:
         self._closing = True
+        self._drop_flow_hooks()  # their answers come too late now
         self.flow.cancel("the client was closed")
 
     # --- the driver's reports -----------------------------------------------------------
@@ -355,14 +424,50 @@ class AuthLayer:
             return None
         return self._ended(wire)
 
-    def receive_callback(self, callback_url: str, now: float) -> None:
-        self.flow.receive_callback(callback_url, self._wall(now))
+    # --- host hooks (D2) ---------------------------------------------------------------------
 
-    def receive_assertion(self, request_id: int, assertion: str, now: float) -> None:
-        self.flow.receive_assertion(request_id, assertion, self._wall(now))
+    def hook_answered(self, attempt: int, value: object, now: float) -> None:
+        """The hook of ``attempt`` returned ``value``: its outcome (see the module docstring)."""
+        held = self._attempts.pop(attempt, None)
+        if held is None:
+            _log.debug("oauth: a late answer to hook attempt %d was ignored", attempt)
+            return
+        action = held.action
+        if isinstance(action, _STORE_ACTIONS):
+            self._store_done(now)
+        elif not isinstance(value, str):
+            self._hook_error(action, "unusable", f"answered a {type(value).__name__}, not a str")
+        elif isinstance(action, OpenAuthorizationUrl):
+            self.flow.receive_callback(value, self._wall(now))
+        else:
+            assert isinstance(action, SignAssertion)
+            try:
+                self.flow.receive_assertion(action.request_id, value, self._wall(now))
+            except InvalidValue:
+                self._hook_error(action, "unusable", "answered a str that is not a compact JWS")
 
-    def authorization_failed(self, reason: str) -> None:
-        self.flow.cancel(reason)
+    def hook_failed(self, attempt: int, failure: HookFailure, now: float) -> None:
+        """The hook of ``attempt`` raised, or was never given (``failure``)."""
+        held = self._attempts.pop(attempt, None)
+        if held is None:
+            _log.debug("oauth: a late failure of hook attempt %d was ignored", attempt)
+            return
+        action = held.action
+        outcome = str(getattr(failure, "value", failure))
+        if isinstance(action, _STORE_ACTIONS):
+            _log.warning(
+                "the token store's %s %s: what it was to keep is kept in memory only",
+                _store_method(action),
+                "raised" if outcome == "raised" else "is missing",
+            )
+            self._store_done(now)
+        elif isinstance(action, OpenAuthorizationUrl) and outcome == "raised":
+            # The person's side gave up (closed the page): not asked again on its own.
+            self.flow.cancel("the authorize hook failed")
+        elif outcome == "raised":
+            self._hook_error(action, "raised", "raised an exception")
+        else:
+            self._hook_error(action, "missing", "was not given")
 
     def login(self, now: float) -> None:
         """The host asks to sign in now: a person may be asked again."""
@@ -397,8 +502,12 @@ class AuthLayer:
             verdict = self.flow.current_header(self._wall(now))
         else:
             verdict = self.flow.prepare(held.ticket, self._wall(now))
+        held.for_store = False
         if isinstance(verdict, Wait):
             held.wire = None
+            return
+        if self._store_out is not None and not self._closing:
+            held.wire, held.for_store = None, True  # O48: stored before it is used
             return
         request = held.request
         if verdict is not None:
@@ -469,20 +578,19 @@ class AuthLayer:
             for action in actions:
                 self._flow_action(action, now)
             for event in events:
+                self._drop_flow_hooks()  # the run is over: its hooks' answers are late
                 if isinstance(event, Authorized):
                     self.authorized = True
-                    for mcp, held in list(self._held.items()):
-                        if held.wire is None:
-                            self._send(mcp, held, now)
+                    self._release(now)
                 elif isinstance(event, AuthFailed):
+                    error = event.error
                     if isinstance(
-                        event.error,
-                        (AuthorizationDenied, AuthorizationCancelled, AuthorizationTimeout),
-                    ):
-                        self._declined = event.error
+                        error, (AuthorizationDenied, AuthorizationCancelled, AuthorizationTimeout)
+                    ) or (isinstance(error, HookError) and error.hook == "authorize"):
+                        self._declined = error
                     for mcp, held in list(self._held.items()):
-                        if held.wire is None:
-                            self._fail(mcp, fresh_copy(event.error), now)
+                        if held.wire is None and not held.for_store:
+                            self._fail(mcp, fresh_copy(error), now)
                             moved = True
 
     def _no_person(self) -> AuthorizationRequired | None:
@@ -533,18 +641,84 @@ class AuthLayer:
                 self._out.append(AbortExchange(exchange_id=aborted))
         elif isinstance(action, OpenAuthorizationUrl) and (error := self._no_person()):
             self.flow.cancel("no person to ask", error=error)
-        elif isinstance(
-            action,
-            (
-                OpenAuthorizationUrl,
-                SignAssertion,
-                SaveTokens,
-                DeleteTokens,
-                SaveClient,
-                DeleteClient,
-            ),
-        ):
+        elif isinstance(action, _FLOW_HOOKS):
+            self._drop_flow_hooks()  # one at a time: a new one supersedes the last
+            if isinstance(action, OpenAuthorizationUrl):
+                deadline = action.deadline - self._offset  # the person's wait (O41)
+            else:
+                deadline = now + self._hook_timeout
+            self._out.append(self._let_out(action, deadline))
+        elif isinstance(action, _STORE_ACTIONS):
+            self._store_queue.append(action)
+            self._next_store(now)
+
+    # --- hook attempts (D2) ------------------------------------------------------------------
+
+    def _let_out(self, action: AuthAction, deadline: float) -> AuthAction:
+        """``action`` with an attempt number of its own, bounded by ``deadline``."""
+        self._last_attempt += 1
+        self._attempts[self._last_attempt] = _Attempt(action=action, deadline=deadline)
+        return replace(action, attempt=self._last_attempt)
+
+    def _drop_flow_hooks(self) -> None:
+        for number, attempt in list(self._attempts.items()):
+            if isinstance(attempt.action, _FLOW_HOOKS):
+                del self._attempts[number]
+
+    def _hook_late(self, action: AuthAction, now: float) -> None:
+        """No answer by the attempt's deadline."""
+        if isinstance(action, _STORE_ACTIONS):
+            _log.warning(
+                "the token store's %s did not answer within %g s: what it was to keep "
+                "is kept in memory only",
+                _store_method(action),
+                self._hook_timeout,
+            )
+            self._store_done(now)
+        elif isinstance(action, SignAssertion):
+            self._hook_error(action, "late", f"did not answer within {self._hook_timeout:g} s")
+        # OpenAuthorizationUrl: the flow's own wait for the person ends now (O41).
+
+    def _hook_error(self, action: AuthAction, outcome: str, what: str) -> None:
+        """A flow hook gave no usable answer: the flow fails with a ``HookError``."""
+        name = "authorize" if isinstance(action, OpenAuthorizationUrl) else "sign_assertion"
+        _log.info("the %s hook %s", name, what)
+        self.flow.cancel(
+            f"the {name} hook {what}",
+            error=HookError(f"the {name} hook {what}", hook=name, outcome=outcome),
+        )
+
+    def _next_store(self, now: float) -> None:
+        if self._store_out is None and self._store_queue:
+            action = self._store_let_out(self._store_queue.popleft(), now)
+            self._store_out = action.attempt
             self._out.append(action)
+
+    def _store_let_out(self, action: StoreAction, now: float) -> StoreAction:
+        out = self._let_out(action, now + self._hook_timeout)
+        assert isinstance(out, _STORE_ACTIONS)
+        return out
+
+    def _store_done(self, now: float) -> None:
+        self._store_out = None
+        self._next_store(now)
+        if self._store_out is None:
+            self._release(now)
+
+    def _release(self, now: float) -> None:
+        """Send the parked requests that may go now (the others park again)."""
+        for mcp, held in list(self._held.items()):
+            if held.wire is None:
+                self._send(mcp, held, now)
+
+
+def _store_method(action: StoreAction) -> str:
+    return {
+        SaveTokens: "set_tokens",
+        DeleteTokens: "delete_tokens",
+        SaveClient: "set_client",
+        DeleteClient: "delete_client",
+    }[type(action)]
 
 
 MemoryTokenStore.__module__ = "mcpcore"  # shown as mcpcore.MemoryTokenStore

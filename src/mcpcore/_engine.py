@@ -39,6 +39,7 @@ from ._tools import Catalogue
 if TYPE_CHECKING:
     # OAuth loads only for a server with auth= (B5: a driver's import time).
     from ._authorizing import AuthAction, AuthLayer, AuthOptions
+    from ._hooks import HookFailure
     from ._oauth import ClientRecord, TokenSet
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
@@ -181,7 +182,14 @@ class HttpClientEngine(_EngineBase):
                 tokens=tokens,
                 clients=clients,
             )
-            self.auth = AuthLayer(flow, self.http, wall_offset=wall_offset, interactive=interactive)
+            self.auth = AuthLayer(
+                flow,
+                self.http,
+                wall_offset=wall_offset,
+                interactive=interactive,
+                hook_timeout=auth.hook_timeout,
+            )
+        self._login_failures: int | None = None  # start-up failures when login() was asked
 
     # --- transport input ---------------------------------------------------------
 
@@ -236,32 +244,51 @@ class HttpClientEngine(_EngineBase):
         self.http.response_failed(exchange_id, failure, now)
         self._pump(now)
 
-    # --- OAuth host hooks (A3): what the driver reports back -----------------------------
+    # --- host hooks (A3, D2): what the driver reports back ---------------------------------
 
-    def receive_callback(self, callback_url: str, now: float) -> None:
-        """The ``authorize`` hook's answer to ``OpenAuthorizationUrl``: the full
-        redirect URL the authorization server sent the person to (O36)."""
-        self._need_auth().receive_callback(callback_url, now)
+    def hook_answered(self, attempt: int, value: object, now: float) -> None:
+        """The hook action numbered ``attempt`` returned ``value`` (D2).
+
+        ``OpenAuthorizationUrl``: the full redirect URL the person came back
+        to (O36); ``SignAssertion``: the compact JWS; a store action: whatever
+        the method returned. An answer of the wrong kind (``bytes``, ``None``)
+        fails the flow with ``HookError``; one for an attempt past its
+        deadline, superseded or after close is ignored. See ``HookCall``.
+        """
+        self._need_auth().hook_answered(attempt, value, now)
         self._pump(now)
 
-    def receive_assertion(self, request_id: int, assertion: str, now: float) -> None:
-        """The signer's answer to ``SignAssertion`` (A5, O72)."""
-        self._need_auth().receive_assertion(request_id, assertion, now)
-        self._pump(now)
-
-    def authorization_failed(self, reason: str, now: float) -> None:
-        """A hook could not do its part (the person closed the page, the signer
-        raised): the flow gives up and the requests waiting for it fail."""
-        self._need_auth().authorization_failed(reason)
+    def hook_failed(self, attempt: int, failure: HookFailure, now: float) -> None:
+        """The hook action numbered ``attempt`` raised, or no such hook was given (D2):
+        the requests waiting for it fail (a store's failure only costs the write)."""
+        self._need_auth().hook_failed(attempt, failure, now)
         self._pump(now)
 
     def login(self, now: float) -> None:
         """Sign in now: discovery and authorization before any MCP request needs
         them (a CLI login, a host's "sign in" button); also after a person
-        declined, when they are not asked again on their own."""
-        self._need_auth().login(now)
+        declined, when they are not asked again on their own. Requests with a
+        usable token keep going meanwhile (R5); ``login_settled`` says when a
+        driver's ``login()`` stops waiting."""
+        auth = self._need_auth()
+        self._login_failures = self.session.failures
+        auth.login(now)
         self.session.retry_now(now)  # a start-up attempt waiting out its backoff goes now
         self._pump(now)
+
+    @property
+    def login_settled(self) -> bool:
+        """The sign-in ``login`` asked for is over and the server is up, or the
+        start-up attempt after it failed (or the client closed)."""
+        auth = self.auth
+        if auth is None or self._login_failures is None or self._closing:
+            return True
+        if auth.flow.busy:
+            return False
+        return (
+            self.session.state is SessionState.READY
+            or self.session.failures != self._login_failures
+        )
 
     def _need_auth(self) -> AuthLayer:
         if self.auth is None:

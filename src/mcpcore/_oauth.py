@@ -35,8 +35,10 @@ Commands (inputs), all taking ``now``:
 * ``OAuthFlow(config, *, token_bytes, tokens=None, clients=())`` — restore
   what the store held.
 * ``prepare(ticket, now) -> (b"authorization", b"Bearer …") | WAIT | None``:
-  before sending an MCP request. A header: attach it. ``WAIT``: a refresh or
-  authorization is in flight (possibly started by this call, O51); send after
+  before sending an MCP request. A header: attach it (a run in flight holds
+  back no request that has a usable token, R5/R6). ``WAIT``: no usable token
+  while a refresh or authorization is in flight (possibly started by this
+  call, O51), or this request's own 401/403 started it; send after
   ``Authorized``, fail on ``AuthFailed``. ``None``: send without a token (O2).
 * ``challenge(ticket, status, headers, now) -> Retry | Wait | Fail | None``:
   the MCP request got ``status`` (401/403). ``None``: not an auth matter,
@@ -121,6 +123,7 @@ __all__ = [
     "DestinationRefused",
     "DiscoveryError",
     "Fail",
+    "HookError",
     "InsufficientScope",
     "InvalidMetadata",
     "IssuerMismatch",
@@ -174,6 +177,7 @@ _AUTH_METHODS: Final = frozenset(
 _SHOWN: Final = 200  # characters of server text an error shows (O65)
 _REDACTED: Final = "[redacted]"
 _SHORTEST_PLANNED: Final = 1.0  # seconds: a token given for less is not refreshed ahead (F6)
+_EARLY_REFRESH_PAUSE: Final = 10.0  # seconds between refreshes ahead of expiry that fail (R6)
 _REMEMBERED: Final = 64  # secrets kept (after use too) to scrub echoes from server text
 _REVISION: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 _OIDC_FROM: Final = "2025-11-25"  # first revision that adds OIDC discovery (O11)
@@ -264,6 +268,22 @@ class AuthorizationTimeout(OAuthError):
 
 class AuthorizationCancelled(OAuthError):
     """The host cancelled the flow (``cancel``)."""
+
+
+class HookError(OAuthError):
+    """D2: a host hook (the signer, a token store method) did not give a usable answer.
+
+    ``hook`` names it (``"sign_assertion"``, ``"TokenStore.set_tokens"``);
+    ``outcome`` says how it failed: ``"raised"``, ``"unusable"`` (an answer of
+    the wrong kind), ``"late"`` (no answer within the core's bound) or
+    ``"missing"`` (no such hook was given). Never a person's refusal: the next
+    request that needs the hook asks it again.
+    """
+
+    def __init__(self, message: str, *, hook: str, outcome: str) -> None:
+        super().__init__(message)
+        self.hook = hook
+        self.outcome = outcome
 
 
 class AuthorizationRequired(OAuthError):
@@ -417,6 +437,7 @@ class RequestTicket:
     authorizations: int = 0  # 401-driven flows started or joined
     step_ups: int = 0  # 403 insufficient_scope flows started or joined
     refreshed: bool = False  # a refresh was already tried for it (O52)
+    waits_for: int = 0  # the flow run its own 401/403 started or joined (0: none)
 
 
 # --- actions ----------------------------------------------------------------------------
@@ -466,11 +487,13 @@ class OpenAuthorizationUrl:
     url: str = field(repr=False)
     redirect_uri: str
     deadline: float
+    attempt: int = 0  # D2: set by the engine; report the answer with it
 
     def __repr__(self) -> str:
         return (
             f"OpenAuthorizationUrl(url={_no_query(self.url)!r}, "
-            f"redirect_uri={self.redirect_uri!r}, deadline={self.deadline!r})"
+            f"redirect_uri={self.redirect_uri!r}, deadline={self.deadline!r}, "
+            f"attempt={self.attempt})"
         )
 
 
@@ -488,11 +511,12 @@ class SignAssertion:
     header: dict[str, Any] = field(repr=False)
     claims: dict[str, Any] = field(repr=False)
     signing_input: bytes = field(repr=False)
+    attempt: int = 0  # D2: set by the engine; report the answer with it
 
     def __repr__(self) -> str:
         return (
             f"SignAssertion(request_id={self.request_id}, alg={self.header.get('alg')!r}, "
-            f"audience={self.audience!r})"
+            f"audience={self.audience!r}, attempt={self.attempt})"
         )
 
 
@@ -502,6 +526,7 @@ class SaveTokens:
 
     key: TokenKey
     tokens: TokenSet
+    attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -509,6 +534,7 @@ class DeleteTokens:
     """Forget the tokens under ``key`` (O29, O55)."""
 
     key: TokenKey
+    attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -517,6 +543,7 @@ class SaveClient:
 
     issuer: str
     client: ClientRecord
+    attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -524,6 +551,7 @@ class DeleteClient:
     """Forget the client registered with ``issuer`` (O47)."""
 
     issuer: str
+    attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
 OAuthAction = Union[
@@ -1040,6 +1068,7 @@ class _Run:
     pending_token: _PendingToken | None = None
     assertion_id: int = 0
     code_used: bool = False
+    serial: int = 0  # which run this is: a ticket that waits for it names it
 
 
 class OAuthFlow:
@@ -1102,6 +1131,10 @@ class OAuthFlow:
         )
         self._last_result: OAuthEvent | None = None
         self._resume_phase = _Phase.IDLE
+        self._runs = 0  # runs started: each run's serial
+        # R6: when the last refresh ahead of expiry started; one that failed is
+        # tried again only after a pause, not on every request meanwhile.
+        self._early_refresh_at: float | None = None
         # O18: the revision in use, sent on discovery; the engine tells the flow
         # the one its refused request spoke (see ``use_protocol_version``).
         self.protocol_version = config.protocol_version
@@ -1157,12 +1190,21 @@ class OAuthFlow:
     # --- the MCP side ----------------------------------------------------------------
 
     def prepare(self, ticket: RequestTicket, now: float) -> tuple[bytes, bytes] | Wait | None:
-        """Before an MCP request: a header to attach, ``WAIT``, or ``None`` (send bare)."""
-        if self._run is not None:
+        """Before an MCP request: a header to attach, ``WAIT``, or ``None`` (send bare).
+
+        R5, R6: a run in flight (a refresh, a step-up, a sign-in) holds back only
+        a request that has no usable token to go with, and the request whose own
+        401/403 started or joined that run; every other request goes out with the
+        token held now, so one tool's step-up or a ``login()`` on a client that is
+        signed in freezes nothing, and a refresh ahead of expiry that fails fails
+        no request while the token is still valid.
+        """
+        run = self._run
+        if run is not None and ticket.waits_for == run.serial:
             return WAIT
         tokens = self._tokens
         if tokens is None:
-            return None
+            return WAIT if run is not None else None
         skew = self.config.refresh_skew
         expires_at = tokens.expires_at
         if self._lifetime is not None:
@@ -1174,12 +1216,18 @@ class OAuthFlow:
             # O51: a token that lives less than twice the skew is refreshed halfway
             # through its life, not at once (every request would refresh it again).
             skew = min(skew, self._lifetime / 2)
+        expired = expires_at is not None and now >= expires_at
         due = expires_at is not None and now >= expires_at - skew
-        if due and tokens.refresh_token:
-            self._start(_Goal.REFRESH, now)  # O51
-            return WAIT
-        if expires_at is not None and now >= expires_at:
-            return None  # expired, nothing to refresh with: the 401 starts a flow
+        if run is None and due and tokens.refresh_token:
+            last = self._early_refresh_at
+            if expired or last is None or now >= last + _EARLY_REFRESH_PAUSE:
+                self._early_refresh_at = now
+                self._start(_Goal.REFRESH, now)  # O51
+                run = self._run
+        if expired:
+            # No usable token: wait for the run in flight (a refresh, a sign-in);
+            # with none, send bare and let the server's 401 start one.
+            return WAIT if run is not None else None
         ticket.generation = self._generation
         return authorization_header(tokens)
 
@@ -1212,6 +1260,7 @@ class OAuthFlow:
                 ticket.refreshed = True
             else:
                 ticket.authorizations += 1
+            ticket.waits_for = self._run.serial
             return WAIT
         if self._usable(now) and ticket.generation < self._generation:
             return RETRY  # a newer token came meanwhile
@@ -1232,7 +1281,7 @@ class OAuthFlow:
                 )
             ticket.authorizations += 1
             self._start(_Goal.AUTHORIZE, now, scope=scope, resource_metadata=rm)
-        return self._outcome()
+        return self._outcome(ticket)
 
     def _step_up(
         self, ticket: RequestTicket, scope: str | None, params: Mapping[str, str], now: float
@@ -1251,10 +1300,11 @@ class OAuthFlow:
         ticket.step_ups += 1
         rm = params.get("resource_metadata")
         self._start(_Goal.STEP_UP, now, scope=scope, resource_metadata=rm)
-        return self._outcome()
+        return self._outcome(ticket)
 
-    def _outcome(self) -> Wait | Fail | Retry:
+    def _outcome(self, ticket: RequestTicket) -> Wait | Fail | Retry:
         if self._run is not None:
+            ticket.waits_for = self._run.serial
             return WAIT
         last = self._last_result
         if isinstance(last, AuthFailed):
@@ -1281,7 +1331,10 @@ class OAuthFlow:
         scope: str | None = None,
         resource_metadata: str | None = None,
     ) -> None:
-        run = _Run(goal=goal, challenge_scope=scope, resource_metadata=resource_metadata)
+        self._runs += 1
+        run = _Run(
+            goal=goal, challenge_scope=scope, resource_metadata=resource_metadata, serial=self._runs
+        )
         self._run = run
         if resource_metadata is not None:
             refused = self._refused(resource_metadata, "resource metadata URL")
@@ -2100,6 +2153,7 @@ class OAuthFlow:
         self._tokens = tokens
         self._remember(tokens.access_token, tokens.refresh_token)
         self._generation += 1
+        self._early_refresh_at = None  # R6: the pause is for refreshes that failed
         self._emit(SaveTokens(key=self._key(tokens.issuer), tokens=tokens))
         self._phase = _Phase.IDLE
         self._run = None

@@ -1,7 +1,8 @@
 """One mapping from a call's ending event to what its caller gets (K4, K9).
 
 Every driver hands a caller the result of ``call_outcome``: the ``ToolOutput``
-to return, or the ``McpError`` to raise. So a cancelled call ends with the same
+to return, or the ``McpError`` to raise (``refresh_outcome`` the same for a
+re-list). So a cancelled call ends with the same
 error on every driver, and no driver words an outcome of its own.
 """
 
@@ -10,12 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._errors import Cancelled, McpError
-from ._events import CallCancelled, CallFailed, CallSucceeded
+from ._events import CallCancelled, CallFailed, CallSucceeded, RefreshFailed, ToolsRefreshed
 
 if TYPE_CHECKING:
     from ._render import ToolOutput
+    from ._tools import SyncReport
 
-__all__ = ["CLOSED_REASON", "call_outcome", "closed_outcome"]
+__all__ = ["CLOSED_REASON", "call_outcome", "closed_outcome", "refresh_outcome"]
 
 CLOSED_REASON = "the client was closed"
 
@@ -29,6 +31,13 @@ def call_outcome(
     if isinstance(event, CallFailed):
         return event.error
     return Cancelled(event.reason, server=server)
+
+
+def refresh_outcome(event: ToolsRefreshed | RefreshFailed) -> SyncReport | McpError:
+    """The report to return, or the error to raise, for a ``refresh()`` that ended with ``event``."""
+    if isinstance(event, ToolsRefreshed):
+        return event.report
+    return event.error
 
 
 def closed_outcome(*, server: str | None = None) -> McpError:

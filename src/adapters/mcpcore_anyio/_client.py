@@ -24,6 +24,7 @@ from collections.abc import (
     Callable,
     Mapping,
     MutableMapping,
+    Sequence,
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -56,7 +57,6 @@ from mcpcore import (
     RegistrationContract,
     RemoteServer,
     SessionReady,
-    SessionState,
     StartFailed,
     StartProcess,
     StdioClientEngine,
@@ -71,6 +71,7 @@ from mcpcore import (
     call_outcome,
     closed_outcome,
     prepare_client,
+    refresh_outcome,
 )
 
 if TYPE_CHECKING:
@@ -81,8 +82,10 @@ if TYPE_CHECKING:
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         AuthAction,
-        OpenAuthorizationUrl,
+        ClientRecord,
+        HookCall,
         SignAssertion,
+        TokenSet,
         TokenStore,
     )
 
@@ -153,12 +156,6 @@ class _OneChunk:
         if data is None:
             raise StopAsyncIteration
         return data
-
-
-def _hook_name(action: OpenAuthorizationUrl | SignAssertion) -> str:
-    from mcpcore import OpenAuthorizationUrl
-
-    return "authorize" if isinstance(action, OpenAuthorizationUrl) else "sign_assertion"
 
 
 def _framed(request: HttpRequest) -> tuple[list[tuple[bytes, bytes]], _OneChunk | None]:
@@ -285,7 +282,8 @@ class McpClient(ClientBase):
         self._closed = False  # closing is over: the main task stops
         self._children: _Children | None = None
         self._close_progress = anyio.Event()  # set when closing may have finished
-        self._hook_scopes: set[anyio.CancelScope] = set()  # authorize / sign_assertion tasks
+        self._hook_scopes: set[anyio.CancelScope] = set()  # host hook tasks (D2)
+        self._login_waiting = 0  # callers of login() waiting for it to settle
 
     def __repr__(self) -> str:
         return f"McpClient({self.name!r}, {self._server!r})"
@@ -302,10 +300,12 @@ class McpClient(ClientBase):
             return
         if isinstance(self._server, RemoteServer):
             auth = self._auth
+            held: tuple[TokenSet | None, Sequence[ClientRecord]] = (None, ())
             if auth is not None:
-                from mcpcore import MemoryTokenStore
+                from mcpcore import MemoryTokenStore, read_store
 
                 self._store = auth.store or MemoryTokenStore()
+                held = read_store(self._store, self._server.url)
             self._engine = HttpClientEngine(
                 self._server,
                 options=self._options,
@@ -315,8 +315,8 @@ class McpClient(ClientBase):
                 token_bytes=secrets.token_bytes,
                 wall_offset=time.time() - self._now(),
                 interactive=self._authorize is not None,
-                tokens=None if self._store is None else self._store.get_tokens(self._server.url),
-                clients=() if self._store is None else self._store.get_clients(),
+                tokens=held[0],
+                clients=held[1],
             )
             if self._asgi_app is not None:
                 from ._asgi import AsgiPool  # only the in-process transport needs it
@@ -457,6 +457,9 @@ class McpClient(ClientBase):
         elif self._children is not None:
             self._children.perform(engine.take_actions())
         self._route_events(engine.take_events())
+        if self._login_waiting and isinstance(engine, HttpClientEngine) and engine.login_settled:
+            self._state_changed.set()
+            self._state_changed = anyio.Event()
         if self._closing and engine.finished:
             self._close_progress.set()
         # Wake the timer task only when the engine now needs an earlier wake-up
@@ -468,37 +471,40 @@ class McpClient(ClientBase):
         return here
 
     def _perform_auth(self, action: AuthAction) -> None:
-        """A3: the store inline (quick by contract); a person or a signer in a task."""
-        from mcpcore import DeleteClient, DeleteTokens, SaveClient, SaveTokens, apply_to_store
+        """D2: each hook in a task of its own, cancelled on close; a store method
+        (blocking by contract) on a worker thread, never in the event loop."""
+        from mcpcore import hook_call
 
-        if isinstance(action, (SaveTokens, DeleteTokens, SaveClient, DeleteClient)):
-            assert self._store is not None
-            apply_to_store(self._store, action)
-        elif not self._closed and self._task_group is not None:
-            self._task_group.start_soon(self._run_hook, action)
+        if not self._closed and self._task_group is not None:
+            call = hook_call(
+                action,
+                authorize=self._authorize,
+                sign_assertion=self._sign_assertion,
+                store=self._store,
+            )
+            self._task_group.start_soon(self._run_hook, call)
 
-    async def _run_hook(self, action: OpenAuthorizationUrl | SignAssertion) -> None:
-        from mcpcore import OpenAuthorizationUrl
-
-        engine = self._engine
-        assert isinstance(engine, HttpClientEngine)
+    async def _run_hook(self, call: HookCall) -> None:
+        value: object = None
+        error: Exception | None = None
         with anyio.CancelScope() as scope:
             self._hook_scopes.add(scope)
             try:
-                if isinstance(action, OpenAuthorizationUrl):
-                    assert self._authorize is not None
-                    callback = await self._authorize(action.url, action.redirect_uri)
-                    engine.receive_callback(callback, self._now())
-                elif self._sign_assertion is None:
-                    engine.authorization_failed("no sign_assertion hook was given", self._now())
+                if call.blocking:
+                    value = await anyio.to_thread.run_sync(call.invoke, abandon_on_cancel=True)
                 else:
-                    jwt = await self._sign_assertion(action)
-                    engine.receive_assertion(action.request_id, jwt, self._now())
-            except Exception as exc:  # the hook's own failure: the flow gives up (A3)
-                _log.info("the %s hook failed: %s", _hook_name(action), type(exc).__name__)
-                engine.authorization_failed(f"the {_hook_name(action)} hook failed", self._now())
+                    value = call.invoke()
+                    if hasattr(value, "__await__"):
+                        value = await value
+            except Exception as exc:  # the hook's own failure: the engine decides (D2)
+                error = exc
             finally:
                 self._hook_scopes.discard(scope)
+        if scope.cancelled_caught:
+            return  # closed meanwhile: nothing waits for the answer
+        engine = self._engine
+        assert isinstance(engine, HttpClientEngine)
+        call.report(engine, self._now(), value=value, error=error)
         await self._dispatch()
 
     def _dispatch_soon(self) -> None:
@@ -532,10 +538,11 @@ class McpClient(ClientBase):
                 refresh = self._refreshes.get(event.refresh_id)
                 if refresh is None:
                     continue
-                if isinstance(event, ToolsRefreshed):
-                    refresh.report = event.report
+                refreshed = refresh_outcome(event)
+                if isinstance(refreshed, McpError):
+                    refresh.error = refreshed
                 else:
-                    refresh.error = event.error
+                    refresh.report = refreshed
                 refresh.done.set()
 
     def _report_progress(self, callback: ProgressCallback, event: ProgressReceived) -> None:
@@ -662,14 +669,17 @@ class McpClient(ClientBase):
         engine = self._engine
         if not isinstance(engine, HttpClientEngine) or engine.auth is None:
             raise InvalidState("login() needs a started client of a remote server with auth=")
-        failures = engine.session.failures
         engine.login(self._now())
         await self._dispatch()
-        with anyio.move_on_after(timeout):
-            while engine.state is not SessionState.READY and engine.session.failures == failures:
-                if self._closing:
-                    break
-                await self._state_changed.wait()
+        self._login_waiting += 1
+        try:
+            with anyio.move_on_after(timeout):
+                while not engine.login_settled:
+                    if self._closing:
+                        break
+                    await self._state_changed.wait()
+        finally:
+            self._login_waiting -= 1
         return engine.availability or Availability(False, f"still signing in after {timeout} s")
 
     async def ready(self, timeout: float | None = None) -> Availability:

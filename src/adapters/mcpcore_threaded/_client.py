@@ -19,7 +19,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -47,7 +47,6 @@ from mcpcore import (
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
-    SessionState,
     StartFailed,
     StartProcess,
     StdioClientEngine,
@@ -62,6 +61,7 @@ from mcpcore import (
     call_outcome,
     closed_outcome,
     prepare_client,
+    refresh_outcome,
 )
 
 if TYPE_CHECKING:
@@ -71,8 +71,10 @@ if TYPE_CHECKING:
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         AuthAction,
-        OpenAuthorizationUrl,
+        ClientRecord,
+        HookCall,
         SignAssertion,
+        TokenSet,
         TokenStore,
     )
 
@@ -255,7 +257,8 @@ class McpClient(ClientBase):
         """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
         full URL the authorization server redirected them to (with ``auth=``);
         ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5).
-        Both block; each runs on a thread of its own, never under the client's lock."""
+        Both block; each runs on a thread of its own, never under the client's lock,
+        as does each method of the token store (D2)."""
         self._authorize = authorize
         self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
@@ -295,6 +298,7 @@ class McpClient(ClientBase):
         self._closing = False  # close() began: no new calls
         self._closed = False  # closing is over: the timer thread stops
         self._children: _Children | None = None
+        self._login_waiting = 0  # callers of login() waiting for it to settle
 
     def __repr__(self) -> str:
         return f"McpClient({self.name!r}, {self._server!r})"
@@ -311,10 +315,12 @@ class McpClient(ClientBase):
                 return
             if isinstance(self._server, RemoteServer):
                 auth = self._auth
+                held: tuple[TokenSet | None, Sequence[ClientRecord]] = (None, ())
                 if auth is not None:
-                    from mcpcore import MemoryTokenStore
+                    from mcpcore import MemoryTokenStore, read_store
 
                     self._store = auth.store or MemoryTokenStore()
+                    held = read_store(self._store, self._server.url)
                 self._engine = HttpClientEngine(
                     self._server,
                     options=self._options,
@@ -324,10 +330,8 @@ class McpClient(ClientBase):
                     token_bytes=secrets.token_bytes,
                     wall_offset=time.time() - self._now(),
                     interactive=self._authorize is not None,
-                    tokens=None
-                    if self._store is None
-                    else self._store.get_tokens(self._server.url),
-                    clients=() if self._store is None else self._store.get_clients(),
+                    tokens=held[0],
+                    clients=held[1],
                 )
                 # httpcore is imported on the first remote start, not with the
                 # driver: a program with only local servers never needs it (B5).
@@ -466,7 +470,7 @@ class McpClient(ClientBase):
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
         availability = engine.availability
-        if availability != self._availability or self._closing:
+        if availability != self._availability or self._closing or self._login_waiting:
             self._availability = availability
             self._changed.notify_all()
         deadline = engine.next_deadline()
@@ -475,46 +479,30 @@ class McpClient(ClientBase):
         return here
 
     def _perform_auth(self, action: AuthAction) -> None:
-        """A3: the store inline (quick by contract); a person or a signer on a thread
-        of its own (a person may take minutes: never a worker, never joined on close)."""
-        from mcpcore import DeleteClient, DeleteTokens, SaveClient, SaveTokens, apply_to_store
+        """D2: each hook (a person, a signer, a store method) on a thread of its own,
+        never under the lock and never joined: a person may take minutes, and an
+        answer that comes after its deadline or after close changes nothing."""
+        from mcpcore import hook_call
 
-        if isinstance(action, (SaveTokens, DeleteTokens, SaveClient, DeleteClient)):
-            assert self._store is not None
-            apply_to_store(self._store, action)
-        else:
-            threading.Thread(
-                target=self._run_hook, args=(action,), name=f"mcpcore:{self.name}:auth", daemon=True
-            ).start()
+        call = hook_call(
+            action,
+            authorize=self._authorize,
+            sign_assertion=self._sign_assertion,
+            store=self._store,
+        )
+        threading.Thread(
+            target=self._run_hook, args=(call,), name=f"mcpcore:{self.name}:hook", daemon=True
+        ).start()
 
-    def _run_hook(self, action: OpenAuthorizationUrl | SignAssertion) -> None:
-        from mcpcore import OpenAuthorizationUrl
-
-        engine = self._engine
-        assert isinstance(engine, HttpClientEngine)
-        answer: str | None = None
-        failed: str | None = None
+    def _run_hook(self, call: HookCall) -> None:
+        value: object = None
+        error: Exception | None = None
         try:
-            if isinstance(action, OpenAuthorizationUrl):
-                assert self._authorize is not None
-                answer = self._authorize(action.url, action.redirect_uri)
-            elif self._sign_assertion is None:
-                failed = "no sign_assertion hook was given"
-            else:
-                answer = self._sign_assertion(action)
-        except Exception as exc:  # the hook's own failure: the flow gives up (A3)
-            name = "authorize" if isinstance(action, OpenAuthorizationUrl) else "sign_assertion"
-            _log.info("the %s hook failed: %s", name, type(exc).__name__)
-            failed = f"the {name} hook failed"
+            value = call.invoke()
+        except Exception as exc:  # the hook's own failure: the engine decides (D2)
+            error = exc
         with self._turn():
-            if self._closed:
-                return
-            if failed is not None or answer is None:
-                engine.authorization_failed(failed or "no answer", self._now())
-            elif isinstance(action, OpenAuthorizationUrl):
-                engine.receive_callback(answer, self._now())
-            else:
-                engine.receive_assertion(action.request_id, answer, self._now())
+            call.report(self._engine_http(), self._now(), value=value, error=error)
             self._dispatch()
 
     def _abort(self, xid: int) -> None:
@@ -697,7 +685,7 @@ class McpClient(ClientBase):
                 waiter = self._refreshes.get(event.refresh_id or 0)
                 if waiter is None:
                     continue
-                waiter[1] = event.report if isinstance(event, ToolsRefreshed) else event.error
+                waiter[1] = refresh_outcome(event)
                 waiter[0].set()
 
     def _deliver(self) -> None:
@@ -725,16 +713,19 @@ class McpClient(ClientBase):
             engine = self._engine
             if not isinstance(engine, HttpClientEngine) or engine.auth is None:
                 raise InvalidState("login() needs a started client of a remote server with auth=")
-            failures = engine.session.failures
             engine.login(self._now())
             self._dispatch()
         end = None if timeout is None else self._now() + timeout
         with self._lock:
-            while engine.state is not SessionState.READY and engine.session.failures == failures:
-                left = None if end is None else end - self._now()
-                if self._closing or (left is not None and left <= 0):
-                    break
-                self._changed.wait(left)
+            self._login_waiting += 1
+            try:
+                while not engine.login_settled:
+                    left = None if end is None else end - self._now()
+                    if self._closing or (left is not None and left <= 0):
+                        break
+                    self._changed.wait(left)
+            finally:
+                self._login_waiting -= 1
             known = engine.availability
         return known or Availability(False, f"still signing in after {timeout} s")
 

@@ -1,0 +1,185 @@
+"""Host hooks as actions with attempt ids (D2): what a driver calls, how it reports.
+
+Every host hook reaches a driver as an action that carries an ``attempt``
+number: ``OpenAuthorizationUrl`` (the ``authorize`` hook), ``SignAssertion``
+(``sign_assertion``) and the store's ``SaveTokens`` / ``DeleteTokens`` /
+``SaveClient`` / ``DeleteClient`` (a ``TokenStore``'s methods). The engine
+bounds each attempt with a deadline of its own and gives every report one
+defined outcome:
+
+=========  ===============================================================
+answered   ``hook_answered(attempt, value, now)`` with an answer of the kind
+           the hook owes (a ``str`` from ``authorize`` and ``sign_assertion``)
+unusable   the same report with an answer of another kind (``bytes``, ``None``,
+           a coroutine from a blocking driver): the flow fails with ``HookError``
+raised     ``hook_failed(attempt, HookFailure.RAISED, now)``
+missing    ``hook_failed(attempt, HookFailure.MISSING, now)``: no such hook
+late       any report for an attempt past its deadline, one the flow has moved
+           on from, or one that comes after close: ignored
+=========  ===============================================================
+
+A driver does no more than this: ``hook_call`` says which callable to run
+with which arguments; the driver runs it off its lock (a task, a thread) and
+hands what came back to ``HookCall.report``, which classifies it and feeds
+the engine. Elicitation, roots and sampling hooks will take the same path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._oauth import (
+    DeleteClient,
+    DeleteTokens,
+    OpenAuthorizationUrl,
+    SaveClient,
+    SaveTokens,
+    SignAssertion,
+)
+
+if TYPE_CHECKING:
+    from ._authorizing import AuthAction, TokenStore
+    from ._oauth import ClientRecord, TokenSet
+
+__all__ = ["HookCall", "HookFailure", "hook_call", "read_store"]
+
+_log = logging.getLogger("mcpcore.hooks")
+
+
+class HookFailure(Enum):
+    """How a hook failed, as a driver saw it (``hook_failed``)."""
+
+    RAISED = "raised"  # the callable raised an exception
+    MISSING = "missing"  # the host gave no such hook
+
+
+class _HookReceiver(Protocol):
+    def hook_answered(self, attempt: int, value: object, now: float) -> None: ...
+
+    def hook_failed(self, attempt: int, failure: HookFailure, now: float) -> None: ...
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+_MISSING = _Missing()
+
+
+@dataclass(frozen=True, slots=True)
+class HookCall:
+    """One attempt of one hook: ``function(*args)``, to run off the driver's lock.
+
+    ``blocking`` is true for a ``TokenStore`` method (plain functions in
+    every driver: an async driver runs them on a worker thread); the
+    ``authorize`` and ``sign_assertion`` hooks are the driver's own kind
+    (coroutines in ``mcpcore_anyio``, blocking callables in
+    ``mcpcore_threaded``).
+    """
+
+    attempt: int
+    name: str
+    function: Callable[..., object] | None
+    args: tuple[Any, ...]
+    blocking: bool
+
+    def invoke(self) -> object:
+        """Call the hook: its answer, or an awaitable for an async hook."""
+        if self.function is None:
+            return _MISSING
+        return self.function(*self.args)
+
+    def report(
+        self,
+        engine: _HookReceiver,
+        now: float,
+        *,
+        value: object = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Feed the engine what came back: ``value``, or the exception it raised.
+
+        A blocking driver that got an awaitable (an ``async def`` hook) reports
+        it as it is: the engine finds it unusable. It is closed first, so
+        Python does not warn that it was never awaited.
+        """
+        if error is not None:
+            # A4: the exception's type only; its text may hold anything.
+            _log.info("the %s hook failed: %s", self.name, type(error).__name__)
+            engine.hook_failed(self.attempt, HookFailure.RAISED, now)
+            return
+        if value is _MISSING:
+            engine.hook_failed(self.attempt, HookFailure.MISSING, now)
+            return
+        close = getattr(value, "close", None)
+        if hasattr(value, "__await__") and callable(close):
+            close()
+        engine.hook_answered(self.attempt, value, now)
+
+
+def hook_call(
+    action: AuthAction,
+    *,
+    authorize: Callable[..., object] | None = None,
+    sign_assertion: Callable[..., object] | None = None,
+    store: TokenStore | None = None,
+) -> HookCall:
+    """What to run for ``action``, given the host's hooks (any of them may be absent)."""
+    attempt = action.attempt
+    if isinstance(action, OpenAuthorizationUrl):
+        return HookCall(
+            attempt, "authorize", authorize, (action.url, action.redirect_uri), blocking=False
+        )
+    if isinstance(action, SignAssertion):
+        return HookCall(attempt, "sign_assertion", sign_assertion, (action,), blocking=False)
+    function: Callable[..., object] | None
+    args: tuple[Any, ...]
+    if isinstance(action, SaveTokens):
+        function = None if store is None else store.set_tokens
+        name, args = "TokenStore.set_tokens", (action.key, action.tokens)
+    elif isinstance(action, DeleteTokens):
+        function = None if store is None else store.delete_tokens
+        name, args = "TokenStore.delete_tokens", (action.key,)
+    elif isinstance(action, SaveClient):
+        function = None if store is None else store.set_client
+        name, args = "TokenStore.set_client", (action.issuer, action.client)
+    elif isinstance(action, DeleteClient):
+        function = None if store is None else store.delete_client
+        name, args = "TokenStore.delete_client", (action.issuer,)
+    else:  # pragma: no cover - the union above is closed
+        raise TypeError(f"not a hook action: {type(action).__name__}")
+    return HookCall(attempt, name, function, args, blocking=True)
+
+
+def read_store(
+    store: TokenStore, server_url: str
+) -> tuple[TokenSet | None, Sequence[ClientRecord]]:
+    """What ``store`` holds for ``server_url`` when a client starts (D2).
+
+    A store that raises, or answers with something else, is treated as empty
+    (logged by the exception's type): the client starts signed out rather
+    than not at all.
+    """
+    from ._oauth import ClientRecord, TokenSet
+
+    try:
+        tokens = store.get_tokens(server_url)
+        clients = list(store.get_clients())
+    except Exception as exc:
+        _log.warning("the token store could not be read: %s", type(exc).__name__)
+        return None, ()
+    if tokens is not None and not isinstance(tokens, TokenSet):
+        _log.warning("the token store's get_tokens answered a %s", type(tokens).__name__)
+        tokens = None
+    return tokens, [c for c in clients if isinstance(c, ClientRecord)]
+
+
+HookCall.__module__ = "mcpcore"
+HookFailure.__module__ = "mcpcore"
