@@ -237,6 +237,52 @@ def test_store_refuses_a_file_others_can_read_or_a_symlink(tmp_path: Path) -> No
         FileTokenStore(link).check()
 
 
+def test_store_refuses_a_directory_others_can_write(tmp_path: Path) -> None:
+    """Whoever can write to the token file's directory can replace the file: such a
+    directory is refused on read and on write, with the fix in the message;
+    logout --all (``forget_all``) still removes the file."""
+    directory = tmp_path / "shared"
+    directory.mkdir(mode=0o700)
+    path = directory / "tokens.json"
+    FileTokenStore(path).set_tokens(TokenKey(server_url=SERVER, issuer=ISSUER), _tokens())
+    for mode in (0o770, 0o707, 0o1777):
+        os.chmod(directory, mode)
+        store = FileTokenStore(path)
+        with pytest.raises(TokenFileError, match=r"can be written by other users") as raised:
+            store.check()
+        assert f"chmod 700 {str(directory)!r}" in str(raised.value)
+        store.set_tokens(TokenKey(server_url=SERVER, issuer="https://other"), _tokens())
+        assert isinstance(store.write_error, TokenFileError)
+        _assert_no_secret(str(raised.value))
+    os.chmod(directory, 0o755)  # readable by others is fine: the file itself is 0600
+    assert len(FileTokenStore(path).entries()) == 1
+    os.chmod(directory, 0o777)
+    assert FileTokenStore(path).forget_all() and not path.exists()
+    os.chmod(directory, 0o700)
+
+
+def test_store_forget_all_removes_the_file_and_leaves_the_lock_file(tmp_path: Path) -> None:
+    """As its docstring says: the lock file stays (it holds nothing; removing one
+    another run holds would let two runs hold the lock)."""
+    path = tmp_path / "tokens.json"
+    store = FileTokenStore(path)
+    store.set_tokens(TokenKey(server_url=SERVER, issuer=ISSUER), _tokens())
+    lock = tmp_path / "tokens.json.lock"
+    assert lock.exists() and lock.stat().st_size == 0
+    assert store.forget_all() and not path.exists()
+    assert lock.exists() and lock.stat().st_size == 0
+    assert not store.forget_all()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_store_refuses_a_directory_of_another_user(tmp_path: Path) -> None:
+    directory = tmp_path / "theirs"
+    directory.mkdir(mode=0o700)
+    os.chown(directory, 65534, 65534)
+    with pytest.raises(TokenFileError, match="belongs to another user"):
+        FileTokenStore(directory / "tokens.json").check()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the file to another user")
 def test_store_refuses_a_file_of_another_user(tmp_path: Path) -> None:
     path = tmp_path / "tokens.json"
@@ -387,6 +433,48 @@ def test_listener_takes_the_first_matching_response_and_echoes_nothing() -> None
         assert listener.wait(5) == f"{base}?code=the-code&state=st4te"
     assert state_of("https://as.example/authorize?client_id=c&state=abc%20d") == "abc d"
     assert state_of("https://as.example/authorize?client_id=c") is None
+
+
+def test_listener_refuses_a_callback_before_it_knows_the_state() -> None:
+    """R13: a request that reaches the listener before the authorization URL (and so
+    its state) exists is refused whatever it carries, and the real answer still wins."""
+    with LoopbackListener() as listener:
+        base = listener.redirect_uri
+        assert _get(f"{base}?code=forged&state=guessed")[0] == 400
+        assert _get(f"{base}?code=forged")[0] == 400
+        assert _get(f"{base}?error=access_denied")[0] == 400
+        listener.expect_state("real-state")
+        assert _get(f"{base}?code=the-code&state=real-state")[0] == 200
+        assert listener.wait(5) == f"{base}?code=the-code&state=real-state"
+    with LoopbackListener() as listener, pytest.raises(ValueError, match="no state"):
+        listener.expect_state("")
+
+
+def test_listener_racing_request_during_sign_in_loses() -> None:
+    """R13, as it happens: a page hammers the callback from the moment the listener
+    is up; the sign-in that follows still gets its own answer."""
+    with LoopbackListener() as listener:
+        base = listener.redirect_uri
+        stop = threading.Event()
+        answers: list[int] = []
+
+        def hammer() -> None:
+            while not stop.is_set():
+                answers.append(_get(f"{base}?code=forged&state=forged")[0])
+
+        racer = threading.Thread(target=hammer)
+        racer.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not answers and time.monotonic() < deadline:
+                time.sleep(0.01)
+            listener.expect_state("s-123")
+            assert _get(f"{base}?code=real&state=s-123")[0] == 200
+        finally:
+            stop.set()
+            racer.join(10)
+        assert answers and set(answers) == {400}
+        assert listener.wait(5) == f"{base}?code=real&state=s-123"
 
 
 def test_listener_error_response_wins_too() -> None:

@@ -1749,7 +1749,11 @@ class _BrowserSignIn:
         if redirect_uri != self.listener.redirect_uri:  # pragma: no cover - the flow's own
             self.failure = "the sign-in was to come back elsewhere than this listener"
             raise RuntimeError(self.failure)
-        self.listener.expect_state(state_of(url))
+        state = state_of(url)
+        if not state:  # pragma: no cover - the flow always sends one
+            self.failure = "the authorization URL carries no state"
+            raise RuntimeError(self.failure)
+        self.listener.expect_state(state)
         # The URL holds the PKCE challenge and the state, never a secret.
         write(
             self.cli.stderr,

@@ -8,7 +8,9 @@ names a port that is already ours. ``start()`` serves on a thread of its own:
 * a request wins only if it carries ``code`` or ``error`` *and* the ``state``
   of the authorization URL (``expect_state``): a web page that makes the
   browser fetch ``127.0.0.1`` with made-up parameters cannot end the sign-in;
-  the first such request wins, later ones are ignored;
+  the first such request wins, later ones are ignored. Until the state is
+  known every request is refused: one that came in before the authorization
+  URL existed cannot be the answer to it, whatever it carries;
 * every answer is a fixed page ("you can close this tab"): no parameter is ever
   echoed, and nothing is logged;
 * each connection has ``CONNECTION_TIMEOUT`` seconds to send its request.
@@ -160,8 +162,11 @@ class LoopbackListener:
         )
         self._thread.start()
 
-    def expect_state(self, state: str | None) -> None:
-        """The ``state`` of the authorization URL: a response must carry it to count."""
+    def expect_state(self, state: str) -> None:
+        """The ``state`` of the authorization URL: a response must carry it to count.
+        Until this is called no response counts."""
+        if not state:
+            raise ValueError("the authorization URL carries no state to check the answer by")
         with self._done:
             self._expected_state = state
 
@@ -172,10 +177,11 @@ class LoopbackListener:
             return False
         with self._done:
             expected = self._expected_state
-            if expected is not None:
-                got = params.get("state", "")
-                if not hmac.compare_digest(got.encode(), expected.encode()):
-                    return False
+            if expected is None:
+                return False  # nothing to check it by: it cannot be the answer
+            got = params.get("state", "")
+            if not hmac.compare_digest(got.encode(), expected.encode()):
+                return False
             if self._answer is None and not self._closed:
                 self._answer = f"{self.redirect_uri}?{query}"
                 self._done.notify_all()

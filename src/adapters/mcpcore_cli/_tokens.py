@@ -14,10 +14,12 @@ replaces the file at once (``os.replace``), so a reader never sees half a file
 and the file is never, even briefly, readable by others. A lock file beside it
 (``flock``) serialises the read-modify-write of concurrent ``mcpcore`` runs.
 
-Reading refuses a file that is not a regular file, is owned by another user,
-or is readable or writable by group or others, and one that is not a token
-file mcpcore wrote (corrupt JSON, a wrong field): ``TokenFileError`` says which
-and how to fix it, and never shows any of the file's content.
+Reading and writing refuse a directory owned by another user or writable by
+group or others (whoever can write there can replace the file), a file that is
+not a regular file, is owned by another user, or is readable or writable by
+group or others, and one that is not a token file mcpcore wrote (corrupt JSON,
+a wrong field): ``TokenFileError`` says which and how to fix it, and never
+shows any of the file's content.
 
 The default location: ``$MCPCORE_TOKEN_FILE`` if set, else
 ``$XDG_DATA_HOME/mcpcore/tokens.json``, else ``~/.local/share/mcpcore/tokens.json``.
@@ -57,8 +59,8 @@ __all__ = [
 
 TOKEN_FILE_ENV = "MCPCORE_TOKEN_FILE"
 FORMAT_VERSION = 1
-MAX_FILE_SIZE = 4 * 1024 * 1024
-LOCK_WAIT = 10.0  # seconds another run may hold the token file's lock  # a token file is a few kilobytes; refuse anything huge
+MAX_FILE_SIZE = 4 * 1024 * 1024  # a token file is a few kilobytes; refuse anything huge
+LOCK_WAIT = 10.0  # seconds another run may hold the token file's lock
 
 _log = logging.getLogger("mcpcore_cli.tokens")
 
@@ -329,8 +331,11 @@ class FileTokenStore:
         return removed
 
     def forget_all(self) -> bool:
-        """Delete the file (and its lock file). True if there was a file."""
-        with self._locked():
+        """Delete the file; True if there was one. The lock files beside it stay:
+        they hold nothing, and removing one while another run holds it would let a
+        third run lock a new file of the same name, and two runs think they hold
+        the lock."""
+        with self._locked(check=False):
             try:
                 os.unlink(self.path)
             except FileNotFoundError:
@@ -349,6 +354,7 @@ class FileTokenStore:
             return self._read_unlocked()
 
     def _read_unlocked(self) -> _Document:
+        self._check_directory()
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
             fd = os.open(self.path, flags)
@@ -392,13 +398,45 @@ class FileTokenStore:
                 f"make it private with: chmod 600 {str(self.path)!r}"
             )
 
+    def _check_directory(self) -> None:
+        """The file's directory is the user's own and only they can write to it
+        (another user who can write there could replace the file)."""
+        directory = self.path.parent
+        try:
+            info = os.stat(directory)
+        except FileNotFoundError:
+            return  # created 0700 on the first write
+        except OSError as exc:
+            raise TokenFileError(
+                f"the directory {str(directory)!r} of the token file cannot be read: "
+                f"{exc.strerror or exc}"
+            ) from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise TokenFileError(
+                f"{str(directory)!r} (the token file's directory) is not a directory"
+            )
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and info.st_uid != getuid():
+            raise TokenFileError(
+                f"the directory {str(directory)!r} of the token file belongs to another user; "
+                "keep the token file in a directory you own (--token-file or "
+                f"${TOKEN_FILE_ENV})"
+            )
+        mode = stat.S_IMODE(info.st_mode)
+        if os.name == "posix" and mode & 0o022:
+            raise TokenFileError(
+                f"the directory {str(directory)!r} of the token file can be written by other "
+                f"users (mode {mode:04o}); make it private with: chmod 700 {str(directory)!r}"
+            )
+
     # --- writing --------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """This process's lock, then the lock file's (other mcpcore runs)."""
+    def _locked(self, *, check: bool = True) -> Iterator[None]:
+        """This process's lock, then the lock file's (other mcpcore runs). Without
+        ``check`` an unsafe directory is not refused (``forget_all`` is the way out)."""
         with self._lock:
-            self._make_directory()
+            self._make_directory(check=check)
             if fcntl is None:  # pragma: no cover - not POSIX
                 yield
                 return
@@ -432,9 +470,11 @@ class FileTokenStore:
             except OSError as exc:
                 raise self._error(f"cannot be locked: {exc.strerror or exc}") from None
 
-    def _make_directory(self) -> None:
+    def _make_directory(self, *, check: bool = True) -> None:
         directory = self.path.parent
         if directory.is_dir():
+            if check:
+                self._check_directory()
             return
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
