@@ -649,6 +649,31 @@ def test_M63_M66_M67_list_changes_come_through_subscriptions_listen_and_a_loss_r
     assert link.engine.finished and server.problems == []
 
 
+def test_M67_a_listen_that_was_acknowledged_starts_the_backoff_afresh() -> None:
+    server = ModernFake(capabilities={"tools": {"listChanged": True}})
+    opened: list[float] = []
+    ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"notifications": {"toolsListChanged": True}}}
+
+    def hook(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+        if message["method"] != "subscriptions/listen":
+            return None
+        opened.append(link.now)
+        if len(opened) <= 6:
+            return Reply(200, SSE, [], finish="fail")  # lost before it was up
+        if len(opened) == 7:
+            return Reply(200, SSE, [sse(ack)], finish="fail")  # up, then lost
+        return Reply(200, SSE, [sse(ack)], finish="stall")
+
+    server.hook = hook
+    link = link_to(server, auto_refresh=True, start=False)
+    link.start()
+    ready_event(link)
+    link.advance(1 + 2 + 4 + 8 + 16 + 32 + 0.5)
+    assert len(opened) == 7
+    link.advance(1.0)  # the seventh stream had been up: one second, not sixty
+    assert len(opened) == 8
+
+
 def test_M63_no_listening_without_auto_refresh() -> None:
     server = ModernFake(capabilities={"tools": {"listChanged": True}})
     link = link_to(server)

@@ -1378,6 +1378,11 @@ class ClientSession:
                 # The listing under way may already be out of date: list again
                 # once it is done rather than lose the change.
                 self._relist_after_start = True
+        elif note.method == "notifications/subscriptions/acknowledged":
+            # M64, M67: the listen stream is up: the next loss starts the backoff
+            # from its first step again.
+            if self._listen_id is not None:
+                self._listen_failures = 0
         elif note.method == "notifications/message":
             _forward_server_log(self.options.server_name, params)
         else:
