@@ -298,6 +298,71 @@ def test_M12_the_verdict_is_kept_for_the_next_attempt() -> None:
     assert len(probes) == 1
 
 
+@pytest.mark.parametrize("status", [408, 429])
+def test_M10_M13_a_408_or_429_to_the_probe_is_not_era_evidence(status: int) -> None:
+    server = ModernFake()
+    busy = [True]
+
+    def hook(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+        if message["method"] == "server/discover" and busy[0]:
+            busy[0] = False
+            return Reply(status, [(b"content-type", b"text/plain")], [b"slow down"])
+        return None
+
+    server.hook = hook
+    link = link_to(server)
+    [failed] = link.of_type(StartFailed)
+    assert "initialize" not in server.methods()
+    assert link.engine.session.era is None
+    link.advance(failed.retry_at - link.now)
+    assert ready_event(link).protocol_version == V  # probed again: not pinned to initialize
+    assert server.methods().count("server/discover") == 2
+
+
+def test_M13_a_failed_start_up_after_a_handshake_verdict_probes_again() -> None:
+    server = ModernFake()
+    legacy_for_now = [True]
+
+    def hook(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+        if legacy_for_now[0] and message["method"] == "server/discover":
+            return Reply(405)  # the handshake era's answer (M8)
+        if legacy_for_now[0] and message["method"] == "initialize":
+            legacy_for_now[0] = False  # the server is replaced by a 2026-07-28 one
+            return Reply(503)
+        return None
+
+    server.hook = hook
+    link = link_to(server)
+    [failed] = link.of_type(StartFailed)
+    assert server.methods() == ["server/discover", "initialize"]
+    link.advance(failed.retry_at - link.now)
+    assert ready_event(link).protocol_version == V
+    assert server.methods()[2] == "server/discover"
+
+
+def test_M13_a_modern_verdict_that_stops_fitting_is_probed_again_and_the_call_is_not_resent() -> None:
+    server = ModernFake()
+    link = link_to(server)
+    assert ready_event(link).protocol_version == V
+    legacy = FakeServer()
+    link.server = legacy  # type: ignore[assignment]  # the endpoint now speaks the handshake era
+    call_id = link.engine.call("srv/echo", {"n": 1}, link.now)
+    failed = outcome(link, call_id)
+    assert isinstance(failed, CallFailed) and isinstance(failed.error, TransportError)
+    assert failed.error.status == 400
+    # probed again, fell back, set up a handshake-era session and re-listed
+    assert [s.message["method"] for s in legacy.seen if s.message][:4] == [
+        "tools/call",
+        "server/discover",
+        "initialize",
+        "notifications/initialized",
+    ]
+    assert link.engine.session.era == "legacy"
+    assert len(legacy.requests("tools/call")) == 1  # the failed call was not sent again
+    again = link.engine.call("srv/echo", {"n": 2}, link.now)
+    assert isinstance(outcome(link, again), CallSucceeded)
+    assert legacy.requests("tools/call")[-1]["params"] == {"name": "echo", "arguments": {"n": 2}, "_meta": {"progressToken": again}}
+
 # --- the modern wire ---------------------------------------------------------------------------
 
 
@@ -582,6 +647,31 @@ def test_M63_M66_M67_list_changes_come_through_subscriptions_listen_and_a_loss_r
     link.engine.close(link.now)
     link.pump()
     assert link.engine.finished and server.problems == []
+
+
+def test_M67_a_listen_that_was_acknowledged_starts_the_backoff_afresh() -> None:
+    server = ModernFake(capabilities={"tools": {"listChanged": True}})
+    opened: list[float] = []
+    ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"notifications": {"toolsListChanged": True}}}
+
+    def hook(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+        if message["method"] != "subscriptions/listen":
+            return None
+        opened.append(link.now)
+        if len(opened) <= 6:
+            return Reply(200, SSE, [], finish="fail")  # lost before it was up
+        if len(opened) == 7:
+            return Reply(200, SSE, [sse(ack)], finish="fail")  # up, then lost
+        return Reply(200, SSE, [sse(ack)], finish="stall")
+
+    server.hook = hook
+    link = link_to(server, auto_refresh=True, start=False)
+    link.start()
+    ready_event(link)
+    link.advance(1 + 2 + 4 + 8 + 16 + 32 + 0.5)
+    assert len(opened) == 7
+    link.advance(1.0)  # the seventh stream had been up: one second, not sixty
+    assert len(opened) == 8
 
 
 def test_M63_no_listening_without_auto_refresh() -> None:

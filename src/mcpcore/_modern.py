@@ -28,6 +28,7 @@ __all__ = [
     "answer_input_requests",
     "discover_verdict",
     "envelope",
+    "is_legacy_answer",
     "probe_error_verdict",
     "probe_failure_is_outage",
     "result_type",
@@ -150,8 +151,9 @@ def probe_error_verdict(code: object, data: object, *, retried: bool, sent: str)
 
 
 def probe_failure_is_outage(error: McpError) -> bool:
-    """M10, M11: network failures, timeouts, 5xx, 401, 403 and a failed OAuth flow
-    are never era evidence.
+    """M10, M11: network failures, timeouts (the network's or an HTTP 408), a
+    rate limit (429), 5xx, 401, 403 and a failed OAuth flow are never era
+    evidence.
 
     Everything else that failed the probe (a 4xx without a JSON-RPC body, a
     2xx that is not a result, 202, a body that is not JSON) is the handshake
@@ -166,8 +168,24 @@ def probe_failure_is_outage(error: McpError) -> bool:
         return False
     status = getattr(error, "status", None)
     # M11: 401 and 403 are about authorization, not the era: the attempt fails
-    # with them (and is retried), rather than falling back.
-    return status is None or status >= 500 or status in (401, 403)
+    # with them (and is retried), rather than falling back. A 408 is the probe's
+    # own timeout and a 429 a busy server (M10): either era answers them.
+    return status is None or status >= 500 or status in _NOT_ERA_EVIDENCE
+
+
+_NOT_ERA_EVIDENCE = frozenset((401, 403, 408, 429))
+
+
+def is_legacy_answer(error: McpError) -> bool:
+    """M13: an HTTP 4xx without a JSON-RPC body (M8's shapes) answering a request
+    sent in the 2026-07-28 era: the endpoint may speak the handshake era now."""
+    status = getattr(error, "status", None)
+    return (
+        isinstance(error, TransportError)
+        and isinstance(status, int)
+        and 400 <= status < 500
+        and status not in _NOT_ERA_EVIDENCE
+    )
 
 
 def result_type(result: Mapping[str, Any], *, mrtr: bool) -> str:

@@ -80,6 +80,7 @@ from ._modern import (
     answer_input_requests,
     discover_verdict,
     envelope,
+    is_legacy_answer,
     probe_error_verdict,
     probe_failure_is_outage,
     result_type,
@@ -552,6 +553,21 @@ class ClientSession:
                 error,
             )
         self._fail_pending(pending, error, now)
+        if (
+            self.modern
+            and self._pinned is None
+            and self.state is SessionState.READY
+            and not self._reinitializing
+            and is_legacy_answer(error)
+        ):
+            # M13: a handshake-era answer to a 2026-07-28 request: the verdict no
+            # longer fits. The request has failed (nothing is re-sent: the server
+            # may have acted on it); the endpoint is probed again and what follows
+            # waits for the new session.
+            _log.debug("%s a handshake-era answer in the 2026-07-28 era: probing again", self._tag)
+            self.era = None
+            self._reinitializing = True
+            self._begin_resetup(now)
 
     def transport_lost(self, error: McpError, now: float) -> None:
         """The whole transport is gone (a child exited): every request fails."""
@@ -573,9 +589,8 @@ class ClientSession:
                 self._parked.append(request)
         if not self._reinitializing:
             self._reinitializing = True
-            self.protocol_version = None
             _log.debug("the server ended the session (HTTP 404); setting up a new one")
-            self._send_initialize(now, deadline=now + self.options.startup_timeout)
+            self._begin_resetup(now)
 
     def retry_now(self, now: float) -> None:
         """Waiting to retry start-up (L4): retry at once instead, because what made
@@ -602,7 +617,7 @@ class ClientSession:
         if self._reinit_at is not None and now >= self._reinit_at:
             self._reinit_at = None
             _log.debug("setting up a new session again (attempt %d)", self._reinit_failures + 1)
-            self._send_initialize(now, deadline=now + self.options.startup_timeout)
+            self._begin_resetup(now)
         while (due := self._earliest_request_deadline()) is not None and due <= now:
             _, request_id = heapq.heappop(self._deadlines)
             pending = self._pending[request_id]
@@ -641,7 +656,7 @@ class ClientSession:
 
     def _send_request(self, pending: _Pending) -> bool:
         """Send now, or park until the new session is up (H6). True when sent."""
-        if self._reinitializing and pending.kind != "initialize":
+        if self._reinitializing and pending.kind not in ("initialize", "discover"):
             pending.sent = False
             self._parked.append(pending.request)
             return False
@@ -664,6 +679,45 @@ class ClientSession:
         else:
             self._send_discover(now, self._modern_version())
 
+    def _begin_resetup(self, now: float) -> None:
+        """H6, M13: set up a new session while ready (requests wait, parked): with
+        ``initialize`` when the era is known to be the handshake's, else probing."""
+        self.protocol_version = None
+        self._probe_retried = False
+        deadline = now + self.options.startup_timeout
+        if self.era == "legacy":
+            self._send_initialize(now, deadline=deadline)
+        else:
+            self._send_discover(now, self._modern_version(), deadline=deadline)
+
+    def _setup_failed(self, error: McpError, now: float) -> None:
+        """A handshake step failed: a start-up attempt, or a re-setup while ready."""
+        if self._reinitializing:
+            self._reinit_failed(error, now)
+        else:
+            self._fail_start(error, now)
+
+    def _finish_resetup(self, now: float) -> None:
+        """H6: the new session is up; send what was waiting, once, then re-list: the
+        new session may offer other tools than the old one."""
+        self._reinitializing = False
+        self._reinit_failures = 0
+        self.last_error = None
+        parked, self._parked = self._parked, []
+        for request in parked:
+            waiting = self._pending.get(request.id)  # type: ignore[arg-type]
+            if waiting is None:
+                continue
+            waiting.sent = True
+            if self.modern:
+                # Parked while no era was known, so sent without the envelope.
+                params = request.params if isinstance(request.params, Mapping) else None
+                request = Request(id=request.id, method=request.method, params=self._stamp(params))
+                waiting.request = request
+            self._outgoing.append(request)
+        if self.modern or "tools" in self.server_capabilities:
+            self._queue_refresh(-1, now)
+
     def _modern_version(self) -> str:
         protocol = self.options.protocol
         return protocol if protocol in MODERN_VERSIONS else MODERN_VERSIONS[0]
@@ -674,7 +728,7 @@ class ClientSession:
             protocol if protocol in SUPPORTED_PROTOCOL_VERSIONS else SUPPORTED_PROTOCOL_VERSIONS[0]
         )
 
-    def _send_discover(self, now: float, version: str) -> None:
+    def _send_discover(self, now: float, version: str, *, deadline: float | None = None) -> None:
         """E1, M1: the probe: server/discover at the newest revision, fully stamped."""
         _log.debug(
             "%s start-up attempt %d: server/discover at protocol version %s",
@@ -690,8 +744,9 @@ class ClientSession:
             params=envelope(None, version, self.options.client_name, self.options.client_version),
         )
         self._pending[request_id] = _Pending(
-            kind="discover", request=request, deadline=None, started=now
+            kind="discover", request=request, deadline=deadline, started=now
         )
+        self._track_deadline(request_id, deadline)
         self._outgoing.append(request)
 
     def _stamp(self, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -720,6 +775,9 @@ class ClientSession:
             (now - pending.started) * 1000,
             verdict.version,
         )
+        if self._reinitializing:
+            self._finish_resetup(now)
+            return
         self._transition(SessionInput.DISCOVERED)
         # M17: list even when no tools capability was advertised.
         self._listing = _Listing(refresh_id=None)
@@ -734,24 +792,24 @@ class ClientSession:
         if verdict.kind == "retry":
             assert verdict.version is not None
             self._probe_retried = True
-            self._send_discover(now, verdict.version)
+            self._send_discover(now, verdict.version, deadline=pending.deadline)
         elif verdict.kind == "fail":
             assert verdict.error is not None
-            self._fail_start(verdict.error, now)
+            self._setup_failed(verdict.error, now)
         else:
             self._fall_back(now, f"server/discover was refused with error {message.code}")
 
     def _probe_failed(self, pending: _Pending, error: McpError, now: float) -> None:
         """M8, M10: a failed probe is an outage, or the handshake era's answer."""
         if probe_failure_is_outage(error):
-            self._fail_start(error, now)
+            self._setup_failed(error, now)
         else:
             self._fall_back(now, str(error))
 
     def _fall_back(self, now: float, why: str) -> None:
         """E1: the handshake era, on the same URL (M3, M6, M8, M83)."""
         if self._pinned == "modern":
-            self._fail_start(
+            self._setup_failed(
                 HandshakeError(f"the server does not speak protocol version 2026-07-28 ({why})"),
                 now,
             )
@@ -759,6 +817,9 @@ class ClientSession:
         _log.debug("%s falling back to initialize: %s", self._tag, excerpt(why, 200))
         self.era = "legacy"
         self.protocol_version = None
+        if self._reinitializing:
+            self._send_initialize(now, deadline=now + self.options.startup_timeout)
+            return
         self._transition(SessionInput.FELL_BACK)
         self._send_initialize(now, deadline=None)
 
@@ -831,6 +892,9 @@ class ClientSession:
         self._listing = None
         self._relist_after_start = False
         self._startup_deadline = None
+        # M13: a failed start-up drops a verdict the host did not pin, in either
+        # direction: the next attempt probes again.
+        self.era = self._pinned
         self.failures += 1
         self.last_error = error
         delay = backoff_delay(
@@ -859,10 +923,7 @@ class ClientSession:
         elif pending.kind == "discover":
             self._probe_failed(pending, error, now)
         elif pending.kind == "initialize":
-            if self._reinitializing:
-                self._reinit_failed(error, now)
-            else:
-                self._fail_start(error, now)
+            self._setup_failed(error, now)
         else:
             self._listing_failed(error, now)
 
@@ -897,6 +958,7 @@ class ClientSession:
         )
         self._reinit_at = now + delay
         self.last_error = error
+        self.era = self._pinned  # M13: the next try probes again
         _log.info(
             "server %r: a new session could not be set up (%s); retrying in %g s",
             self.options.server_name,
@@ -908,10 +970,7 @@ class ClientSession:
         try:
             version, capabilities, info = _parse_initialize_result(result)
         except HandshakeError as exc:
-            if self._reinitializing:
-                self._reinit_failed(exc, now)
-            else:
-                self._fail_start(exc, now)
+            self._setup_failed(exc, now)
             return
         self.protocol_version = version
         if _log.isEnabledFor(_DEBUG):
@@ -930,21 +989,9 @@ class ClientSession:
             )
         self._outgoing.append(Notification(method="notifications/initialized"))
         if self._reinitializing:
-            # H6: the new session is set up; send what was waiting, once, then
-            # re-list: the new session may offer other tools than the old one.
-            self._reinitializing = False
-            self._reinit_failures = 0
-            self.last_error = None
             self.server_capabilities = capabilities
             self.server_info = info
-            parked, self._parked = self._parked, []
-            for request in parked:
-                waiting = self._pending.get(request.id)  # type: ignore[arg-type]
-                if waiting is not None:
-                    waiting.sent = True
-                    self._outgoing.append(request)
-            if "tools" in capabilities:
-                self._queue_refresh(-1, now)
+            self._finish_resetup(now)
             return
         self.server_capabilities = capabilities
         self.server_info = info
@@ -1331,6 +1378,11 @@ class ClientSession:
                 # The listing under way may already be out of date: list again
                 # once it is done rather than lose the change.
                 self._relist_after_start = True
+        elif note.method == "notifications/subscriptions/acknowledged":
+            # M64, M67: the listen stream is up: the next loss starts the backoff
+            # from its first step again.
+            if self._listen_id is not None:
+                self._listen_failures = 0
         elif note.method == "notifications/message":
             _forward_server_log(self.options.server_name, params)
         else:
