@@ -202,7 +202,7 @@ def test_tools_table(demo_url: str) -> None:
     result = run("tools", demo_url)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["ID", "RO", "DESCRIPTION"]
+    assert lines[0].split() == ["ID", "RO", "ARGS", "DESCRIPTION"]
     rows = {line.split()[0]: line for line in lines[1:]}
     assert list(rows) == [f"server/{name}" for name in DEFAULT_TOOLS]
     assert rows["server/echo"].split()[1] == "ro"
@@ -393,9 +393,10 @@ def test_X4_call_shows_only_the_notes_about_its_tool(noisy_url: str) -> None:
     result = run("call", noisy_url, "broken")
     assert result.returncode == 2
     notes = result.stderr.splitlines()
-    assert len(notes) == 2
+    assert len(notes) == 3
     assert "'broken'" in notes[0] and "inputSchema is not an object" in notes[0]
-    assert "unknown tool 'server/broken'" in notes[1]
+    assert notes[1] == "mcpcore: unknown tool 'broken'"
+    assert notes[2] == f"mcpcore: hint: list the tools: mcpcore tools {noisy_url}"
     result = run("call", noisy_url, LONG_NAME)
     assert result.returncode == 2
     assert sum("not a valid tool name" in line for line in result.stderr.splitlines()) == 1
@@ -604,14 +605,14 @@ def test_K8_save_names_cannot_leave_the_directory(content_url: str, tmp_path: Pa
         "bashrc.bin",  # "../.bashrc": neither up nor hidden; an unknown type is .bin
         "evil.png",  # "x:..%2F..%2Fevil": decoded, and still only its last segment
         "evil.sh",  # "file:///../../../tmp/evil.sh"
-        "image-6.bin",  # a MIME type with an escape in it is not a known one
-        "resource-4.jpg",  # "%2e%2e" leaves no name: kind and place instead
+        "image-1.bin",  # a MIME type with an escape in it is not a known one
+        "resource-4.jpg",  # "%2e%2e" leaves no name: its kind and number instead
         "rf_2J.png",  # "-rf\u202e\x1b[2J.png": no leading dash, no controls
     ]
     assert [p.name for p in tmp_path.iterdir()] == ["deep"]  # nothing beside DIR
     assert list((tmp_path / "deep").iterdir()) == [out]
     assert (out / "bashrc.bin").read_bytes() == b"three"
-    assert (out / "image-6.bin").read_bytes() == b"six"
+    assert (out / "image-1.bin").read_bytes() == b"six"
     assert "\x1b" not in result.stderr and "\\x1b[31m" in result.stderr
 
 
@@ -638,7 +639,7 @@ def test_save_reports_a_block_it_cannot_write(tmp_path: Path) -> None:
     err = io.StringIO()
     saved, complete = _save_blocks(Cli(io.StringIO(), err), output, tmp_path)
     assert complete and sorted(Path(p).name for p in saved.values()) == [
-        "audio-2.wav",
+        "audio-1.wav",  # numbered among the audio blocks: the first
         "image-1.png",
     ]
 
@@ -731,7 +732,7 @@ def test_invalid_args_json_exits_2(demo_url: str, arguments: str, message: str) 
 def test_unknown_tool_exits_2(demo_url: str) -> None:
     result = run("call", demo_url, "nope")
     assert result.returncode == 2
-    assert "unknown tool 'server/nope'" in result.stderr
+    assert "unknown tool 'nope'" in result.stderr
 
 
 def test_invalid_config_exits_2(tmp_path: Path) -> None:
@@ -783,10 +784,10 @@ def test_invalid_entry_exits_2(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"local": {"command": "true"}})
     result = run("call", "--config", config, "local/echo")
     assert result.returncode == 2
-    assert (
-        "server 'local' is invalid: local MCP servers (command) are not supported" in result.stderr
+    assert result.stderr == (
+        "mcpcore: server 'local' is invalid: a local server (an entry with a 'command'): "
+        "--allow-local starts it\n"
     )
-    assert "hint: --allow-local" in result.stderr
 
 
 def test_unreachable_server_exits_3_quickly() -> None:
@@ -909,16 +910,17 @@ def recipe(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_local_servers_need_allow_local(recipe: dict[str, Any]) -> None:
-    """C6: without --allow-local a command entry is refused with the core's fixed reason,
-    and a hint says which option starts it."""
+    """C6: without --allow-local a command entry is refused, and the reason names the
+    flag that starts it (never "not supported yet")."""
     result = run("check", recipe["config"], "--json", env=recipe["env"])
     assert result.returncode == 1
     (row,) = json.loads(result.stdout)
     assert row["status"] == "invalid"
-    assert row["reason"] == "local MCP servers (command) are not supported yet"
-    assert result.stderr == (
-        "mcpcore: hint: --allow-local starts the local servers (entries with a 'command')\n"
-    )
+    assert row["reason"] == "a local server (an entry with a 'command'): --allow-local starts it"
+    assert result.stderr == ""
+    result = run("check", recipe["config"], env=recipe["env"])
+    assert "not supported" not in result.stdout + result.stderr
+    assert "--allow-local starts it" in result.stdout
 
 
 def test_local_server_recipe_from_the_readme(recipe: dict[str, Any]) -> None:
@@ -926,7 +928,13 @@ def test_local_server_recipe_from_the_readme(recipe: dict[str, Any]) -> None:
     config, env = recipe["config"], recipe["env"]
     result = run("check", config, "--allow-local", env=env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[1].split() == ["hello", "ready", "2025-11-25", "(handshake)", "1"]
+    assert result.stdout.splitlines()[1].split() == [
+        "hello",
+        "ready",
+        "2025-11-25",
+        "(legacy)",
+        "1",
+    ]
     result = run("tools", "--config", config, "--allow-local", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert [t["id"] for t in json.loads(result.stdout)] == ["hello/hello"]
@@ -1008,8 +1016,9 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     rows = {
         line.split()[0]: line.split(None, 4) for line in lines[1:] if not line.startswith("Bad")
     }
-    # E1: the demo server speaks the handshake era (found by the probe's fallback)
-    assert rows["good"][1:5] == ["ready", "2025-11-25", "(handshake)", "11"]
+    # E1: the demo server speaks a legacy revision (found by the probe's fallback): the
+    # era's word is the API's (protocol="legacy", client.era == "legacy")
+    assert rows["good"][1:5] == ["ready", "2025-11-25", "(legacy)", "11"]
     down = next(line for line in lines if line.startswith("down")).split(None, 4)
     assert down[1] == "unavailable" and down[2] == "-" and "connection" in down[4]
     plain = next(line for line in lines if line.startswith("plain")).split(None, 4)

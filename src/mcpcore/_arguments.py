@@ -438,6 +438,19 @@ def _violation(schema: Mapping[str, Any], error: Any) -> InvalidArguments:
         return InvalidArguments(
             _path(parts), message=f"{_subject(parts)} must be {wanted}, not {given}"
         )
+    if keyword in ("anyOf", "oneOf"):
+        kinds = _types(schema, error.schema)
+        given = _JSON_TYPE.get(type(instance), "another value")
+        wanted = " or ".join(_ARTICLE.get(k, excerpt(k, 20)) for k in kinds)
+        fits = _kind(instance) in kinds or (_kind(instance) == "integer" and "number" in kinds)
+        if kinds and not fits:
+            return InvalidArguments(
+                _path(parts), message=f"{_subject(parts)} must be {wanted}, not {given}"
+            )
+        return InvalidArguments(
+            _path(parts),
+            message=f"{_subject(parts)} matches none of the forms the tool's schema allows",
+        )
     if keyword == "enum" and isinstance(value, list):
         choices = ", ".join(excerpt(json.dumps(v, ensure_ascii=False), 40) for v in value[:8])
         more = ", …" if len(value) > 8 else ""
