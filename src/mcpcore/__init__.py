@@ -152,6 +152,8 @@ _EXPORTS: dict[str, str] = {
     "StderrTail": "_stdio",
     "frame_message": "_stdio",
     "Catalogue": "_tools",
+    "ToolFilter": "_filters",
+    "tool_filter": "_filters",
     "SyncReport": "_tools",
     "Tool": "_tools",
     "is_valid_segment": "_tools",
@@ -271,6 +273,7 @@ __all__ = [
     "TokenSet",
     "TokenStore",
     "Tool",
+    "ToolFilter",
     "ToolOutput",
     "ToolsListChanged",
     "ToolsRefreshed",
@@ -307,6 +310,7 @@ __all__ = [
     "render_result",
     "signature",
     "suggest_ids",
+    "tool_filter",
 ]
 
 
@@ -387,6 +391,7 @@ if TYPE_CHECKING:
         WriteInput,
     )
     from ._failure import FailureKind, TransportFailure
+    from ._filters import ToolFilter, tool_filter
     from ._hooks import HookCall, HookFailure, hook_call, read_store
     from ._http import HttpLimits
     from ._jsonrpc import (

@@ -76,6 +76,15 @@ class ClientBase:
         return engine.catalogue.tools
 
     @property
+    def filtered(self) -> dict[str, str]:
+        """The tools the server lists that this client's ``include``/``exclude`` hide
+        (V4): tool id → which filter hides it."""
+        engine = self._engine
+        if engine is None or engine.catalogue is None:
+            return {}
+        return dict(engine.catalogue.filtered)
+
+    @property
     def protocol_version(self) -> str | None:
         """The MCP revision spoken with the server (``None`` until it is known)."""
         engine = self._engine

@@ -217,18 +217,25 @@ class UnknownTool(McpError):
 
     ``suggestions`` holds the ids the caller may have meant (the plain tool name
     without its server, a different case, another server's prefix), at most a
-    few; the message names them ("did you mean 'py/add'?").
+    few; the message names them ("did you mean 'py/add'?"). ``filtered`` says which
+    of the client's ``include``/``exclude`` patterns hid a tool the server has.
     """
 
-    def __init__(self, tool_id: str, *, suggestions: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, tool_id: str, *, suggestions: tuple[str, ...] = (), filtered: str | None = None
+    ) -> None:
         message = f"unknown tool {tool_id!r}"
-        if len(suggestions) == 1:
+        if filtered is not None:
+            # V4: the server has it, the client's own include/exclude filter hid it
+            message = f"tool {tool_id!r} is filtered out: {filtered}"
+        elif len(suggestions) == 1:
             message += f"; did you mean {suggestions[0]!r}?"
         elif suggestions:
             message += f"; did you mean one of {', '.join(map(repr, suggestions))}?"
         super().__init__(message)
         self.tool_id = tool_id
         self.suggestions = suggestions
+        self.filtered = filtered
 
 
 # Tracebacks and reprs name the public module, where every one of these lives.

@@ -64,6 +64,7 @@ from ._events import (
     ToolsListChanged,
     ToolsRefreshed,
 )
+from ._filters import ToolFilter
 from ._headers import (
     HeaderParam,
     InvalidHeaderDeclaration,
@@ -186,6 +187,8 @@ class SessionOptions:
     # "legacy" (or a handshake-era version) always uses initialize; "modern" (or a
     # 2026-07-28-era version) never falls back.
     protocol: str = "auto"
+    # V4: the include/exclude filter (None: every tool the server lists)
+    tool_filter: ToolFilter | None = None
 
 
 @dataclass(slots=True)
@@ -412,6 +415,9 @@ class ClientSession:
         assert self.catalogue is not None
         tool = self.catalogue.get(tool_id)
         if tool is None:
+            hidden = self.catalogue.filtered.get(tool_id)
+            if hidden is not None:
+                raise UnknownTool(tool_id, filtered=hidden)
             raise UnknownTool(tool_id, suggestions=self.catalogue.suggest(tool_id))
         if arguments is None:
             arguments = {}
@@ -1085,6 +1091,7 @@ class ClientSession:
                 separator=self.options.separator,
                 segment_pattern=self.options.segment_pattern,
                 max_tools=self.options.max_tools,
+                tool_filter=self.options.tool_filter,
             )
         except McpError as exc:
             self._listing = listing

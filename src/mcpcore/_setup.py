@@ -10,7 +10,7 @@ environment and home directory are arguments: the core never reads them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -24,6 +24,7 @@ from ._config import (
 )
 from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
+from ._filters import tool_filter
 from ._http import HttpLimits
 from ._modern import MODERN_VERSIONS
 from ._outbound import OutboundPolicy, choose_proxy
@@ -124,6 +125,14 @@ class ClientOptions(TypedDict, total=False):
         ``AuthOptions.store`` and sends them. Without it a 401 is an error
         naming the status. The person-facing step needs the driver's
         ``authorize`` hook; a signed client assertion its ``sign_assertion``.
+    ``include`` / ``exclude`` (None)
+        Tool filters (V4): lists of glob patterns (``"search_*"``) matched
+        against each tool's original name, case-insensitively; a pattern
+        holding the separator matches the whole tool id (``"github/search*"``).
+        A tool is offered when ``include`` (if given) names it and ``exclude``
+        does not. A hidden tool is never listed, registered or callable
+        (calling it raises ``UnknownTool`` naming the filter). For a hub, either
+        option may map server names to lists, one list per entry.
     """
 
     call_timeout: float
@@ -146,6 +155,8 @@ class ClientOptions(TypedDict, total=False):
     protocol: str
     proxy: str
     auth: AuthOptions | None
+    include: Sequence[str] | Mapping[str, Sequence[str]] | None
+    exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +213,9 @@ def prepare_client(
         max_pages=options.get("max_pages", 1000),
         max_tools=options.get("max_tools", 10_000),
         protocol=_protocol(options.get("protocol", "auto")),
+        tool_filter=tool_filter(
+            options.get("include"), options.get("exclude"), server=lowered, separator=separator
+        ),
     )
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")

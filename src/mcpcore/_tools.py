@@ -26,6 +26,7 @@ from typing import Any
 
 from ._errors import LimitExceeded
 from ._escape import escape_text
+from ._filters import ToolFilter
 from ._schema import SchemaInvalid, Validator, compile_schema
 
 __all__ = [
@@ -232,12 +233,21 @@ class Catalogue:
     ``in`` and :meth:`get` take qualified ids (exact match).
     """
 
-    __slots__ = ("_by_id", "separator", "server", "tools")
+    __slots__ = ("_by_id", "filtered", "separator", "server", "tools")
 
-    def __init__(self, server: str, tools: Sequence[Tool] = (), *, separator: str = "/") -> None:
+    def __init__(
+        self,
+        server: str,
+        tools: Sequence[Tool] = (),
+        *,
+        separator: str = "/",
+        filtered: Mapping[str, str] | None = None,
+    ) -> None:
         self.server = server
         self.separator = separator
         self.tools: tuple[Tool, ...] = tuple(tools)
+        # V4: ids the client's include/exclude filter left out → why (for UnknownTool)
+        self.filtered: dict[str, str] = dict(filtered or {})
         self._by_id: dict[str, Tool] = {}
         for tool in self.tools:
             self._by_id.setdefault(tool.id, tool)
@@ -252,8 +262,12 @@ class Catalogue:
         segment_pattern: re.Pattern[str] | None = None,
         max_tools: int | None = None,
         validate_schemas: bool = True,
+        tool_filter: ToolFilter | None = None,
     ) -> Catalogue:
         """Raw ``tools/list`` tool objects (all pages, in order) → catalogue (T1–T4, P3b).
+
+        A tool that ``tool_filter`` hides (V4) is left out silently; its id and
+        why are kept in ``filtered``.
 
         Dropped, each with a ``WARNING`` naming the server and the name: items that
         are not objects, names that are not strings or whose lowercased form is not
@@ -276,6 +290,7 @@ class Catalogue:
         where = f"server {_shown(server)}"
         kept: list[Tool] = []
         seen: dict[str, str] = {}
+        filtered: dict[str, str] = {}
         for index, item in enumerate(tools):
             if not isinstance(item, dict):
                 _log.warning(
@@ -299,8 +314,12 @@ class Catalogue:
                 )
                 continue
             seen[tool.id] = tool.name
+            hidden = None if tool_filter is None else tool_filter.hides(tool.name, tool.id)
+            if hidden is not None:
+                filtered[tool.id] = hidden
+                continue
             kept.append(tool)
-        return cls(server, kept, separator=separator)
+        return cls(server, kept, separator=separator, filtered=filtered)
 
     def get(self, tool_id: str) -> Tool | None:
         """The tool with this qualified id, or ``None``."""

@@ -372,6 +372,31 @@ def _permissions(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _tool_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--include",
+        action="append",
+        metavar="GLOB",
+        help=(
+            "offer only the tools whose name matches GLOB (repeatable, or comma-separated; "
+            "a GLOB with '/' matches the whole id, server/tool)"
+        ),
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="hide the tools whose name matches GLOB (repeatable, or comma-separated; wins)",
+    )
+
+
+def _globs(values: list[str] | None) -> list[str] | None:
+    """--include/--exclude values: repeated and comma-separated, edge spaces dropped."""
+    if values is None:
+        return None
+    return [glob.strip() for value in values for glob in value.split(",") if glob.strip()]
+
+
 def _token_file(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token-file",
@@ -412,6 +437,7 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
     parser.add_argument("--timeout", type=_positive_seconds, metavar="S", help=timeout_help)
     parser.add_argument("--json", action="store_true", help="print JSON")
     _permissions(parser)
+    _tool_filters(parser)
     _token_file(parser)
 
 
@@ -520,6 +546,7 @@ def _command_parser(command: str) -> _Parser:
             ),
         )
         _permissions(parser)
+        _tool_filters(parser)
         _token_file(parser)
     _common(parser)
     return parser
@@ -770,6 +797,10 @@ def _client(cli: Cli, server: Outcome, name: str, args: argparse.Namespace) -> M
     }
     if timeout is not None:
         options["call_timeout"] = timeout
+    for option in ("include", "exclude"):
+        globs = _globs(getattr(args, option, None))
+        if globs is not None:
+            options[option] = globs
     auth = _stored_auth(cli, server, args)
     if auth is not None:
         options["auth"] = auth
@@ -1216,6 +1247,11 @@ def _find_tool(
     if written in by_id:
         return by_id[written]
     prefix, slash, rest = written.partition("/")
+    hidden = client.filtered
+    for candidate in (written, f"{client.name}/{rest if slash else written}"):
+        if candidate in hidden:  # V4: the server has it; --include/--exclude hid it
+            text = f"tool {quote(candidate)} is filtered out: {hidden[candidate]}"
+            raise _unknown_tool(cli, args, server, config, text)
     if config is None:
         for tool in tools:
             if tool.name == written:
