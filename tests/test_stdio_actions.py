@@ -11,6 +11,8 @@ import logging
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcpcore import (
     CallCancelled,
@@ -188,6 +190,9 @@ def test_L6_S3_close_cancels_closes_stdin_terminates_after_3_s_kills_1_s_later()
     assert [type(a) for a in e.take_actions()] == [KillProcess]
     assert not e.finished
     e.process_exited(-9, NOW + 4.1, process=1)
+    assert not e.finished  # its pipes are still open: part of its tree may live on
+    e.output_closed(NOW + 4.1, process=1)
+    e.stderr_closed(NOW + 4.1, process=1)
     assert e.finished and e.next_deadline() is None
 
 
@@ -197,6 +202,8 @@ def test_L6_close_is_finished_when_the_child_exits_within_the_grace() -> None:
     ready(e)
     e.close(NOW)
     e.take_actions()
+    e.output_closed(NOW + 0.2, process=1)
+    e.stderr_closed(NOW + 0.2, process=1)
     e.process_exited(0, NOW + 0.2, process=1)
     assert e.finished
     e.handle_timer(NOW + 10)
@@ -214,6 +221,97 @@ def test_L6_close_gives_up_on_a_child_never_reported_gone() -> None:
         now = deadline
         e.handle_timer(now)
     assert now == NOW + 3 + 1 + 1  # grace, terminate, kill, one second for the exit
+
+
+def test_S3_a_tree_that_holds_the_pipes_after_the_child_exits_is_terminated_then_killed() -> None:
+    """A launcher that does not exec, or a server that leaves a helper behind: the
+    child exits, something of its tree keeps stdout open. Closing is not over
+    then; the group is terminated after the grace and killed a second later."""
+    e = engine()
+    e.start(NOW)
+    ready(e)
+    e.close(NOW)
+    e.take_actions()
+    e.process_exited(0, NOW + 0.1, process=1)
+    e.stderr_closed(NOW + 0.1, process=1)
+    assert not e.finished and e.next_deadline() == NOW + 3
+    e.handle_timer(NOW + 3)
+    assert e.take_actions() == [TerminateProcess(process=1)]
+    e.handle_timer(NOW + 4)
+    assert e.take_actions() == [KillProcess(process=1)]
+    e.output_closed(NOW + 4.01, process=1)
+    assert e.finished and e.next_deadline() is None
+
+
+def test_S1_a_child_that_exits_while_its_stdout_stays_open_is_not_lost() -> None:
+    """A launcher may exit while the server it started goes on serving on the same
+    pipes: only the end of stdout makes the server lost."""
+    e = engine()
+    e.start(NOW)
+    ready(e)
+    e.process_exited(0, NOW, process=1)
+    assert e.next_deadline() is None or e.next_deadline() > NOW + 60
+    call_id = e.call("loc/echo", {}, NOW + 1)
+    [call] = written(e.take_actions())
+    assert call.id == call_id  # still written to the first child
+    e.output_closed(NOW + 2, process=1)
+    e.stderr_closed(NOW + 2, process=1)
+    assert any(isinstance(ev, CallFailed) for ev in e.take_events())
+    assert any(isinstance(a, StartProcess) and a.process == 2 for a in e.take_actions())
+
+
+REPORTS = ("exited", "stdout", "stderr")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    grace=st.sampled_from([0.5, 3.0]),
+    reports=st.lists(
+        st.tuples(st.sampled_from(REPORTS), st.floats(min_value=0, max_value=12)), max_size=3, unique_by=lambda r: r[0]
+    ),
+)
+def test_S3_closing_ends_within_its_bound_whatever_the_tree_reports(
+    grace: float, reports: list[tuple[str, float]]
+) -> None:
+    """Whatever the tree does (any subset of the exit and the pipes' ends, at any
+    time, or nothing at all), closing is finished by ``close_grace`` + 2 s; it is
+    finished earlier only once the child exited and both pipes ended; the group
+    is terminated only after the grace, and killed only a second after that."""
+    e = StdioClientEngine(server(), environ=ENVIRON, close_grace=grace)
+    e.start(NOW)
+    ready(e)
+    e.close(NOW)
+    e.take_actions()
+    pending = sorted(reports, key=lambda r: r[1])
+    done: set[str] = set()
+    now = NOW
+    terminated_at: float | None = None
+    while not e.finished:
+        deadline = e.next_deadline()
+        assert deadline is not None
+        if pending and NOW + pending[0][1] <= deadline:
+            what, at = pending.pop(0)
+            now = max(now, NOW + at)
+            done.add(what)
+            if what == "exited":
+                e.process_exited(0, now, process=1)
+            elif what == "stdout":
+                e.output_closed(now, process=1)
+            else:
+                e.stderr_closed(now, process=1)
+        else:
+            now = deadline
+            e.handle_timer(now)
+        for action in e.take_actions():
+            if isinstance(action, TerminateProcess):
+                assert now >= NOW + grace and terminated_at is None
+                terminated_at = now
+            elif isinstance(action, KillProcess):
+                assert terminated_at is not None and now >= terminated_at + 1
+            else:
+                raise AssertionError(f"unexpected {action!r}")
+        assert now <= NOW + grace + 2
+    assert done == set(REPORTS) or now == NOW + grace + 2
 
 
 def test_L6_closing_before_start_asks_for_nothing() -> None:

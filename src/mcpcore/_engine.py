@@ -33,7 +33,7 @@ from ._failure import TransportFailure
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
 from ._session import ClientSession, SessionOptions, SessionState
-from ._stdio import ChildControl, LineFramer, frame_message
+from ._stdio import DEFAULT_GRACE, ChildControl, LineFramer, frame_message
 from ._tools import Catalogue
 
 if TYPE_CHECKING:
@@ -405,7 +405,7 @@ class StdioClientEngine(_EngineBase):
         environ: Mapping[str, str] | None = None,
         options: SessionOptions | None = None,
         max_line_size: int = 64 * 1024 * 1024,
-        close_grace: float = 3.0,
+        close_grace: float = DEFAULT_GRACE,
     ) -> None:
         if options is None:
             options = SessionOptions(server_name="server" if server is None else server.name)
@@ -428,8 +428,9 @@ class StdioClientEngine(_EngineBase):
         super().start(now)
 
     def close(self, now: float) -> None:
-        """L6, S3: cancel what runs, then close the child's stdin; terminate after the
-        grace period and kill a second later. ``finished`` says when it is over."""
+        """L6, S3: cancel what runs, then close the child's stdin; terminate its process
+        group after the grace period and kill it a second later. ``finished`` says
+        when it is over: at the latest ``close_grace`` + 2 s from ``now``."""
         if self._closing:
             return
         self._closing = True
@@ -441,7 +442,8 @@ class StdioClientEngine(_EngineBase):
 
     @property
     def finished(self) -> bool:
-        """``close`` was called and the child (every child started) has exited."""
+        """``close`` was called and every child started is gone (exited, its stdout and
+        stderr ended), or the close bound passed: release the child's pipes then."""
         if self._child is None:
             return self._closing
         return self._child.finished
@@ -496,7 +498,8 @@ class StdioClientEngine(_EngineBase):
     def process_exited(
         self, returncode: int | None, now: float, *, process: int | None = None
     ) -> None:
-        """The child exited (``returncode`` as the OS gave it)."""
+        """The child exited (``returncode`` as the OS gave it): report it as soon as the
+        OS says so, not after its stdout ends (a grandchild may hold that open)."""
         if self._child is not None:
             self._child.exited(process, now)
 

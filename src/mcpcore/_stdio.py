@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._config import LocalServer
 
 __all__ = [
+    "DEFAULT_GRACE",
     "INHERITED_VARIABLES",
     "ChildControl",
     "LineFramer",
@@ -43,6 +44,11 @@ __all__ = [
 INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "USER", "TERM")
 _STDERR_WAIT = 0.5  # seconds a lost child's stderr may take to end (its last words)
 _KILL_AFTER = 1.0  # seconds between asking a child to stop and killing it
+# S3: seconds a server gets to exit on its own once its stdin closed (MCP's stdio
+# shutdown: close stdin, wait, SIGTERM, SIGKILL). A server that watches stdin is
+# gone in well under a second; one still running after this is one that does
+# not watch it, and waiting longer only delays the terminate.
+DEFAULT_GRACE = 3.0
 _STDERR_PARTIAL = 8192  # bytes of an unfinished stderr line kept
 _LOGGED_STDERR_CHARS = 2000  # characters of one stderr line logged
 
@@ -184,14 +190,24 @@ class ChildControl:
     the child did. It decides the rest: a child is started again only when a
     request must go out and none runs; a child whose stdout closed is declared
     lost once its stderr has also ended (or after ``_STDERR_WAIT``), with its
-    last stderr lines as the reason; closing closes stdin, terminates after the
-    grace period (3 s), kills a second later, and is finished once every child
-    it started has exited (or, at the latest, a second after the kill).
+    last stderr lines as the reason.
+
+    A child is its whole process tree: a launcher that does not ``exec``
+    (``npx``, a shell script) leaves the real server as a grandchild, which the
+    driver starts in the child's own process group and signals with it. The
+    tree counts as gone once the child has exited *and* its stdout and stderr
+    have ended (a grandchild holding them open is still running). Stopping
+    closes stdin, then terminates the group after the grace period (3 s), kills
+    it a second later; closing is finished once every tree started is gone or,
+    whatever the tree does, a second after the kill (``close_bound``): the
+    driver then abandons the child's readers.
     """
 
     def __init__(
-        self, server: LocalServer, environ: Mapping[str, str], *, grace: float = 3.0
+        self, server: LocalServer, environ: Mapping[str, str], *, grace: float = DEFAULT_GRACE
     ) -> None:
+        if grace < 0:
+            raise ValueError("the close grace must not be negative")
         self.server = server
         self._environ = dict(environ)
         self._grace = grace
@@ -203,11 +219,17 @@ class ChildControl:
         self._stderr_open = False
         self._lost_at: float | None = None  # stdout closed: lost at this time at the latest
         self._alive: set[int] = set()  # children started and not reported exited
-        self._kill_at: dict[int, float] = {}  # children being stopped: when to kill
+        self._open_pipes: dict[int, set[str]] = {}  # a child's stdout/stderr not yet ended
+        self._kill_at: dict[int, float] = {}  # trees being stopped: when to terminate or kill
         self._closing_until: float | None = None  # closing: finished by then whatever happens
         self._closing_over = False
-        self._terminated: set[int] = set()  # children sent TerminateProcess (kill next)
+        self._terminated: set[int] = set()  # trees sent TerminateProcess (kill next)
         self._log = logging.getLogger(f"mcpcore.stderr.{server.name}")
+
+    @property
+    def close_bound(self) -> float:
+        """Seconds closing takes at most, whatever the child's tree does (S3)."""
+        return self._grace + 2 * _KILL_AFTER
 
     # --- commands from the engine --------------------------------------------------------
 
@@ -216,6 +238,7 @@ class ChildControl:
         self.process += 1
         self.running = True
         self._alive.add(self.process)
+        self._open_pipes[self.process] = {"stdout", "stderr"}
         self._tail = StderrTail(secrets=self.server.env.values())
         self._stderr_partial = b""
         self._stderr_open = True
@@ -243,7 +266,7 @@ class ChildControl:
         number = self.process
         self._actions.append(CloseInput(process=number))
         wait = self._grace if grace is None else grace
-        if number in self._alive:
+        if self._tree_alive(number):
             if wait <= 0:
                 self._terminate(number, now)
             else:
@@ -280,6 +303,7 @@ class ChildControl:
 
     def stderr_closed(self, now: float, process: int | None) -> bool:
         """The child's stderr ended; True when the child is now to be declared lost."""
+        self._pipe_ended(process, "stderr")
         if process is not None and process != self.process:
             return False
         if self._stderr_partial:
@@ -290,6 +314,7 @@ class ChildControl:
 
     def output_closed(self, now: float, process: int | None) -> bool:
         """The child's stdout ended; True when it is to be declared lost right away."""
+        self._pipe_ended(process, "stdout")
         if not self.current(process):
             return False
         if not self._stderr_open:
@@ -299,15 +324,15 @@ class ChildControl:
         return False
 
     def exited(self, process: int | None, now: float) -> bool:
-        """The child exited; True when it is (the current one and) to be declared lost."""
+        """The child exited; True when it is (the current one and) to be declared lost.
+
+        Never on its own: the driver reports the exit as soon as it happens,
+        and a launcher may exit while the server it started goes on serving
+        on the same pipes. The end of stdout decides (``output_closed``).
+        """
         number = self.process if process is None else process
         self._alive.discard(number)
-        self._kill_at.pop(number, None)
-        self._terminated.discard(number)
-        if not self.current(number):
-            return False
-        if self._lost_at is None:
-            self._lost_at = now + _STDERR_WAIT  # its stdout may still be draining
+        self._forget_if_gone(number)
         return False
 
     def lost(self, now: float, what: str) -> str:
@@ -315,7 +340,7 @@ class ChildControl:
         number = self.process
         self.running = False
         self._lost_at = None
-        if number in self._alive:  # stdout closed but the process lives on: stop it
+        if self._tree_alive(number):  # stdout closed but the tree lives on: stop it
             self._actions.append(CloseInput(process=number))
             self._terminate(number, now)
         return self._tail.reason(what)
@@ -323,10 +348,25 @@ class ChildControl:
     def failed_to_start(self, process: int | None) -> None:
         number = self.process if process is None else process
         self._alive.discard(number)
-        self._kill_at.pop(number, None)
+        self._open_pipes.pop(number, None)
+        self._forget_if_gone(number)
         if number == self.process:
             self.running = False
             self._lost_at = None
+
+    def _pipe_ended(self, process: int | None, pipe: str) -> None:
+        number = self.process if process is None else process
+        self._open_pipes.get(number, set()).discard(pipe)
+        self._forget_if_gone(number)
+
+    def _tree_alive(self, number: int) -> bool:
+        return number in self._alive or bool(self._open_pipes.get(number))
+
+    def _forget_if_gone(self, number: int) -> None:
+        if not self._tree_alive(number):
+            self._open_pipes.pop(number, None)
+            self._kill_at.pop(number, None)
+            self._terminated.discard(number)
 
     # --- time ------------------------------------------------------------------------------
 
@@ -359,10 +399,11 @@ class ChildControl:
 
     @property
     def finished(self) -> bool:
-        """Closing began and every child started has exited (or the close bound passed)."""
+        """Closing began and every tree started is gone (or the close bound passed)."""
         if self._closing_until is None:
             return False
-        return not self._alive or self._closing_over
+        started = self._alive | self._open_pipes.keys()
+        return self._closing_over or not any(self._tree_alive(n) for n in started)
 
     def take_actions(self) -> list[ProcessAction]:
         out, self._actions = self._actions, []

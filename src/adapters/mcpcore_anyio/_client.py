@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import secrets
+import signal
 import time
 from collections import deque
 from collections.abc import (
@@ -776,10 +777,16 @@ class _Children:
     """Performs the engine's child-process actions (S1–S3), in order; decides nothing.
 
     One task performs them from a queue, so a start finishes before the writes
-    that follow it. Each child gets a writer task fed by a memory stream
-    (callers never write a pipe: concurrent calls never contend for it, trio
-    refuses two writers, and a caller cancelled mid-write cannot cut a frame
-    in two), a stdout reader that then waits for the exit, and a stderr reader.
+    that follow it. Each child is started in its own process group (a launcher
+    that does not ``exec`` leaves the real server as a grandchild), and
+    terminate and kill go to the whole group. Each child gets a task that runs,
+    under one cancel scope: a writer fed by a memory stream (callers never
+    write a pipe: concurrent calls never contend for it, trio refuses two
+    writers, and a caller cancelled mid-write cannot cut a frame in two), a
+    stdout reader, a stderr reader and a waiter that reports the exit as soon
+    as the OS does (a grandchild may hold stdout open long after). Once the
+    engine has finished closing, the scopes are cancelled: a reader blocked on
+    a pipe that something outside the group holds is abandoned, its pipes closed.
     """
 
     def __init__(self, client: McpClient, task_group: anyio.abc.TaskGroup) -> None:
@@ -788,6 +795,9 @@ class _Children:
         self._children: dict[
             int, tuple[anyio.abc.Process, MemoryObjectSendStream[bytes | None]]
         ] = {}
+        self._scopes: dict[int, anyio.CancelScope] = {}  # each child's tasks
+        self._all_released = anyio.Event()
+        self._all_released.set()
         self._queue, inbox = anyio.create_memory_object_stream[ProcessAction](math.inf)
         self._performer_done = anyio.Event()
         task_group.start_soon(self._perform_all, inbox, name=f"mcpcore:{client.name}:child")
@@ -821,18 +831,19 @@ class _Children:
         if isinstance(action, (WriteInput, CloseInput)):
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 outbox.send_nowait(action.data if isinstance(action, WriteInput) else None)
-        elif isinstance(action, (TerminateProcess, KillProcess)):
-            with contextlib.suppress(OSError, ProcessLookupError):
-                if isinstance(action, TerminateProcess):
-                    process.terminate()
-                else:
-                    process.kill()
+        elif isinstance(action, TerminateProcess):
+            _signal_group(process, terminate=True)
+        elif isinstance(action, KillProcess):
+            _signal_group(process, terminate=False)
 
     async def _start(self, action: StartProcess) -> None:
         engine = self._engine()
         try:
             process = await anyio.open_process(
-                [action.command, *action.args], cwd=action.cwd, env=action.env
+                [action.command, *action.args],
+                cwd=action.cwd,
+                env=action.env,
+                start_new_session=True,  # its own process group, signalled as one
             )
         except OSError as exc:
             failure = TransportFailure.from_exception(exc)
@@ -841,10 +852,33 @@ class _Children:
             return
         outbox, inbox = anyio.create_memory_object_stream[bytes | None](math.inf)
         self._children[action.process] = (process, outbox)
-        number = action.process
-        self._group.start_soon(self._read_stdout, number, process)
-        self._group.start_soon(self._read_stderr, number, process)
-        self._group.start_soon(self._write_stdin, process, inbox)
+        self._scopes[action.process] = anyio.CancelScope()
+        self._all_released = anyio.Event()
+        self._group.start_soon(self._run_child, action.process, process, inbox)
+
+    async def _run_child(
+        self, number: int, process: anyio.abc.Process, inbox: MemoryObjectReceiveStream[bytes | None]
+    ) -> None:
+        try:
+            with self._scopes[number]:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._write_stdin, process, inbox)
+                    async with anyio.create_task_group() as watchers:
+                        watchers.start_soon(self._read_stdout, number, process)
+                        watchers.start_soon(self._read_stderr, number, process)
+                        watchers.start_soon(self._wait_exit, number, process)
+                    # Exited, and nothing of its tree holds its output: nothing to write.
+                    entry = self._children.get(number)
+                    if entry is not None:
+                        entry[1].close()
+        finally:
+            self._children.pop(number, None)
+            self._scopes.pop(number, None)
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(_RELEASE_WAIT):
+                    await process.aclose()  # closes the pipes; the child itself has exited
+            if not self._children:
+                self._all_released.set()
 
     async def _read_stdout(self, number: int, process: anyio.abc.Process) -> None:
         engine, client = self._engine(), self.client
@@ -857,14 +891,6 @@ class _Children:
             pass
         engine.output_closed(client._now(), process=number)
         await client._dispatch()
-        code = await process.wait()  # the engine stops a child that outlives its stdout
-        entry = self._children.pop(number, None)
-        if entry is not None:
-            entry[1].close()  # its writer has nothing left to write to
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-        engine.process_exited(code, client._now(), process=number)
-        await client._dispatch()
 
     async def _read_stderr(self, number: int, process: anyio.abc.Process) -> None:
         engine, client = self._engine(), self.client
@@ -876,6 +902,12 @@ class _Children:
             pass
         engine.stderr_closed(client._now(), process=number)
         await client._dispatch()
+
+    async def _wait_exit(self, number: int, process: anyio.abc.Process) -> None:
+        """Report the exit when the OS does, whoever still holds the pipes."""
+        code = await process.wait()
+        self._engine().process_exited(code, self.client._now(), process=number)
+        await self.client._dispatch()
 
     async def _write_stdin(
         self, process: anyio.abc.Process, inbox: MemoryObjectReceiveStream[bytes | None]
@@ -897,11 +929,30 @@ class _Children:
                     await stdin.aclose()
 
     async def aclose(self) -> None:
-        """After the engine finished closing: stop the performer; kill any child left."""
+        """After the engine finished closing: stop the performer; abandon what is left.
+
+        The engine has terminated and killed every child's group that was not
+        gone: what still holds a pipe is outside the group. Its readers are
+        cancelled and the pipes closed.
+        """
         self._queue.close()
-        with anyio.move_on_after(1.0):
+        with anyio.move_on_after(_RELEASE_WAIT):
             await self._performer_done.wait()
-        for process, outbox in self._children.values():
-            outbox.close()
-            with contextlib.suppress(OSError, ProcessLookupError):
-                process.kill()
+        for scope in self._scopes.values():
+            scope.cancel()
+        with anyio.move_on_after(2 * _RELEASE_WAIT):
+            await self._all_released.wait()
+
+
+_RELEASE_WAIT = 1.0  # seconds to close a child's pipes once it has exited
+
+
+def _signal_group(process: anyio.abc.Process, *, terminate: bool) -> None:
+    """SIGTERM or SIGKILL to the child's process group (the child alone off POSIX)."""
+    with contextlib.suppress(OSError):  # the group is gone already
+        if os.name == "posix":
+            os.killpg(process.pid, signal.SIGTERM if terminate else signal.SIGKILL)
+        elif terminate:
+            process.terminate()
+        else:
+            process.kill()
