@@ -83,3 +83,41 @@ def test_readme_first_screen_points_to_the_guide() -> None:
     """The README's first screen (its first 40 lines) sends a newcomer to the guide."""
     first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:40])
     assert "(docs/guide.md)" in first_screen
+
+
+def _section(title: str) -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_option_table_lists_every_option_with_its_default() -> None:
+    """The guide's option table names exactly the options a client takes, each with the
+    default the code uses, and every ``HttpLimits`` field."""
+    import dataclasses
+
+    from mcpcore import ClientOptions, HttpLimits, prepare_client
+
+    section = _section("The options")
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", section, re.M))
+    assert set(rows) == set(ClientOptions.__annotations__)
+    setup = prepare_client("s", {"url": "https://s.example/mcp"}, {}, env={}, home="/h")
+    session = setup.session
+    defaults = {
+        "call_timeout": session.call_timeout,
+        "startup_timeout": session.startup_timeout,
+        "call_timeout_max": session.call_timeout_max,
+        "extend_on_progress": session.extend_on_progress,
+        "policy": session.policy,
+        "separator": session.separator,
+        "protocol": session.protocol,
+        "client_name": session.client_name,
+        "max_pages": session.max_pages,
+        "max_tools": session.max_tools,
+        "auto_refresh": session.auto_refresh,
+        "listen": setup.listen,
+        "max_connections": setup.max_connections,
+    }
+    for name, value in defaults.items():
+        assert rows[name].strip() == f"`{value!r}`".replace("'", '"'), name
+    for field in dataclasses.fields(HttpLimits):
+        assert f"`{field.name}`" in section, field.name

@@ -577,7 +577,7 @@ def _parse_remote(
 
 
 def check_remote_headers(server: RemoteServer) -> None:
-    """C5 for a ``RemoteServer`` a host built itself: its headers pass the entry's checks.
+    """C5 for a ``RemoteServer`` built in code: its headers pass an entry's checks.
 
     The values are taken as final (nothing is expanded). Raises
     :class:`ConfigError` naming the server and the header, never the value.
@@ -589,13 +589,13 @@ def _checked_headers(ctx: _Entry, headers: Mapping[str, object], *, expand: bool
     """C5: configured headers, checked one by one (and expanded when ``expand``).
 
     The one place header names and values are checked, for ``mcp.json`` entries
-    and for servers a host constructs. A refusal names the header, never its
+    and for servers built in code. A refusal names the header, never its
     value (C8).
     """
     checked: dict[str, str] = {}
     seen: dict[str, str] = {}
     for hname, value in headers.items():
-        if not isinstance(hname, str):  # a host-built server may break its type
+        if not isinstance(hname, str):  # a server built in code may break its type
             ctx.fail(f"a header name must be a string, not {_type_name(hname)}", "headers")
         key = f"headers.{hname}"
         label = f"header {_show_key(hname)}"

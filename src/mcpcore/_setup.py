@@ -231,7 +231,7 @@ def prepare_client(
         if isinstance(server, LocalServer) and not allow_local:
             raise ConfigError(LOCAL_REFUSED, key="command")  # C6
         if isinstance(server, RemoteServer):
-            check_remote_headers(server)  # C5: a host-built server's headers are checked too
+            check_remote_headers(server)  # C5: a server built in code has its headers checked too
             resolved = server
         elif isinstance(server, LocalServer):
             resolved = server
