@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from mcpcore import InvalidValue, SignAssertion
@@ -92,3 +93,31 @@ def test_A4_a_bad_key_or_algorithm_is_a_clear_error_without_the_key() -> None:
     assert "PRIVATE" not in repr(signer) and repr(signer) == "PrivateKeySigner(algorithm='ES256')"
     with pytest.raises(InvalidValue, match="RS256"):
         signer(_request("RS256"))  # the request asks for another algorithm than the key's
+
+
+def _never_shown(error: BaseException, pem: bytes) -> None:
+    text = str(error) + repr(error)
+    body = b"".join(pem.splitlines()[1:-1]).decode()
+    for start in range(0, len(body) - 16, 16):  # no run of the key's base64 shows
+        assert body[start : start + 16] not in text
+
+
+@pytest.mark.parametrize(
+    ("make", "algorithm", "says"),
+    [
+        (lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048), "ES256", "RSA"),
+        (lambda: ec.generate_private_key(ec.SECP384R1()), "ES256", "secp384r1"),
+        (lambda: ec.generate_private_key(ec.SECP256K1()), "ES256", "secp256k1"),
+        (lambda: ec.generate_private_key(ec.SECP256R1()), "RS256", "EC key"),
+        (lambda: rsa.generate_private_key(public_exponent=65537, key_size=1024), "RS256", "1024"),
+        (lambda: ed25519.Ed25519PrivateKey.generate(), "ES256", "Ed25519"),
+    ],
+)
+def test_O72_a_key_that_does_not_fit_the_algorithm_is_refused_when_the_signer_is_made(
+    make: Any, algorithm: str, says: str
+) -> None:
+    pem = _pem(make())
+    with pytest.raises(InvalidValue) as caught:
+        PrivateKeySigner(pem, algorithm)
+    assert algorithm in str(caught.value) and says in str(caught.value)
+    _never_shown(caught.value, pem)

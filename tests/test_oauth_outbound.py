@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpcore import CallFailed, SessionReady
+from mcpcore import CallFailed, HookFailure, SessionReady
 from mcpcore._oauth import (
     DestinationRefused,
     InvalidMetadata,
@@ -256,13 +256,13 @@ def test_parked_requests_each_get_their_own_copy_of_the_flow_error() -> None:
     second = link.engine.call("srv/echo", {"n": 2}, link.now)
     link.pump()
     assert link.pending  # a person is asked; both calls wait
-    link.engine.authorization_failed("the person closed the page", link.now)
+    link.engine.hook_failed(link.pending.pop(0).attempt, HookFailure.RAISED, link.now)
     link.pump()
     errors = {e.call_id: e.error for e in link.of_type(CallFailed)}
     assert set(errors) == {first, second}
     a, b = errors[first], errors[second]
     assert a is not b
-    assert type(a) is type(b) and str(a) == str(b) and "closed the page" in str(a)
+    assert type(a) is type(b) and str(a) == str(b) and "authorize hook failed" in str(a)
 
 
 def test_fresh_copy_keeps_type_message_and_attributes() -> None:

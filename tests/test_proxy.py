@@ -4,12 +4,16 @@ every driver uses through ``prepare_client``: the proxy option, else ``https_pro
 loopback hosts direct), ``ProxyTarget``/``redact_proxy``, and both drivers' pools
 (``connection_pool(..., proxy=...)``) and whole clients reaching the demo server through a
 small proxy on loopback: https through a CONNECT tunnel, http forwarded. A proxy's password
-shows in no error, repr or log, also when the proxy refuses it.
+shows in no error, repr or log, also when the proxy refuses it. The proxy is chosen per
+origin: OAuth requests to an authorization server on another host go through that host's
+proxy, not the MCP server's.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import http.server
 import json
 import logging
 import shutil
@@ -27,7 +31,7 @@ import httpcore
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client
-from mcpcore import ConfigError
+from mcpcore import AuthOptions, ConfigError, PreRegisteredClient
 from mcpcore._setup import choose_proxy
 from mcpcore_demo import DemoServer
 from mcpcore_httpcore import ProxyTarget, body_end_arrived, redact_proxy
@@ -295,10 +299,16 @@ class LoopbackProxy:
     ``CONNECT host:port`` opens a tunnel; a request with an absolute URL is forwarded
     (sent on in origin form, without the ``Proxy-*`` headers). With ``credentials`` every
     request must carry them in ``Proxy-Authorization`` (Basic), or gets 407 and the
-    connection closes. ``seen`` lists what each request asked for.
+    connection closes. ``seen`` lists what each request asked for. ``hosts`` maps
+    names that exist only for the proxy (``auth.example.test``) to real addresses.
     """
 
-    def __init__(self, credentials: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        credentials: tuple[str, str] | None = None,
+        hosts: dict[str, str] | None = None,
+    ) -> None:
+        self.hosts = hosts or {}
         self.expected_auth = (
             None
             if credentials is None
@@ -359,6 +369,7 @@ class LoopbackProxy:
                     return
                 if method == b"CONNECT":
                     host, _, port = target.decode().rpartition(":")
+                    host = self.hosts.get(host, host)
                     upstream = self._track(socket.create_connection((host, int(port)), TIMEOUT))
                     client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                     if buffer:
@@ -371,6 +382,7 @@ class LoopbackProxy:
                 authority, _, path = target[len(b"http://") :].partition(b"/")
                 if upstream is None:
                     host, _, port = authority.decode().rpartition(":")
+                    host = self.hosts.get(host, host)
                     upstream = self._track(socket.create_connection((host, int(port)), TIMEOUT))
                     self._spawn(self._pipe, upstream, client)
                 kept = [f for f in fields if not f.lower().startswith(b"proxy-")]
@@ -818,8 +830,156 @@ def test_C5_a_client_with_proxy_goes_through_it_on_every_driver(driver: str) -> 
     running_proxy = LoopbackProxy()
     try:
         with DemoServer().serve_in_thread() as running:
-            text = anyio.run(conversation, running.url, running_proxy.url, backend=backend_of(driver))
+            text = anyio.run(
+                conversation, running.url, running_proxy.url, backend=backend_of(driver)
+            )
         assert text == "via proxy"
         assert f"POST {running.url}" in running_proxy.seen
     finally:
         running_proxy.close()
+
+
+# --- OAuth through the proxy chosen for the authorization server's host ------------------------
+
+
+class _Scripted(http.server.BaseHTTPRequestHandler):
+    """One request of a scripted server: ``self.server.answer`` gives the reply."""
+
+    def _reply(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        status, headers, content = self.server.answer(self, body)  # type: ignore[attr-defined]
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(content)))
+        self.end_headers()
+        self.wfile.write(content)
+
+    do_GET = do_POST = do_DELETE = _reply
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _scripted_server(answer: Any) -> Iterator[str]:
+    """A server on a free loopback port answering with ``answer(handler, body)``;
+    its base URL. Each connection closes after its response (HTTP/1.0)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
+    server.daemon_threads = False  # server_close() joins every handler thread
+    server.answer = answer  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(TIMEOUT)
+
+
+def _json_reply(doc: Any, status: int = 200) -> tuple[int, list[tuple[str, str]], bytes]:
+    return status, [("content-type", "application/json")], json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_C5_oauth_requests_go_through_the_proxy_chosen_for_the_authorization_servers_host(
+    driver: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP server is on loopback (direct); its authorization server is on a host
+    only the proxy can reach (``HTTP_PROXY``): discovery and the token request go
+    through the proxy, the MCP requests do not."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "NO_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    fake_as = "auth.example.test"
+
+    def authorization_server(handler: Any, body: bytes) -> Any:
+        issuer = f"http://{fake_as}:{handler.server.server_address[1]}"
+        if handler.path == "/.well-known/oauth-authorization-server":
+            return _json_reply(
+                {
+                    "issuer": issuer,
+                    "authorization_endpoint": issuer + "/authorize",
+                    "token_endpoint": issuer + "/token",
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["client_secret_post"],
+                }
+            )
+        if handler.path == "/token" and b"grant_type=client_credentials" in body:
+            return _json_reply({"access_token": "good", "token_type": "Bearer"})
+        return _json_reply({"error": "not_found"}, 404)
+
+    def mcp_server(handler: Any, body: bytes) -> Any:
+        base = f"http://127.0.0.1:{handler.server.server_address[1]}"
+        if handler.path == "/.well-known/oauth-protected-resource/mcp":
+            return _json_reply({"resource": base + "/mcp", "authorization_servers": [as_issuer]})
+        if handler.headers.get("authorization") != "Bearer good":
+            challenge = (
+                f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"'
+            )
+            return 401, [("www-authenticate", challenge)], b""
+        if handler.command != "POST":
+            return 405, [], b""
+        message = json.loads(body)
+        if "id" not in message:
+            return 202, [], b""
+        result: dict[str, Any] = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        if message["method"] == "initialize":
+            result = {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "gate", "version": "1"},
+            }
+        return _json_reply({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    async def conversation(url: str) -> list[str]:
+        auth = AuthOptions(
+            grant="client_credentials",
+            client=PreRegisteredClient(client_id="c", client_secret="s3cret-value"),
+            allow_insecure_http=True,
+        )
+        async with open_client(
+            driver, "gate", {"url": url}, auth=auth, listen=False, protocol="legacy"
+        ) as client:
+            with anyio.fail_after(TIMEOUT):
+                status = await client.ready(10)
+                assert status.ok, status
+                return [tool.name for tool in client.tools]
+
+    with _scripted_server(authorization_server) as as_url:
+        as_port = as_url.rpartition(":")[2]
+        as_issuer = f"http://{fake_as}:{as_port}"
+        running_proxy = LoopbackProxy(hosts={fake_as: "127.0.0.1"})
+        try:
+            monkeypatch.setenv("HTTP_PROXY", running_proxy.url)
+            with _scripted_server(mcp_server) as mcp_url:
+                names = anyio.run(conversation, mcp_url + "/mcp", backend=backend_of(driver))
+        finally:
+            running_proxy.close()
+    assert names and names[0].endswith("echo")
+    assert f"GET {as_issuer}/.well-known/oauth-authorization-server" in running_proxy.seen
+    assert f"POST {as_issuer}/token" in running_proxy.seen
+    assert not [seen for seen in running_proxy.seen if "127.0.0.1" in seen]  # MCP: direct
+
+
+def test_C5_the_core_chooses_the_proxy_per_origin() -> None:
+    """``OutboundPolicy.proxy_for_origin``: what each driver's pool asks per origin."""
+    from mcpcore._outbound import OutboundPolicy
+
+    env = {"HTTPS_PROXY": "http://corp:3128", "NO_PROXY": "mcp.example", "PATH": "/bin"}
+    policy = OutboundPolicy.for_server("https://mcp.example/mcp", env=env)
+    assert policy.proxies_possible and "PATH" not in policy.env
+    assert policy.proxy_for_origin("https", "mcp.example", 443) is None  # NO_PROXY
+    assert policy.proxy_for_origin("https", "auth.example", 443) == "http://corp:3128"
+    assert policy.proxy_for_origin("https", "127.0.0.1", 8443) is None  # loopback: direct
+    assert policy.proxy_for_origin("http", "auth.example", 80) is None  # no HTTP_PROXY
+    explicit = OutboundPolicy.for_server("https://mcp.example/mcp", env=env, proxy="http://p:1")
+    assert explicit.proxy_for_origin("https", "::1", 443) == "http://p:1"
+    assert not OutboundPolicy.for_server(
+        "https://mcp.example/mcp", env=env, proxy=""
+    ).proxies_possible
+    assert not OutboundPolicy.for_server("https://x/", env={"NO_PROXY": "*"}).proxies_possible
+    assert_no_secret(
+        repr(OutboundPolicy.for_server("https://x/", proxy=with_credentials("http://p:1")))
+    )

@@ -110,7 +110,8 @@ class ClientOptions(TypedDict, total=False):
         handshake; ``"legacy"`` always uses the handshake; ``"modern"`` only
         2026-07-28; or a protocol version to use exactly that one.
     ``proxy`` (from the environment)
-        The HTTP proxy for a remote server: ``"http://[user:password@]host:port"``
+        The HTTP proxy for a remote server and every host its OAuth flow
+        reaches, each host judged on its own: ``"http://[user:password@]host:port"``
         (or ``https://``), or ``""`` for none. Left out, it comes from the
         environment the driver passes: ``https_proxy``/``HTTPS_PROXY`` for an
         ``https`` URL, ``http_proxy``/``HTTP_PROXY`` for ``http``, then

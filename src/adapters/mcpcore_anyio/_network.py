@@ -28,7 +28,8 @@ from mcpcore_httpcore import (
     COALESCE_LIMIT,
     BodyEnd,
     Connections,
-    ProxyTarget,
+    ProxyRoutes,
+    Route,
     Waiter,
     body_end_arrived,
     wait_readable,
@@ -36,13 +37,17 @@ from mcpcore_httpcore import (
 
 
 def connection_pool(
-    ssl_context: ssl.SSLContext | None, max_connections: int, *, proxy: str | None = None
+    ssl_context: ssl.SSLContext | None,
+    max_connections: int,
+    *,
+    proxy: Route | str | None = None,
 ) -> AsyncPool:
     """The client's pool: no retries (the engine decides), the lean asyncio streams.
 
-    With ``proxy`` (an http:// or https:// URL, credentials allowed, already
-    chosen by the core: ``ClientSetup.proxy`` from ``prepare_client``) every request
-    goes through that proxy: https URLs through a CONNECT tunnel, http ones
+    ``proxy`` is the core's choice per origin (``ClientSetup.outbound.proxy_for_origin``:
+    an http:// or https:// URL, credentials allowed, or None for direct), or one
+    proxy URL for every request. A proxied request goes through a pool of
+    httpcore's for its proxy: https URLs through a CONNECT tunnel, http ones
     forwarded. ``ssl_context`` is for the servers; an https proxy is checked
     with httpcore's default context.
     """
@@ -50,7 +55,7 @@ def connection_pool(
         ssl_context,
         max_connections,
         _NetworkBackend(),
-        None if proxy is None else ProxyTarget(proxy),
+        proxy,
     )
 
 
@@ -69,7 +74,7 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
         ssl_context: ssl.SSLContext | None,
         max_connections: int,
         backend: httpcore.AsyncNetworkBackend,
-        proxy: ProxyTarget | None = None,
+        proxy: Route | str | None = None,
     ) -> None:
         self._book: Connections[httpcore.AsyncHTTPConnection] = Connections(
             max_connections,
@@ -77,28 +82,28 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
                 origin, ssl_context=ssl_context, network_backend=backend
             ),
         )
-        self._via = (
-            None
-            if proxy is None
-            else httpcore.AsyncHTTPProxy(
-                proxy_url=proxy.url,
-                proxy_auth=proxy.auth,
+        # the proxy pools, one per proxy URL the core chooses for an origin
+        self._via: ProxyRoutes[httpcore.AsyncHTTPProxy] = ProxyRoutes(
+            proxy,
+            lambda target: httpcore.AsyncHTTPProxy(
+                proxy_url=target.url,
+                proxy_auth=target.auth,
                 ssl_context=ssl_context,
                 max_connections=max_connections,
                 retries=0,
                 network_backend=backend,
-            )
+            ),
         )
 
     @property
     def connections(self) -> list[httpcore.AsyncConnectionInterface]:
-        if self._via is not None:
-            return self._via.connections
-        return list(self._book.all)
+        proxied = [c for via in self._via.pools for c in via.connections]
+        return [*self._book.all, *proxied]
 
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        if self._via is not None:
-            return await self._via.handle_async_request(request)
+        via = self._via.via(request.url)
+        if via is not None:
+            return await via.handle_async_request(request)
         if request.url.scheme not in (b"http", b"https"):
             raise httpcore.UnsupportedProtocol(
                 f"the URL's scheme is {request.url.scheme.decode(errors='replace')!r},"
@@ -152,9 +157,8 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
             await _close(closing)
 
     async def aclose(self) -> None:
-        if self._via is not None:
-            await self._via.aclose()
-            return
+        for via in self._via.pools:
+            await via.aclose()
         await _close(self._book.close_all())
 
     async def __aenter__(self) -> AsyncPool:
@@ -164,8 +168,8 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
         await self.aclose()
 
     def __repr__(self) -> str:
-        if self._via is not None:
-            return f"<AsyncPool through a proxy, {len(self._via.connections)} connections>"
+        if self._via.pools:
+            return f"<AsyncPool {len(self.connections)} connections, some through a proxy>"
         return f"<AsyncPool {len(self._book.all)} connections, {len(self._book.idle)} idle>"
 
     # What httpcore's interface asks of a connection, for the pool as a whole.

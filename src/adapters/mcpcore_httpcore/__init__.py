@@ -13,12 +13,14 @@ This module owns:
 - ``wait_readable``: the one socket readiness check (``poll``, or
   ``selectors`` where there is no ``poll``; never ``select.select``, which
   fails on descriptors past 1023);
-- proxies: ``ProxyTarget`` splits a proxy URL into what httpcore takes, and
-  ``redact_proxy`` gives a proxy URL fit for a message or a log (no
-  credentials). Which proxy a client uses (the proxy option, else the
-  environment's ``*_proxy`` and ``no_proxy`` variables) is not decided here:
-  the core chooses it (``mcpcore.prepare_client`` → ``ClientSetup.proxy``),
-  and the drivers hand that to ``ProxyTarget``.
+- proxies: ``ProxyTarget`` splits a proxy URL into what httpcore takes,
+  ``ProxyRoutes`` keeps one httpcore proxy pool per proxy URL and says which
+  one an origin's requests go through, and ``redact_proxy`` gives a proxy URL
+  fit for a message or a log (no credentials). Which proxy an origin uses (the
+  proxy option, else the environment's ``*_proxy`` and ``no_proxy``
+  variables) is not decided here: the core chooses it per origin
+  (``ClientSetup.outbound.proxy_for_origin``), so a request to an
+  authorization server on another host gets that host's proxy.
 
 Loaded with httpcore, on a client's first remote start (B5); it imports neither
 httpcore nor ssl itself. Nothing here is about MCP; it is how requests are put
@@ -42,6 +44,7 @@ __all__ = [
     "COALESCE_LIMIT",
     "BodyEnd",
     "Connections",
+    "ProxyRoutes",
     "ProxyTarget",
     "Waiter",
     "body_end_arrived",
@@ -320,3 +323,47 @@ class ProxyTarget:
 
     def __repr__(self) -> str:
         return f"ProxyTarget({self.url!r}{', with credentials' if self.auth else ''})"
+
+
+P = TypeVar("P")
+# The core's choice of proxy for an origin (scheme, host, port): a proxy URL or None (direct).
+Route = Callable[[str, str, int], "str | None"]
+
+
+class ProxyRoutes(Generic[P]):
+    """Which proxy pool an origin's requests go through, one pool per proxy URL.
+
+    ``route`` is the core's per-origin choice (or one proxy URL for every
+    origin, or None: always direct); ``make`` builds httpcore's proxy pool for
+    a ``ProxyTarget`` the first time a proxy URL is chosen.
+    """
+
+    __slots__ = ("_make", "_pools", "_route")
+
+    def __init__(self, route: Route | str | None, make: Callable[[ProxyTarget], P]) -> None:
+        if isinstance(route, str):
+            ProxyTarget(route)  # a bad proxy URL fails when the pool is made
+            fixed = route
+            self._route: Route | None = lambda scheme, host, port: fixed
+        else:
+            self._route = route
+        self._make = make
+        self._pools: dict[str, P] = {}
+
+    def via(self, url: httpcore.URL) -> P | None:
+        """The proxy pool for a request to ``url``, or None when it goes direct."""
+        scheme = url.scheme.decode("ascii", "replace")
+        if self._route is None or scheme not in _DEFAULT_PORTS:
+            return None  # (a scheme that is not http(s) is the pool's to refuse)
+        host = url.host.decode("ascii", "replace")
+        proxy = self._route(scheme, host, url.port or _DEFAULT_PORTS[scheme])
+        if proxy is None:
+            return None
+        pool = self._pools.get(proxy)
+        if pool is None:
+            pool = self._pools[proxy] = self._make(ProxyTarget(proxy))
+        return pool
+
+    @property
+    def pools(self) -> list[P]:
+        return list(self._pools.values())

@@ -2,8 +2,9 @@
 
 The core builds the JWT's header and claims and asks the host to sign them
 (``SignAssertion``); this module does that with a PEM private key through the
-``cryptography`` package (the optional extra ``mcpcore[jwt]``). ES256 (P-256)
-and RS256 are supported. ``PrivateKeySigner`` is a plain callable for the
+``cryptography`` package (the optional extra ``mcpcore[jwt]``). ES256 (an EC
+key on P-256) and RS256 (an RSA key of 2048 bits or more) are supported; a key
+that does not fit the algorithm is refused when the signer is made. ``PrivateKeySigner`` is a plain callable for the
 threaded driver; ``async_signer`` wraps it for ``mcpcore_anyio``.
 
 The key never appears in a repr, a log record or an error.
@@ -36,6 +37,7 @@ class PrivateKeySigner:
             self._key: Any = load_pem_private_key(data, password=None)
         except (ValueError, TypeError):
             raise InvalidValue("the private key is not a usable PEM private key") from None
+        _check_fits(self._key, algorithm)
         self.algorithm = algorithm
 
     def __repr__(self) -> str:
@@ -56,6 +58,41 @@ class PrivateKeySigner:
         else:
             signature = self._key.sign(request.signing_input, padding.PKCS1v15(), hashes.SHA256())
         return compact_jws(request.signing_input, signature)
+
+
+_RSA_MIN_BITS = 2048  # RFC 7518 3.3: RS256 keys of 2048 bits or more
+
+
+def _check_fits(key: Any, algorithm: str) -> None:
+    """Refuse a key that cannot sign ``algorithm`` (RFC 7518 3.3, 3.4): ES256 needs
+    an EC key on P-256, RS256 an RSA key of at least 2048 bits. The error names the
+    kind of key, never the key."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    if algorithm == "ES256":
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise InvalidValue(f"ES256 needs an EC P-256 private key, not {_kind(key)}")
+        if not isinstance(key.curve, ec.SECP256R1):
+            raise InvalidValue(
+                f"ES256 needs an EC key on P-256 (secp256r1), not on {key.curve.name}"
+            )
+    elif not isinstance(key, rsa.RSAPrivateKey):
+        raise InvalidValue(f"RS256 needs an RSA private key, not {_kind(key)}")
+    elif key.key_size < _RSA_MIN_BITS:
+        raise InvalidValue(
+            f"RS256 needs an RSA key of at least {_RSA_MIN_BITS} bits, not {key.key_size}"
+        )
+
+
+def _kind(key: Any) -> str:
+    """What kind of key ``key`` is, in words (its type, never its contents)."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    if isinstance(key, rsa.RSAPrivateKey):
+        return f"an RSA key ({key.key_size} bits)"
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        return f"an EC key on {key.curve.name}"
+    return f"a {type(key).__name__.lstrip('_')} key"
 
 
 def async_signer(

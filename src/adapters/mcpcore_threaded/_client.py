@@ -270,7 +270,13 @@ class McpClient(ClientBase):
         self._max_connections = setup.max_connections
         self._listen = setup.listen
         self._ssl_context = ssl_context
-        self._proxy = setup.proxy  # chosen by the core from proxy= or the environment
+        # the proxy for each origin, chosen by the core from proxy= or the environment
+        outbound = setup.outbound
+        self._proxy = (
+            outbound.proxy_for_origin
+            if outbound is not None and outbound.proxies_possible
+            else None
+        )
         self._config_error = setup.config_error
         self._server = setup.server
         self._auth = setup.auth

@@ -26,7 +26,8 @@ from mcpcore_httpcore import (
     COALESCE_LIMIT,
     BodyEnd,
     Connections,
-    ProxyTarget,
+    ProxyRoutes,
+    Route,
     Waiter,
     body_end_arrived,
     wait_readable,
@@ -171,13 +172,14 @@ def connection_pool(
     max_connections: int,
     readers: _Readers,
     *,
-    proxy: str | None = None,
+    proxy: Route | str | None = None,
 ) -> Pool:
     """The client's pool: no retries (the engine decides), reads abortable by thread.
 
-    With ``proxy`` (an http:// or https:// URL, credentials allowed, already
-    chosen by the core: ``ClientSetup.proxy`` from ``prepare_client``) every request
-    goes through that proxy: https URLs through a CONNECT tunnel, http ones
+    ``proxy`` is the core's choice per origin (``ClientSetup.outbound.proxy_for_origin``:
+    an http:// or https:// URL, credentials allowed, or None for direct), or one
+    proxy URL for every request. A proxied request goes through a pool of
+    httpcore's for its proxy: https URLs through a CONNECT tunnel, http ones
     forwarded. ``ssl_context`` is for the servers; an https proxy is checked
     with httpcore's default context.
     """
@@ -185,7 +187,7 @@ def connection_pool(
         ssl_context,
         max_connections,
         _AbortableBackend(readers),
-        None if proxy is None else ProxyTarget(proxy),
+        proxy,
     )
 
 
@@ -203,7 +205,7 @@ class Pool(httpcore.ConnectionInterface):
         ssl_context: ssl.SSLContext | None,
         max_connections: int,
         backend: httpcore.NetworkBackend,
-        proxy: ProxyTarget | None = None,
+        proxy: Route | str | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._book: Connections[httpcore.HTTPConnection] = Connections(
@@ -212,29 +214,30 @@ class Pool(httpcore.ConnectionInterface):
                 origin, ssl_context=ssl_context, network_backend=backend
             ),
         )
-        self._via = (
-            None
-            if proxy is None
-            else httpcore.HTTPProxy(
-                proxy_url=proxy.url,
-                proxy_auth=proxy.auth,
+        # the proxy pools, one per proxy URL the core chooses for an origin
+        self._via: ProxyRoutes[httpcore.HTTPProxy] = ProxyRoutes(
+            proxy,
+            lambda target: httpcore.HTTPProxy(
+                proxy_url=target.url,
+                proxy_auth=target.auth,
                 ssl_context=ssl_context,
                 max_connections=max_connections,
                 retries=0,
                 network_backend=backend,
-            )
+            ),
         )
 
     @property
     def connections(self) -> list[httpcore.ConnectionInterface]:
-        if self._via is not None:
-            return self._via.connections
         with self._lock:
-            return list(self._book.all)
+            direct, vias = list(self._book.all), self._via.pools
+        return [*direct, *(c for via in vias for c in via.connections)]
 
     def handle_request(self, request: httpcore.Request) -> httpcore.Response:
-        if self._via is not None:
-            return self._via.handle_request(request)
+        with self._lock:  # the proxy pools are made on first use, by any thread
+            via = self._via.via(request.url)
+        if via is not None:
+            return via.handle_request(request)
         if request.url.scheme not in (b"http", b"https"):
             raise httpcore.UnsupportedProtocol(
                 f"the URL's scheme is {request.url.scheme.decode(errors='replace')!r},"
@@ -285,11 +288,11 @@ class Pool(httpcore.ConnectionInterface):
         _close(closing)
 
     def close(self) -> None:
-        if self._via is not None:
-            self._via.close()
-            return
         with self._lock:
+            vias = self._via.pools
             closing = self._book.close_all()
+        for via in vias:
+            via.close()
         _close(closing)
 
     def __enter__(self) -> Pool:
@@ -299,8 +302,8 @@ class Pool(httpcore.ConnectionInterface):
         self.close()
 
     def __repr__(self) -> str:
-        if self._via is not None:
-            return f"<Pool through a proxy, {len(self._via.connections)} connections>"
+        if self._via.pools:
+            return f"<Pool {len(self.connections)} connections, some through a proxy>"
         with self._lock:
             return f"<Pool {len(self._book.all)} connections, {len(self._book.idle)} idle>"
 
