@@ -151,3 +151,17 @@ def test_C9_cli_runs_an_absolute_command_with_allow_local(user_file: Path) -> No
     assert rows["venv"]["status"] == "ready", rows["venv"]
     assert rows["relative"]["status"] == "ready", rows["relative"]
     assert rows["bad"]["status"] == "invalid"
+
+
+def test_C9_a_single_client_runs_an_absolute_command_without_a_directory(tmp_path: Path) -> None:
+    """C9: ``McpClient(name, {"command": <absolute>}, allow_local=True)`` (no file, no
+    plugin_root) runs; the child gets no PLUGIN_ROOT and starts in this process's
+    working directory."""
+    import os
+
+    server = tmp_path / "tiny.py"
+    server.write_text(TINY_SERVER)
+    entry = {"command": sys.executable, "args": [str(server)]}
+    with mcpcore_threaded.McpClient("tiny", entry, allow_local=True, startup_timeout=15) as client:
+        assert client.ready(20).ok
+        assert client.call("tiny/where").text == f"<unset>|{os.getcwd()}"
