@@ -49,8 +49,11 @@ _log = logging.getLogger("mcpcore.config")
 #: local entries, C6) or the user's own (trusted as written, C9).
 Origin = Literal["plugin", "user"]
 
-#: The exact reason a local (``command``) entry is refused by default (C6).
-LOCAL_NOT_SUPPORTED = "local MCP servers (command) are not supported yet"
+#: The exact reason a local (``command``) entry is refused by default (C6): they
+#: are supported, but only when the caller allows them.
+LOCAL_NOT_SUPPORTED = (
+    "local servers (entries with a 'command') are off: allow_local=True starts them"
+)
 
 #: Header names (lowercase) the client sets itself; configuring one is refused (C5).
 #: The first three come from seed 000; ``mcp-method`` / ``mcp-name`` are the

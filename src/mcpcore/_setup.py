@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ._config import (
+    LOCAL_NOT_SUPPORTED,
     LocalServer,
     RemoteServer,
     check_remote_headers,
@@ -45,7 +46,7 @@ __all__ = [
     "prepare_client",
 ]
 
-LOCAL_REFUSED = "local MCP servers (command) are not supported yet"
+LOCAL_REFUSED = LOCAL_NOT_SUPPORTED  # the one wording (C6)
 
 
 class ClientOptions(TypedDict, total=False):
