@@ -198,7 +198,10 @@ async def test_garbage_bytes_mid_session_fail_only_that_call(driver: str) -> Non
 
 
 async def test_H4_drop_mid_sse_with_ids_resumes_with_last_event_id(driver: str) -> None:
-    """H4: a stream with an event id that breaks is resumed by GET + Last-Event-ID; no replay."""
+    """H4: a stream with an event id that breaks is resumed by GET + Last-Event-ID; no replay.
+
+    M91: handshake-era streams are resumed.
+    """
 
     def fault(request: ReceivedRequest) -> FaultResponse | None:
         if request.rpc_method == "tools/call":

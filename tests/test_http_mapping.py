@@ -153,7 +153,10 @@ def test_h1_a_post_names_the_request_it_carries_so_a_driver_can_run_it_in_the_ca
 
 
 def test_h2_session_id_and_protocol_version_after_the_handshake_only() -> None:
-    """H2: the initialize POST carries neither header; every later request carries both."""
+    """H2: the initialize POST carries neither header; every later request carries both.
+
+    M85: the session id is taken from initialize's answer only.
+    """
     server = FakeServer(get_status=405)
     link = connect(server)
     call(link)
@@ -422,7 +425,11 @@ def test_h5_redirect_on_initialize_fails_the_start() -> None:
 
 
 def test_h6_expired_session_reinitializes_and_resends_once() -> None:
-    """H6: 404 with a session id → initialize without session id, then the request once more."""
+    """H6: 404 with a session id → initialize without session id, then the request once more.
+
+    M88: in the handshake era, a 404 to a request carrying a session id is an expired
+    session.
+    """
     server = FakeServer()
     link = connect(server)
     server.sessions.clear()
@@ -728,7 +735,10 @@ def test_h7_response_ending_before_headers() -> None:
 
 
 def test_h8_get_stream_opened_after_ready_delivers_server_messages() -> None:
-    """H8: after ready the GET stream opens; its notifications and requests are handled."""
+    """H8: after ready the GET stream opens; its notifications and requests are handled.
+
+    M90: handshake-era list changes arrive on the GET stream (as on any response stream).
+    """
     server = FakeServer(get_status=200)
     server.get_messages = [
         notification("notifications/tools/list_changed"),
@@ -806,7 +816,10 @@ def test_h8_listen_false_opens_no_get_stream() -> None:
 def test_h9_close_cancels_running_calls_then_deletes_the_session() -> None:
     """H9, L6, K6: notifications/cancelled for each running call, together; the DELETE
     with the session id once they are answered (a server must not end the session
-    before it hears of the cancellations)."""
+    before it hears of the cancellations).
+
+    M93: closing a handshake-era session sends DELETE.
+    """
     server = FakeServer()
     link = connect(server)
     server.hook = on("tools/call")

@@ -650,6 +650,9 @@ def test_M63_M66_M67_list_changes_come_through_subscriptions_listen_and_a_loss_r
 
 
 def test_M67_a_listen_that_was_acknowledged_starts_the_backoff_afresh() -> None:
+    """M64: the first frame on the listen stream acknowledges it; the client takes that
+    acknowledgement as the stream being up.
+    """
     server = ModernFake(capabilities={"tools": {"listChanged": True}})
     opened: list[float] = []
     ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"notifications": {"toolsListChanged": True}}}

@@ -792,6 +792,9 @@ def test_O16_a_prm_candidate_that_was_unusable_prevents_the_legacy_path() -> Non
 
 
 def test_O19_scope_from_the_challenge() -> None:
+    """O20: the challenge's scope is taken as the server states it, though the metadata
+    advertises other scopes.
+    """
     world = World().standard()
     world.route("GET", PRM_PATH, js(200, prm(scopes_supported=["x", "y"])))
     flow = make_flow()
@@ -1441,6 +1444,9 @@ def test_O1_O51_an_expired_token_without_refresh_is_not_sent() -> None:
 
 
 def test_O59_O22_step_up_with_the_union_and_reused_metadata() -> None:
+    """O57: more scopes mean a new sign-in (a second authorization and a code exchange), never
+    a refresh asking for more.
+    """
     world = World().standard()
     world.route("GET", PRM_PATH, js(200, prm(scopes_supported=["mcp:profile"])))
     flow = make_flow()

@@ -137,7 +137,11 @@ def test_p2_supported_versions_are_accepted(version: str) -> None:
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2026-07-28", "1.0"])
 def test_p2_unsupported_version_fails_the_handshake_naming_it(version: str) -> None:
-    """P2: HandshakeError naming the version the server chose."""
+    """P2: HandshakeError naming the version the server chose.
+
+    M84: initialize's answer must name a handshake version this client speaks; any other
+    fails the handshake, naming it.
+    """
     session, init = started()
     session.receive_message(Result(id=init.id, result={**INIT_RESULT, "protocolVersion": version}), NOW)
     [event] = session.take_events()
@@ -174,7 +178,10 @@ def test_p2_initialize_error_response_is_a_handshake_error() -> None:
 
 
 def test_p3_initialized_then_tools_list() -> None:
-    """P3: notifications/initialized, then tools/list (no cursor), in that order."""
+    """P3: notifications/initialized, then tools/list (no cursor), in that order.
+
+    M86: notifications/initialized goes before any other request.
+    """
     session, init = started()
     session.receive_message(Result(id=init.id, result=INIT_RESULT), NOW)
     initialized, listing = session.take_outgoing()
@@ -343,6 +350,7 @@ def test_p6_catalogue_bound_during_start_fails_the_start(monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("rid", [7, "abc"])
 def test_p4_ping_gets_empty_result(rid: int | str) -> None:
+    """M92: a handshake-era server's ping is answered."""
     session = ready()
     session.receive_message(Request(id=rid, method="ping"), NOW)
     assert session.take_outgoing() == [Result(id=rid, result={})]
@@ -350,6 +358,7 @@ def test_p4_ping_gets_empty_result(rid: int | str) -> None:
 
 @pytest.mark.parametrize("method", ["sampling/createMessage", "elicitation/create", "roots/list", "x" * 500])
 def test_p4_other_server_requests_get_method_not_found(method: str) -> None:
+    """M92: every other handshake-era server request is refused."""
     session = ready()
     session.receive_message(Request(id=9, method=method, params={"a": 1}), NOW)
     [reply] = session.take_outgoing()
@@ -654,7 +663,10 @@ def test_k2_per_call_timeout() -> None:
 
 
 def test_k6_cancel_sends_one_notice_and_drops_the_late_response() -> None:
-    """K6: cancel() → CallCancelled and exactly one notifications/cancelled; a late response is ignored."""
+    """K6: cancel() → CallCancelled and exactly one notifications/cancelled; a late response is ignored.
+
+    M89: in the handshake era, cancelling is notifications/cancelled.
+    """
     session = ready()
     cid = session.call("srv/echo", None, NOW)
     session.take_outgoing()
@@ -669,7 +681,11 @@ def test_k6_cancel_sends_one_notice_and_drops_the_late_response() -> None:
 
 
 def test_k6_initialize_is_never_cancelled() -> None:
-    """K6: neither closing nor the start-up deadline sends notifications/cancelled for initialize."""
+    """K6: neither closing nor the start-up deadline sends notifications/cancelled for initialize.
+
+    M14: initialize is never cancelled (the 2026-07-28 probe neither:
+    tests/test_modern_rules.py).
+    """
     session, init = started()
     assert session.cancel(init.id, NOW) is False  # type: ignore[arg-type]
     session.handle_timer(NOW + 120)

@@ -1,9 +1,9 @@
 """The part of ``McpClient`` that does no I/O, shared by both drivers.
 
 Both drivers' clients inherit this: the catalogue view, the mutable call
-settings, and host registration (seed 002). A driver supplies the engine, the
-registration objects (async or blocking callables) and, for ``sync_into``, the
-re-list; the rules themselves live here and in ``_registry.py``.
+settings, and putting the tools into a host's registry. A driver supplies the
+engine, the registration objects (async or blocking callables) and, for
+``sync_into``, the re-list; the rules themselves live here and in ``_registry.py``.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class ClientBase:
         register_catalogue(registry, engine.catalogue, self._maker(ledger), ledger.baseline)
 
     def _mirror_into(self, registry: MutableMapping[str, object]) -> SyncReport:
-        """After a re-list: mirror the catalogue into ``registry`` (seed 002)."""
+        """After a re-list: mirror the catalogue into a host's ``registry``."""
         engine = self._engine
         assert engine is not None and engine.catalogue is not None
         ledger = self._ledger_for(registry)

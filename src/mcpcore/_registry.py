@@ -1,4 +1,4 @@
-"""Host integration (seed 002): putting a server's tools into a host's registry.
+"""Putting a server's tools into a host's tool registry, and keeping it up to date.
 
 A registry is any ``MutableMapping[str, object]`` the host owns. Each driver
 makes the registration objects (they are callable through its client); the

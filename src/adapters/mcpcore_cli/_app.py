@@ -895,7 +895,10 @@ def _ready_by(client: McpClient, deadline: float, budget: float) -> Availability
     still starting then is said so in the user's terms: what it waited for, and for
     how long (the whole budget, not what was left of it for this server)."""
     availability = client.ready(max(0.0, deadline - time.monotonic()))
-    if availability.ok or availability.error is not None or time.monotonic() < deadline:
+    timed_out = isinstance(availability.error, CallTimeout) or (
+        availability.error is None and time.monotonic() >= deadline
+    )
+    if availability.ok or not timed_out:
         return availability
     reason = (
         f"not ready within {budget:g} s: still connecting, or listing its tools "

@@ -806,7 +806,16 @@ class McpClient(ClientBase):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> ToolOutput:
-        """Call a tool and block (K1–K7); raises ``BackendError`` for ``isError``."""
+        """Call the tool ``tool_id`` (``server/tool``, as ``tools`` lists it) with
+        ``arguments`` and block until it finishes; returns its ``ToolOutput``.
+
+        Fails with ``UnknownTool`` (naming the id probably meant) or ``InvalidArguments``
+        (arguments JSON cannot carry) before anything is sent; ``BackendError`` when the
+        tool reports an error (``isError``); ``CallTimeout`` past ``timeout`` (the
+        client's ``call_timeout`` by default); ``Unavailable`` or ``TransportError``
+        when the server cannot be reached. ``on_progress(progress, total, message)``
+        is called for each progress report.
+        """
         handle, here = self._begin_call(tool_id, arguments, timeout, on_progress, here=True)
         if here is not None:
             try:
@@ -847,7 +856,7 @@ class McpClient(ClientBase):
         assert isinstance(outcome, SyncReport)
         return outcome
 
-    # --- host integration (seed 002) ------------------------------------------------------
+    # --- a host's tool registry ----------------------------------------------------------------
 
     def _make_registration(self, tool: Tool) -> ToolRegistration:
         return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
@@ -857,7 +866,9 @@ class McpClient(ClientBase):
             super()._set_options(**changes)
 
     def sync_into(self, registry: MutableMapping[str, object]) -> SyncReport:
-        """Re-list and mirror the change into a live registry (seed 002)."""
+        """Re-list the tools and bring ``registry`` (filled by ``register_into``) up to
+        date: new tools are added, removed ones taken out, changed ones replaced;
+        registrations of unchanged tools are kept. Returns what changed."""
         self.refresh()
         return self._mirror_into(registry)
 
