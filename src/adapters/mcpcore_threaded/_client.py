@@ -1135,7 +1135,8 @@ class _Children:
             os.write(self._wake[1], b"x")
         deadline = time.monotonic() + _RELEASE_WAIT
         for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread is not threading.current_thread():  # closed from an exit report
+                thread.join(max(0.0, deadline - time.monotonic()))
         if self._wake is not None and not any(t.is_alive() for t in threads):
             for fd in self._wake:
                 os.close(fd)
