@@ -174,12 +174,16 @@ class AbortExchange:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StartProcess:
-    """Start the child: ``command`` with ``args``, in ``cwd``, with exactly ``env`` (S2).
+    """Start the child: ``command`` with ``args``, in ``cwd``, with exactly ``env`` (S2),
+    in a process group of its own (POSIX: a new session), so that terminating
+    and killing reach whatever it starts (a launcher that does not ``exec``).
 
     Then read its stdout into ``receive_data`` and its stderr into
     ``receive_stderr``, report ``output_closed``/``stderr_closed`` at their
-    ends and ``process_exited`` when it exits, or ``process_failed`` if it
-    could not start. ``env`` and ``args`` may carry secrets: ``repr`` shows
+    ends and ``process_exited`` as soon as it exits (not after its stdout
+    ends: a grandchild may hold that open), or ``process_failed`` if it
+    could not start. Once the engine is ``finished`` closing, stop reading
+    what is left and close the pipes. ``env`` and ``args`` may carry secrets: ``repr`` shows
     the number of arguments and the environment's keys only (C8).
     """
 
@@ -216,14 +220,14 @@ class CloseInput:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TerminateProcess:
-    """Ask the child to stop (SIGTERM, or TerminateProcess on Windows) (S3)."""
+    """Ask the child's process group to stop (SIGTERM to the group; on Windows the child) (S3)."""
 
     process: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KillProcess:
-    """Stop the child now (SIGKILL) (S3)."""
+    """Stop the child's process group now (SIGKILL to the group; on Windows the child) (S3)."""
 
     process: int
 

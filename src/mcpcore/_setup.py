@@ -30,7 +30,7 @@ from ._http import HttpLimits
 from ._modern import MODERN_VERSIONS
 from ._outbound import OutboundPolicy, choose_proxy
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
-from ._stdio import child_environment
+from ._stdio import DEFAULT_GRACE, child_environment
 from ._tools import ascii_lower
 
 if TYPE_CHECKING:
@@ -92,6 +92,12 @@ class ClientOptions(TypedDict, total=False):
     ``max_connections`` (10)
         The size of the client's connection pool; at least 2 while
         ``listen`` is on (the GET stream keeps one open).
+    ``close_grace`` (3.0)
+        How long a local server gets to exit on its own once closing has
+        closed its stdin, before its process group is terminated (and killed a
+        second later); closing takes this plus 2 s at the most (S3). A server
+        that watches stdin exits well within it; a program about to exit may
+        pass less, so that a server that does not watch stdin costs it less.
     ``plugin_root`` (None)
         Give it when the entries come from a plugin (an ``mcp.json`` shipped
         inside a plugin's directory): it is that directory, and the plugin rules
@@ -151,6 +157,7 @@ class ClientOptions(TypedDict, total=False):
     max_tools: int
     limits: HttpLimits
     max_connections: int  # the pool size; at least 2 while listening (the GET stream)
+    close_grace: float
     plugin_root: str | None
     plugin_data: str | None
     client_name: str
@@ -185,6 +192,8 @@ class ClientSetup:
     # Who may be contacted for ``server`` and through which proxy, per request
     # (the drivers' pools ask it for each origin; None for a local server).
     outbound: OutboundPolicy | None = None
+    # S3: seconds a local server gets to exit on its own once its stdin closed.
+    close_grace: float = DEFAULT_GRACE
 
 
 def prepare_client(
@@ -286,6 +295,7 @@ def prepare_client(
         proxy=proxy,
         outbound=outbound,
         auth=_auth(options.get("auth"), resolved),
+        close_grace=positive_seconds(options.get("close_grace", DEFAULT_GRACE), "close_grace"),
     )
 
 

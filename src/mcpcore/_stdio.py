@@ -1,8 +1,10 @@
-"""Newline-delimited framing for the stdio transport (S1, P6).
+"""The stdio transport's framing and the child process's life, as decisions (S1-S3, P6).
 
 This module owns cutting a child's stdout into message lines and framing
-outgoing messages as lines. It knows nothing of JSON: a line is handed on as
-bytes, for the JSON-RPC codec to judge.
+outgoing messages as lines (it knows nothing of JSON: a line is handed on as
+bytes, for the JSON-RPC codec to judge), and ``ChildControl``: the child's
+environment, when it is started, lost and stopped, when its process tree
+counts as gone, and how long closing may take, all as actions for a driver.
 
 Each :meth:`LineFramer.feed` searches only the bytes it just added for the last
 ``\\n`` and splits everything before it in one C call, so the cost is linear in

@@ -257,6 +257,7 @@ class McpClient(ClientBase):
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._limits = setup.limits
+        self._close_grace = setup.close_grace  # S3, for a local server
         self._max_connections = setup.max_connections
         self._listen = setup.listen
         self._ssl_context = ssl_context
@@ -343,6 +344,7 @@ class McpClient(ClientBase):
                 environ=os.environ,
                 options=self._options,
                 max_line_size=self._limits.max_message_size,
+                close_grace=self._close_grace,
             )
             self._children = _Children(self, task_group)
         task_group.start_soon(self._run, name=f"mcpcore:{self.name}")

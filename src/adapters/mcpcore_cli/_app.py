@@ -113,6 +113,12 @@ EXIT_INTERRUPTED = 130
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 300.0
+# S3: a local server gets this long to exit on its own after its stdin closes (the
+# library's default is 3 s). The CLI exits right after: a server that watches stdin
+# is gone in a few hundred milliseconds even on a loaded machine, and one that does
+# not (server-everything once a tool started its timers) would cost every command
+# the whole grace. It is still terminated politely first, and killed a second later.
+CLOSE_GRACE = 1.0
 PROGRESS_AFTER = 1.0
 #: The widest a tool's signature gets in the tools table's ARGS column.
 SIGNATURE_LIMIT = 32
@@ -794,6 +800,7 @@ def _client(cli: Cli, server: Outcome, name: str, args: argparse.Namespace) -> M
         "startup_timeout": timeout or DEFAULT_CONNECT_TIMEOUT,
         "allow_local": args.allow_local,
         "allow_insecure_http": args.allow_http,
+        "close_grace": CLOSE_GRACE,
     }
     if timeout is not None:
         options["call_timeout"] = timeout

@@ -267,6 +267,7 @@ class McpClient(ClientBase):
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._limits = setup.limits
+        self._close_grace = setup.close_grace  # S3, for a local server
         self._max_connections = setup.max_connections
         self._listen = setup.listen
         self._ssl_context = ssl_context
@@ -354,6 +355,7 @@ class McpClient(ClientBase):
                     environ=os.environ,
                     options=self._options,
                     max_line_size=self._limits.max_message_size,
+                    close_grace=self._close_grace,
                 )
                 self._children = _Children(self)
             self._thread = threading.Thread(
@@ -1144,7 +1146,8 @@ class _Children:
             os.write(self._wake[1], b"x")
         deadline = time.monotonic() + _RELEASE_WAIT
         for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread is not threading.current_thread():  # closed from an exit report
+                thread.join(max(0.0, deadline - time.monotonic()))
         if self._wake is not None and not any(t.is_alive() for t in threads):
             for fd in self._wake:
                 os.close(fd)
