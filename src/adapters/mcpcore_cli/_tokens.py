@@ -14,6 +14,13 @@ replaces the file at once (``os.replace``), so a reader never sees half a file
 and the file is never, even briefly, readable by others. A lock file beside it
 (``flock``) serialises the read-modify-write of concurrent ``mcpcore`` runs.
 
+It is a ``mcpcore.SharedTokenStore``: runs that share the file refresh one at a
+time (``lock_tokens`` takes a second lock file, ``<file>.refresh.lock``, for as
+long as one refresh lasts), and a refresh's write applies only in place of the
+set it started from (``set_tokens(..., replaces=...)``,
+``delete_tokens(..., only_if=...)``), so a rotated refresh token is spent once
+and no run deletes or overwrites the tokens another just stored.
+
 Reading and writing refuse a directory owned by another user or writable by
 group or others (whoever can write there can replace the file), a file that is
 not a regular file, is owned by another user, or is readable or writable by
@@ -36,12 +43,12 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcpcore import ClientRecord, TokenKey, TokenSet
+from mcpcore import ClientRecord, TokenKey, TokenSet, same_tokens
 
 try:
     import fcntl
@@ -239,6 +246,12 @@ def _serialise(document: _Document) -> bytes:
     return (json.dumps(root, indent=2) + "\n").encode("utf-8")
 
 
+def _newest(document: _Document, key: TokenKey) -> TokenSet | None:
+    """What ``get_tokens`` would answer for ``key``'s server."""
+    found = [s.tokens for s in document.tokens if s.key.server_url == key.server_url]
+    return found[-1] if found else None
+
+
 # --- the store ------------------------------------------------------------------------------
 
 
@@ -257,6 +270,7 @@ class FileTokenStore:
         self.path = Path(path)
         self.write_error: TokenFileError | None = None
         self._lock = threading.RLock()
+        self._refresh_locks: dict[str, int] = {}  # server URL -> the held lock file's fd
 
     def __repr__(self) -> str:
         return f"FileTokenStore({str(self.path)!r})"
@@ -267,31 +281,80 @@ class FileTokenStore:
         found = [s.tokens for s in self._read().tokens if s.key.server_url == server_url]
         return found[-1] if found else None
 
-    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None:
-        def change(document: _Document) -> None:
+    def set_tokens(
+        self, key: TokenKey, tokens: TokenSet, *, replaces: TokenSet | None = None
+    ) -> bool:
+        """Store ``tokens``; with ``replaces``, only if the file still holds that set
+        for the server. True if it was written."""
+
+        def change(document: _Document) -> bool:
+            if replaces is not None and not same_tokens(_newest(document, key), replaces):
+                return False
             document.tokens = [s for s in document.tokens if s.key != key]
             document.tokens.append(StoredTokens(key, tokens))  # newest last
+            return True
 
-        self._change_quietly(change)
+        return self._change_quietly(change)
 
-    def delete_tokens(self, key: TokenKey) -> None:
-        def change(document: _Document) -> None:
+    def delete_tokens(self, key: TokenKey, *, only_if: TokenSet | None = None) -> bool:
+        """Forget the tokens under ``key``; with ``only_if``, only if the file still
+        holds that set for the server. True if they were removed (or were not there)."""
+
+        def change(document: _Document) -> bool:
+            if only_if is not None and not same_tokens(_newest(document, key), only_if):
+                return False
             document.tokens = [s for s in document.tokens if s.key != key]
+            return True
 
-        self._change_quietly(change)
+        return self._change_quietly(change)
+
+    def lock_tokens(self, server_url: str) -> bool:
+        """Take the refresh lock without waiting: False if another run (or another
+        client of this process) holds it. One lock file serves every server: a
+        refresh is short. A lock that cannot be taken at all (the directory cannot
+        be written) is logged and answered True: refreshing unlocked beats never."""
+        if fcntl is None:  # pragma: no cover - not POSIX
+            return True
+        with self._lock:
+            if server_url in self._refresh_locks:
+                return False
+            try:
+                self._make_directory()
+                path = self.path.with_name(self.path.name + ".refresh.lock")
+                flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                fd = os.open(path, flags, 0o600)
+            except (OSError, TokenFileError) as exc:
+                _log.warning("the token file's refresh lock cannot be taken: %s", exc)
+                return True
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+            self._refresh_locks[server_url] = fd
+            return True
+
+    def unlock_tokens(self, server_url: str) -> None:
+        """Release the refresh lock ``lock_tokens`` took (closing the file releases it)."""
+        with self._lock:
+            fd = self._refresh_locks.pop(server_url, None)
+        if fd is not None:
+            os.close(fd)
 
     def get_clients(self) -> Sequence[ClientRecord]:
         return list(self._read().clients.values())
 
     def set_client(self, issuer: str, client: ClientRecord) -> None:
-        def change(document: _Document) -> None:
+        def change(document: _Document) -> bool:
             document.clients[issuer] = client
+            return True
 
         self._change_quietly(change)
 
     def delete_client(self, issuer: str) -> None:
-        def change(document: _Document) -> None:
+        def change(document: _Document) -> bool:
             document.clients.pop(issuer, None)
+            return True
 
         self._change_quietly(change)
 
@@ -485,24 +548,30 @@ class FileTokenStore:
                 f"{exc.strerror or exc}"
             ) from None
 
-    def _change(self, change: Any) -> None:
-        """Read, change and write the document under the locks (raises ``TokenFileError``)."""
+    def _change(self, change: Callable[[_Document], object]) -> object:
+        """Read, change and write the document under the locks (raises ``TokenFileError``).
+        A change that returns False changed nothing: nothing is written."""
         with self._locked():
             document = self._read_unlocked()
-            change(document)
+            result = change(document)
+            if result is False:
+                return result
             if document.empty:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.path)
             else:
                 self._write(_serialise(document))
+            return result
 
-    def _change_quietly(self, change: Any) -> None:
-        """``_change`` for the driver's store actions: a failure is logged and kept."""
+    def _change_quietly(self, change: Callable[[_Document], bool]) -> bool:
+        """``_change`` for the driver's store actions: a failure is logged and kept
+        (and the change counts as not made)."""
         try:
-            self._change(change)
+            return self._change(change) is not False
         except TokenFileError as exc:
             self.write_error = exc
             _log.warning("%s", exc)
+            return False
 
     def _write(self, data: bytes) -> None:
         """Atomically: a fresh 0600 file beside the target, then ``os.replace``."""
@@ -565,11 +634,19 @@ class StoreView:
             return None
         return self.store.get_tokens(server_url)
 
-    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None:
-        self.store.set_tokens(key, tokens)
+    def set_tokens(
+        self, key: TokenKey, tokens: TokenSet, *, replaces: TokenSet | None = None
+    ) -> bool:
+        return self.store.set_tokens(key, tokens, replaces=replaces)
 
-    def delete_tokens(self, key: TokenKey) -> None:
-        self.store.delete_tokens(key)
+    def delete_tokens(self, key: TokenKey, *, only_if: TokenSet | None = None) -> bool:
+        return self.store.delete_tokens(key, only_if=only_if)
+
+    def lock_tokens(self, server_url: str) -> bool:
+        return self.store.lock_tokens(server_url)
+
+    def unlock_tokens(self, server_url: str) -> None:
+        self.store.unlock_tokens(server_url)
 
     def get_clients(self) -> Sequence[ClientRecord]:
         return self.store.get_clients()
