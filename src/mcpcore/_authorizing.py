@@ -57,7 +57,7 @@ import itertools
 import logging
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, Union
 
@@ -346,6 +346,11 @@ class AuthOptions:
         Seconds the ``sign_assertion`` hook and each ``TokenStore`` method may
         take (D2): a signer that has not answered by then fails the requests
         waiting for it, with ``HookError``; the next request asks it again.
+    ``authorize``
+        The ``authorize`` hook, for a client not given one of its own
+        (``authorize=``): a ready sign-in (``mcpcore_signin.browser_auth()``)
+        brings its hook and its ``redirect_uri`` together. Of the driver's kind
+        (a coroutine function for ``mcpcore_anyio``); the core never calls it.
     """
 
     store: TokenStore | None = field(default=None, repr=False)
@@ -358,6 +363,7 @@ class AuthOptions:
     user_wait: float = 300.0
     allow_insecure_http: bool = False
     hook_timeout: float = 30.0
+    authorize: Callable[[str, str], object] | None = field(default=None, repr=False)
 
     def config(self, server_url: str, *, interactive: bool) -> OAuthConfig:
         """The flow's configuration for ``server_url`` (raises ``InvalidValue``)."""
