@@ -168,11 +168,11 @@ class AuthLink(Link):
         if isinstance(action, SaveTokens):
             self.order.append("save")
         try:
-            apply_to_store(self.store, action)
+            outcome = apply_to_store(self.store, action)
         except Exception:  # as a driver does: the engine decides what it means
             self.engine.hook_failed(action.attempt, HookFailure.RAISED, self.now)
         else:
-            self.engine.hook_answered(action.attempt, None, self.now)
+            self.engine.hook_answered(action.attempt, outcome, self.now)
 
     def finish_store(self) -> None:
         """The store's held writes return now, and later ones at once."""
@@ -679,7 +679,11 @@ def test_D2_hook_timeout_must_be_positive() -> None:
     for bad in (0, -1.0, float("nan"), True, "5"):
         with pytest.raises(InvalidValue, match="hook_timeout"):
             prepare_client(
-                "srv", {"url": URL}, {"auth": AuthOptions(hook_timeout=bad)}, env={}, home="/h"  # type: ignore[arg-type]
+                "srv",
+                {"url": URL},
+                {"auth": AuthOptions(hook_timeout=bad)},
+                env={},
+                home="/h",  # type: ignore[arg-type]
             )
 
 

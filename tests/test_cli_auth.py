@@ -380,7 +380,7 @@ def test_store_waits_for_another_run_but_not_for_ever(
 ) -> None:
     import fcntl
 
-    from mcpcore_cli import _tokens as tokens_module
+    from mcpcore_signin import _tokens as tokens_module
 
     monkeypatch.setattr(tokens_module, "LOCK_WAIT", 0.3)
     path = tmp_path / "tokens.json"

@@ -28,6 +28,7 @@ PUBLIC_PACKAGES = (
     "mcpcore_cli",
     "mcpcore_demo",
     "mcpcore_jwt",
+    "mcpcore_signin",
     "mcpcore_tooling",
 )
 # Need their framework (an extra), so they are only checked to be in the wheel.

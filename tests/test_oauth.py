@@ -41,6 +41,7 @@ from mcpcore._oauth import (
     InsufficientScope,
     InvalidMetadata,
     IssuerMismatch,
+    LockTokens,
     MalformedResponse,
     OAuthConfig,
     OAuthError,
@@ -61,6 +62,7 @@ from mcpcore._oauth import (
     TokenError,
     TokenKey,
     TokenSet,
+    UnlockTokens,
     asm_candidates,
     authorization_header,
     canonical_resource,
@@ -134,6 +136,9 @@ class World:
     opened: list[OpenAuthorizationUrl] = field(default_factory=list)
     store: list[Any] = field(default_factory=list)
     signed: list[SignAssertion] = field(default_factory=list)
+    locks: list[Any] = field(default_factory=list)  # LockTokens / UnlockTokens, in order
+    # What the store holds when a lock is taken (None: whatever the flow holds).
+    in_store: Callable[[OAuthFlow], TokenSet | None] | None = None
     callback: Callable[[OpenAuthorizationUrl], str | None] | None = None
     iss: str | None = None  # added to the callback when set
     now: float = NOW
@@ -187,6 +192,12 @@ class World:
                     flow.receive_assertion(
                         action.request_id, compact_jws(action.signing_input, b"sig"), self.now
                     )
+                elif isinstance(action, LockTokens):
+                    self.locks.append(action)
+                    held = flow.tokens if self.in_store is None else self.in_store(flow)
+                    flow.lock_answered(action.lock_id, True, held, self.now)
+                elif isinstance(action, UnlockTokens):
+                    self.locks.append(action)
                 else:
                     self.store.append(action)
         raise AssertionError("the flow did not settle")
@@ -1061,7 +1072,9 @@ def test_O29_a_new_issuer_means_new_registration_and_old_tokens_deleted() -> Non
     _outcome, events = run_401(flow, world, challenge(scope="mcp:basic"), ticket)
     tokens = authorized(events)
     assert tokens.issuer == as2 and tokens.client_id == "as2-client"
-    assert DeleteTokens(key=TokenKey(server_url=S, issuer=AS)) in world.store
+    assert TokenKey(server_url=S, issuer=AS) in [
+        a.key for a in world.store if isinstance(a, DeleteTokens)
+    ]
     assert not any("LEAKED" in (r.body or b"").decode() + r.url for r in world.requests)
     assert "LEAKED" not in world.opened[0].url
     assert authz_params(world)["scope"] == "mcp:basic"
@@ -1309,7 +1322,8 @@ def test_O51_O53_a_due_token_is_refreshed_before_sending() -> None:
             },
         )
     )
-    flow = make_flow(tokens=held(expires_at=NOW + 30))
+    old = held(expires_at=NOW + 30)
+    flow = make_flow(tokens=old)
     ticket = RequestTicket()
     # R6: the refresh starts ahead of expiry; the request goes with the token held
     assert flow.prepare(ticket, NOW) == (b"authorization", b"Bearer at-0")
@@ -1328,7 +1342,11 @@ def test_O51_O53_a_due_token_is_refreshed_before_sending() -> None:
     # O54: rotated refresh token stored
     assert tokens.access_token == "at-2" and tokens.refresh_token == "rt-2"
     assert tokens.expires_at == NOW + 600
-    assert world.store == [SaveTokens(key=TokenKey(server_url=S, issuer=AS), tokens=tokens)]
+    # R4: written in place of the set it started from, under the store's refresh lock
+    assert world.store == [
+        SaveTokens(key=TokenKey(server_url=S, issuer=AS), tokens=tokens, replaces=old)
+    ]
+    assert [type(a).__name__ for a in world.locks] == ["LockTokens", "UnlockTokens"]
     assert flow.prepare(ticket, NOW) == (b"authorization", b"Bearer at-2")
 
 
@@ -1386,7 +1404,9 @@ def test_O55_a_refused_refresh_deletes_tokens_and_authorizes_anew(code: str | No
     world.pump(flow)
     tokens = authorized(flow.take_events())
     assert tokens.access_token == "at-new"
-    assert DeleteTokens(key=TokenKey(server_url=S, issuer=AS)) in world.store
+    assert TokenKey(server_url=S, issuer=AS) in [
+        a.key for a in world.store if isinstance(a, DeleteTokens)
+    ]
     assert len(world.opened) == 1
     assert authz_params(world)["scope"] == "mcp:basic"  # O22: the previous scope kept
     assert world.of(Purpose.REGISTER) == []  # the client is kept
@@ -2025,6 +2045,8 @@ def test_O28_a_loopback_redirect_on_another_port_reuses_the_registered_client() 
     registered = ("http://127.0.0.1:50111/callback",)
     assert _redirect_registered("http://127.0.0.1:50999/callback", registered)
     assert not _redirect_registered("http://127.0.0.1:50999/other", registered)
-    assert not _redirect_registered("http://192.0.2.1:50111/callback", ("http://192.0.2.1:1/callback",))
+    assert not _redirect_registered(
+        "http://192.0.2.1:50111/callback", ("http://192.0.2.1:1/callback",)
+    )
     assert not _redirect_registered("https://app.example/cb", ("https://app.example/cb2",))
     assert _redirect_registered("https://app.example/cb", ("https://app.example/cb",))

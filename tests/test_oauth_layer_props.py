@@ -52,6 +52,7 @@ from mcpcore._oauth import (
     ClientRecord,
     DeleteClient,
     DeleteTokens,
+    LockTokens,
     OAuthConfig,
     OAuthError,
     OAuthFlow,
@@ -62,6 +63,7 @@ from mcpcore._oauth import (
     SignAssertion,
     TokenError,
     TokenSet,
+    UnlockTokens,
     compact_jws,
     parse_www_authenticate,
 )
@@ -248,9 +250,17 @@ class OAuthWorld:
                     jws = compact_jws(action.signing_input, self.signature)
                     engine.hook_answered(action.attempt, jws, self.now)
                 else:
-                    assert isinstance(action, SaveTokens | DeleteTokens | SaveClient | DeleteClient)
-                    apply_to_store(self.store, action)
-                    engine.hook_answered(action.attempt, None, self.now)
+                    assert isinstance(
+                        action,
+                        SaveTokens
+                        | DeleteTokens
+                        | SaveClient
+                        | DeleteClient
+                        | LockTokens
+                        | UnlockTokens,
+                    )
+                    outcome = apply_to_store(self.store, action)
+                    engine.hook_answered(action.attempt, outcome, self.now)
         raise AssertionError("the engine never settled")
 
     def advance(self, seconds: float) -> None:
@@ -625,7 +635,9 @@ def test_finding4_a_control_character_in_an_endpoint_url_is_escaped_in_the_debug
     assert not any("\x1b" in r.getMessage() for r in caplog.records)
 
 
-def test_finding5_a_held_client_secret_is_scrubbed_however_many_authorizations_came_before() -> None:
+def test_finding5_a_held_client_secret_is_scrubbed_however_many_authorizations_came_before() -> (
+    None
+):
     """Each authorization remembers its verifier, state, code and tokens in a 64-entry
     deque; after a dozen the configured client secret has aged out, and an error text
     echoing it is no longer scrubbed (A4, O64)."""

@@ -22,7 +22,16 @@ The flow's own requests become ordinary ``HttpRequest`` actions (redirects are
 never followed by a driver anyway, H5/O62) with a bound the layer enforces;
 the host hooks come out as ``OpenAuthorizationUrl`` / ``SignAssertion``, the
 store as ``SaveTokens`` / ``DeleteTokens`` / ``SaveClient`` / ``DeleteClient``
-(``apply_to_store`` performs those on any ``TokenStore``).
+and ``LockTokens`` / ``UnlockTokens`` (``apply_to_store`` performs those on any
+``TokenStore`` and answers what came of them, a ``StoreOutcome``).
+
+Stores shared between runs (R4): a refresh happens under the store's refresh
+lock, re-reads the store first (another run's newer tokens are taken instead
+of spending a refresh token that may have rotated away), writes back only in
+place of the set it started from (compare-and-swap), and a refused refresh
+deletes only that set. A ``SharedTokenStore`` (one with ``lock_tokens``) does
+this atomically; for a plain ``TokenStore`` ``apply_to_store`` checks by
+reading first, which holds within one process but not between two.
 
 Host hooks (D2): the layer numbers every hook action it lets out (its
 ``attempt``), bounds it with a deadline of its own (the person's wait for
@@ -48,7 +57,7 @@ import itertools
 import logging
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, Union
 
@@ -68,6 +77,7 @@ from ._oauth import (
     DeleteTokens,
     Fail,
     HookError,
+    LockTokens,
     OAuthConfig,
     OAuthError,
     OAuthFlow,
@@ -81,6 +91,7 @@ from ._oauth import (
     SignAssertion,
     TokenKey,
     TokenSet,
+    UnlockTokens,
     Wait,
     fresh_copy,
 )
@@ -94,9 +105,12 @@ __all__ = [
     "AuthLayer",
     "AuthOptions",
     "MemoryTokenStore",
+    "SharedTokenStore",
     "StoreAction",
+    "StoreOutcome",
     "TokenStore",
     "apply_to_store",
+    "same_tokens",
 ]
 
 _log = logging.getLogger("mcpcore.oauth")
@@ -119,19 +133,55 @@ class TokenStore(Protocol):
     Tokens are keyed by ``TokenKey(server_url, issuer)``; ``get_tokens`` gives the
     newest set held for a server whatever its issuer. Clients are keyed by issuer.
     A store shared between clients is called from several threads at once.
+
+    A store with only these methods keeps working but is not safe to share
+    between processes: two refreshing at once can spend a rotating refresh token
+    twice and sign the user out. ``SharedTokenStore`` adds what sharing needs.
     """
 
     def get_tokens(self, server_url: str) -> TokenSet | None: ...
 
-    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None: ...
+    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> object: ...
 
-    def delete_tokens(self, key: TokenKey) -> None: ...
+    def delete_tokens(self, key: TokenKey) -> object: ...
 
     def get_clients(self) -> Sequence[ClientRecord]: ...
 
     def set_client(self, issuer: str, client: ClientRecord) -> None: ...
 
     def delete_client(self, issuer: str) -> None: ...
+
+
+class SharedTokenStore(TokenStore, Protocol):
+    """A ``TokenStore`` that runs (threads, processes) may share (R4).
+
+    ``set_tokens(key, tokens, replaces=old)`` stores only if the set held for
+    ``key.server_url`` is still ``old`` (``same_tokens``), and
+    ``delete_tokens(key, only_if=old)`` deletes only then; each returns whether
+    it applied, atomically for every user of the store. Without
+    ``replaces``/``only_if`` they write whatever is there (and return True).
+    ``lock_tokens(server_url)`` takes the refresh lock for that server without
+    waiting (True: taken; False: another run holds it, and the client asks again
+    shortly); ``unlock_tokens`` releases it (a lock not held: nothing happens).
+    A store says it is one by having ``lock_tokens``.
+    """
+
+    def set_tokens(
+        self, key: TokenKey, tokens: TokenSet, *, replaces: TokenSet | None = None
+    ) -> bool: ...
+
+    def delete_tokens(self, key: TokenKey, *, only_if: TokenSet | None = None) -> bool: ...
+
+    def lock_tokens(self, server_url: str) -> bool: ...
+
+    def unlock_tokens(self, server_url: str) -> None: ...
+
+
+def same_tokens(a: TokenSet | None, b: TokenSet | None) -> bool:
+    """The same token set: the same access and refresh token (what a refresh changes)."""
+    if a is None or b is None:
+        return a is b
+    return (a.access_token, a.refresh_token) == (b.access_token, b.refresh_token)
 
 
 class MemoryTokenStore:
@@ -141,6 +191,12 @@ class MemoryTokenStore:
     needs a lock (the core holds none): each is one indivisible step on a
     dictionary, a copy to read or a single store or removal to write, so a
     reader never sees a change half made and a write never undoes another.
+
+    It is a ``SharedTokenStore`` for the clients of one process: they refresh
+    one at a time (``lock_tokens``), and a refresh's write applies only in place
+    of the set it started from (``replaces``, ``only_if``). Those checks compare
+    and then write in two steps: the drivers perform one store action at a time
+    per client, and the refresh lock keeps two clients' refreshes apart.
     """
 
     def __init__(self) -> None:
@@ -148,6 +204,7 @@ class MemoryTokenStore:
         self._tokens: dict[TokenKey, tuple[int, TokenSet]] = {}
         self._clients: dict[str, ClientRecord] = {}
         self._stored = itertools.count()
+        self._refreshing: dict[str, object] = {}  # server URLs whose refresh lock is held
 
     def __repr__(self) -> str:
         return f"MemoryTokenStore({len(self._tokens)} token sets, {len(self._clients)} clients)"
@@ -156,11 +213,27 @@ class MemoryTokenStore:
         found = [held for k, held in self._tokens.copy().items() if k.server_url == server_url]
         return max(found, key=lambda held: held[0])[1] if found else None
 
-    def set_tokens(self, key: TokenKey, tokens: TokenSet) -> None:
+    def set_tokens(
+        self, key: TokenKey, tokens: TokenSet, *, replaces: TokenSet | None = None
+    ) -> bool:
+        if replaces is not None and not same_tokens(self.get_tokens(key.server_url), replaces):
+            return False
         self._tokens[key] = (next(self._stored), tokens)
+        return True
 
-    def delete_tokens(self, key: TokenKey) -> None:
+    def delete_tokens(self, key: TokenKey, *, only_if: TokenSet | None = None) -> bool:
+        if only_if is not None and not same_tokens(self.get_tokens(key.server_url), only_if):
+            return False
         self._tokens.pop(key, None)
+        return True
+
+    def lock_tokens(self, server_url: str) -> bool:
+        # setdefault is one indivisible step: of two threads asking, one gets its mark in.
+        mark = object()
+        return self._refreshing.setdefault(server_url, mark) is mark
+
+    def unlock_tokens(self, server_url: str) -> None:
+        self._refreshing.pop(server_url, None)
 
     def get_clients(self) -> Sequence[ClientRecord]:
         return list(self._clients.copy().values())
@@ -172,22 +245,77 @@ class MemoryTokenStore:
         self._clients.pop(issuer, None)
 
 
-StoreAction = Union[SaveTokens, DeleteTokens, SaveClient, DeleteClient]
+StoreAction = Union[SaveTokens, DeleteTokens, SaveClient, DeleteClient, LockTokens, UnlockTokens]
 AuthAction = Union[
-    OpenAuthorizationUrl, SignAssertion, SaveTokens, DeleteTokens, SaveClient, DeleteClient
+    OpenAuthorizationUrl,
+    SignAssertion,
+    SaveTokens,
+    DeleteTokens,
+    SaveClient,
+    DeleteClient,
+    LockTokens,
+    UnlockTokens,
 ]
 
 
-def apply_to_store(store: TokenStore, action: StoreAction) -> None:
-    """Perform one store action on ``store`` (both drivers use this)."""
+@dataclass(frozen=True, slots=True)
+class StoreOutcome:
+    """What came of a store action: ``applied`` (the write was made, the lock is
+    held) and, for ``LockTokens``, ``current``: what the store holds for the server."""
+
+    applied: bool
+    current: TokenSet | None = field(default=None, repr=False)
+
+
+def _shared(store: TokenStore) -> SharedTokenStore | None:
+    return store if callable(getattr(store, "lock_tokens", None)) else None  # type: ignore[return-value]
+
+
+def apply_to_store(store: TokenStore, action: StoreAction) -> StoreOutcome:
+    """Perform one store action on ``store`` and say what came of it (the drivers
+    run this for the token actions, off their lock, as the store's hook, D2)."""
+    shared = _shared(store)
+    if isinstance(action, LockTokens):
+        if shared is not None and not shared.lock_tokens(action.server_url):
+            return StoreOutcome(False)
+        try:
+            return StoreOutcome(True, store.get_tokens(action.server_url))
+        except BaseException:
+            if shared is not None:
+                shared.unlock_tokens(action.server_url)
+            raise
+    if isinstance(action, UnlockTokens):
+        if shared is not None:
+            shared.unlock_tokens(action.server_url)
+        return StoreOutcome(True)
     if isinstance(action, SaveTokens):
+        if action.replaces is None:
+            store.set_tokens(action.key, action.tokens)
+            return StoreOutcome(True)
+        if shared is not None:
+            return StoreOutcome(
+                shared.set_tokens(action.key, action.tokens, replaces=action.replaces) is True
+            )
+        # A plain store: checked by reading first (not atomic: see TokenStore).
+        if not same_tokens(store.get_tokens(action.key.server_url), action.replaces):
+            return StoreOutcome(False)
         store.set_tokens(action.key, action.tokens)
-    elif isinstance(action, DeleteTokens):
+        return StoreOutcome(True)
+    if isinstance(action, DeleteTokens):
+        if action.only_if is None:
+            store.delete_tokens(action.key)
+            return StoreOutcome(True)
+        if shared is not None:
+            return StoreOutcome(shared.delete_tokens(action.key, only_if=action.only_if) is True)
+        if not same_tokens(store.get_tokens(action.key.server_url), action.only_if):
+            return StoreOutcome(False)
         store.delete_tokens(action.key)
-    elif isinstance(action, SaveClient):
+        return StoreOutcome(True)
+    if isinstance(action, SaveClient):
         store.set_client(action.issuer, action.client)
     else:
         store.delete_client(action.issuer)
+    return StoreOutcome(True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,6 +346,11 @@ class AuthOptions:
         Seconds the ``sign_assertion`` hook and each ``TokenStore`` method may
         take (D2): a signer that has not answered by then fails the requests
         waiting for it, with ``HookError``; the next request asks it again.
+    ``authorize``
+        The ``authorize`` hook, for a client not given one of its own
+        (``authorize=``): a ready sign-in (``mcpcore_signin.browser_auth()``)
+        brings its hook and its ``redirect_uri`` together. Of the driver's kind
+        (a coroutine function for ``mcpcore_anyio``); the core never calls it.
     """
 
     store: TokenStore | None = field(default=None, repr=False)
@@ -230,6 +363,7 @@ class AuthOptions:
     user_wait: float = 300.0
     allow_insecure_http: bool = False
     hook_timeout: float = 30.0
+    authorize: Callable[[str, str], object] | None = field(default=None, repr=False)
 
     def config(self, server_url: str, *, interactive: bool) -> OAuthConfig:
         """The flow's configuration for ``server_url`` (raises ``InvalidValue``)."""
@@ -276,7 +410,7 @@ class _Attempt:
 
 
 _FLOW_HOOKS = (OpenAuthorizationUrl, SignAssertion)
-_STORE_ACTIONS = (SaveTokens, DeleteTokens, SaveClient, DeleteClient)
+_STORE_ACTIONS = (SaveTokens, DeleteTokens, SaveClient, DeleteClient, LockTokens, UnlockTokens)
 
 
 class AuthLayer:
@@ -434,6 +568,7 @@ class AuthLayer:
             return
         action = held.action
         if isinstance(action, _STORE_ACTIONS):
+            self._store_answered(action, value, now)
             self._store_done(now)
         elif not isinstance(value, str):
             self._hook_error(action, "unusable", f"answered a {type(value).__name__}, not a str")
@@ -460,6 +595,7 @@ class AuthLayer:
                 _store_method(action),
                 "raised" if outcome == "raised" else "is missing",
             )
+            self._lock_unavailable(action, now)
             self._store_done(now)
         elif isinstance(action, OpenAuthorizationUrl) and outcome == "raised":
             # The person's side gave up (closed the page): not asked again on its own.
@@ -674,6 +810,7 @@ class AuthLayer:
                 _store_method(action),
                 self._hook_timeout,
             )
+            self._lock_unavailable(action, now)
             self._store_done(now)
         elif isinstance(action, SignAssertion):
             self._hook_error(action, "late", f"did not answer within {self._hook_timeout:g} s")
@@ -699,6 +836,30 @@ class AuthLayer:
         assert isinstance(out, _STORE_ACTIONS)
         return out
 
+    def _store_answered(self, action: StoreAction, value: object, now: float) -> None:
+        """R4: a lock's answer goes to the flow; a write that did not apply (another
+        run stored newer tokens first) is logged: theirs are kept."""
+        if not isinstance(value, StoreOutcome):
+            # A store called directly, not through apply_to_store: it wrote.
+            value = StoreOutcome(True, None)
+            if isinstance(action, LockTokens):
+                self._lock_unavailable(action, now)
+                return
+        if isinstance(action, LockTokens):
+            self.flow.lock_answered(action.lock_id, value.applied, value.current, self._wall(now))
+        elif not value.applied:
+            _log.debug(
+                "oauth: the token store holds tokens another run stored meanwhile; "
+                "its %s left them as they are",
+                _store_method(action),
+            )
+
+    def _lock_unavailable(self, action: StoreAction, now: float) -> None:
+        """The store's refresh lock raised or did not answer: the refresh goes on
+        without it (refreshing unlocked beats never refreshing), reading nothing."""
+        if isinstance(action, LockTokens):
+            self.flow.lock_answered(action.lock_id, True, None, self._wall(now))
+
     def _store_done(self, now: float) -> None:
         self._store_out = None
         self._next_store(now)
@@ -718,6 +879,8 @@ def _store_method(action: StoreAction) -> str:
         DeleteTokens: "delete_tokens",
         SaveClient: "set_client",
         DeleteClient: "delete_client",
+        LockTokens: "lock_tokens",
+        UnlockTokens: "unlock_tokens",
     }[type(action)]
 
 

@@ -3,7 +3,9 @@
 Every host hook reaches a driver as an action that carries an ``attempt``
 number: ``OpenAuthorizationUrl`` (the ``authorize`` hook), ``SignAssertion``
 (``sign_assertion``) and the store's ``SaveTokens`` / ``DeleteTokens`` /
-``SaveClient`` / ``DeleteClient`` (a ``TokenStore``'s methods). The engine
+``SaveClient`` / ``DeleteClient`` / ``LockTokens`` / ``UnlockTokens`` (a
+``TokenStore``'s methods; the token ones through ``apply_to_store``, which
+answers a ``StoreOutcome``). The engine
 bounds each attempt with a deadline of its own and gives every report one
 defined outcome:
 
@@ -30,15 +32,18 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._oauth import (
     DeleteClient,
     DeleteTokens,
+    LockTokens,
     OpenAuthorizationUrl,
     SaveClient,
     SaveTokens,
     SignAssertion,
+    UnlockTokens,
 )
 
 if TYPE_CHECKING:
@@ -141,12 +146,19 @@ def hook_call(
         return HookCall(attempt, "sign_assertion", sign_assertion, (action,), blocking=False)
     function: Callable[..., object] | None
     args: tuple[Any, ...]
-    if isinstance(action, SaveTokens):
-        function = None if store is None else store.set_tokens
-        name, args = "TokenStore.set_tokens", (action.key, action.tokens)
-    elif isinstance(action, DeleteTokens):
-        function = None if store is None else store.delete_tokens
-        name, args = "TokenStore.delete_tokens", (action.key,)
+    if isinstance(action, (SaveTokens, DeleteTokens, LockTokens, UnlockTokens)):
+        # R4: through apply_to_store, which makes a write conditional (compare-and-
+        # swap) and answers a StoreOutcome the engine reads.
+        from ._authorizing import apply_to_store
+
+        method = {
+            SaveTokens: "set_tokens",
+            DeleteTokens: "delete_tokens",
+            LockTokens: "lock_tokens",
+            UnlockTokens: "unlock_tokens",
+        }[type(action)]
+        function = None if store is None else partial(apply_to_store, store)
+        name, args = f"TokenStore.{method}", (action,)
     elif isinstance(action, SaveClient):
         function = None if store is None else store.set_client
         name, args = "TokenStore.set_client", (action.issuer, action.client)

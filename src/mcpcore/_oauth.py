@@ -53,6 +53,9 @@ Commands (inputs), all taking ``now``:
   ``SignAssertion`` (private_key_jwt, O72); ``compact_jws`` builds one from
   a raw JWS signature.
 * ``handle_timer(now)`` / ``next_deadline()`` — the user wait (O41).
+* ``lock_answered(lock_id, held, current, now)`` — the store's answer to
+  ``LockTokens``: whether the refresh lock is now held, and the tokens the
+  store holds for the server (read under the lock).
 * ``cancel(reason)`` — give up the flow in flight.
 * ``login(now)`` — start discovery + authorization eagerly (a CLI ``login``).
 
@@ -62,7 +65,9 @@ exchange whose body overran the cap), ``OpenAuthorizationUrl`` (host hook:
 browser or paste, then ``receive_callback``), ``SignAssertion`` (host signer,
 then ``receive_assertion``), ``SaveTokens`` / ``DeleteTokens`` /
 ``SaveClient`` / ``DeleteClient`` (the store, O67; perform them before
-acting on the event that follows them, O48). ``take_events()`` returns
+acting on the event that follows them, O48), ``LockTokens`` /
+``UnlockTokens`` (hold the store's refresh lock around a refresh; answer a
+lock with ``lock_answered``). ``take_events()`` returns
 ``Authorized`` (retry waiting requests: ``prepare`` again) and
 ``AuthFailed(error)`` (fail waiting requests with ``error``).
 
@@ -127,6 +132,7 @@ __all__ = [
     "InsufficientScope",
     "InvalidMetadata",
     "IssuerMismatch",
+    "LockTokens",
     "MalformedResponse",
     "OAuthAction",
     "OAuthConfig",
@@ -150,6 +156,7 @@ __all__ = [
     "TokenError",
     "TokenKey",
     "TokenSet",
+    "UnlockTokens",
     "Wait",
     "asm_candidates",
     "authorization_header",
@@ -181,6 +188,7 @@ _EARLY_REFRESH_PAUSE: Final = 10.0  # seconds between refreshes ahead of expiry 
 _REMEMBERED: Final = 64  # secrets kept (after use too) to scrub echoes from server text
 _REVISION: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 _OIDC_FROM: Final = "2025-11-25"  # first revision that adds OIDC discovery (O11)
+_LOCK_POLL: Final = (0.02, 0.05, 0.1, 0.2)  # seconds between asks for a busy refresh lock
 
 
 # --- errors ---------------------------------------------------------------------------
@@ -522,18 +530,53 @@ class SignAssertion:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SaveTokens:
-    """Store ``tokens`` under ``key`` (replacing what was there; O48, O54, O67)."""
+    """Store ``tokens`` under ``key`` (O48, O54, O67).
+
+    ``replaces``: the set a refresh started from. The write applies only if the
+    store still holds that set for the server (compare-and-swap): another run
+    sharing the store may have refreshed meanwhile, and its tokens are kept.
+    ``None``: a new sign-in, written whatever was there.
+    """
 
     key: TokenKey
     tokens: TokenSet
+    replaces: TokenSet | None = None
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteTokens:
-    """Forget the tokens under ``key`` (O29, O55)."""
+    """Forget the tokens under ``key`` (O29, O55), only if the store still holds
+    ``only_if`` for the server: a newer set another run stored is never deleted."""
 
     key: TokenKey
+    only_if: TokenSet | None = None
+    attempt: int = 0  # D2: set by the engine; report the answer with it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockTokens:
+    """Take the store's refresh lock for ``server_url`` without waiting, then read
+    the tokens it holds for the server; the answer goes to ``lock_answered``.
+
+    Runs sharing a store (processes sharing a token file) refresh one at a time:
+    a refresh token that rotates is used once, and the run that comes second
+    finds the first one's tokens instead of spending a dead refresh token. A
+    lock that is busy is asked for again later (the flow's deadline says when).
+    ``lock_id`` is the flow's number for this ask.
+    """
+
+    lock_id: int
+    server_url: str
+    attempt: int = 0  # D2: set by the engine; report the answer with it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnlockTokens:
+    """Release the refresh lock the ``LockTokens`` with the same ``lock_id`` took."""
+
+    lock_id: int
+    server_url: str
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -563,6 +606,8 @@ OAuthAction = Union[
     DeleteTokens,
     SaveClient,
     DeleteClient,
+    LockTokens,
+    UnlockTokens,
 ]
 
 
@@ -1000,6 +1045,7 @@ class _Phase(Enum):
     SIGNING = "signing"
     AWAIT_USER = "await_user"
     EXCHANGING = "exchanging"
+    LOCKING = "locking"  # waiting for the store's refresh lock
     REFRESHING = "refreshing"
     CLIENT_GRANT = "client_grant"
 
@@ -1069,6 +1115,12 @@ class _Run:
     assertion_id: int = 0
     code_used: bool = False
     serial: int = 0  # which run this is: a ticket that waits for it names it
+    lock_attempt: int = 0  # the LockTokens this run is waiting for or holds
+    locked: bool = False  # the store's refresh lock is held
+    lock_since: float = 0.0
+    lock_retry_at: float | None = None  # a busy lock is asked for again then
+    lock_tries: int = 0
+    refreshing: TokenSet | None = None  # the set a refresh started from (CAS)
 
 
 class OAuthFlow:
@@ -1135,6 +1187,7 @@ class OAuthFlow:
         # R6: when the last refresh ahead of expiry started; one that failed is
         # tried again only after a pause, not on every request meanwhile.
         self._early_refresh_at: float | None = None
+        self._lock_attempts = 0
         # O18: the revision in use, sent on discovery; the engine tells the flow
         # the one its refused request spoke (see ``use_protocol_version``).
         self.protocol_version = config.protocol_version
@@ -1160,6 +1213,8 @@ class OAuthFlow:
         run = self._run
         if run is not None and self._phase is _Phase.AWAIT_USER:
             return run.deadline
+        if run is not None and self._phase is _Phase.LOCKING:
+            return run.lock_retry_at
         return None
 
     @property
@@ -1424,7 +1479,7 @@ class OAuthFlow:
         tokens = self._tokens
         if tokens is not None and not issuers_match(issuer, tokens.issuer):
             # O29: another AS now; its predecessor's tokens are of no use here.
-            self._emit(DeleteTokens(key=self._key(tokens.issuer)))
+            self._emit(DeleteTokens(key=self._key(tokens.issuer), only_if=tokens))
             self._tokens = None
             self._requested_scope = None
         if self._metadata is not None and issuers_match(issuer, self._metadata.issuer):
@@ -1514,7 +1569,7 @@ class OAuthFlow:
         self._need_run().expected_issuer = self._metadata.issuer
         tokens = self._tokens
         if tokens is not None and tokens.issuer != self._metadata.issuer:
-            self._emit(DeleteTokens(key=self._key(tokens.issuer)))
+            self._emit(DeleteTokens(key=self._key(tokens.issuer), only_if=tokens))
             self._tokens = None
         self._after_metadata(now)
 
@@ -1883,10 +1938,14 @@ class OAuthFlow:
         self._token_request(Purpose.TOKEN_CODE, meta.token_endpoint, params_out, client, now)
 
     def handle_timer(self, now: float) -> None:
-        """O41: the user wait ran out."""
+        """O41: the user wait ran out; or a busy refresh lock is asked for again."""
         deadline = self.next_deadline()
-        if deadline is not None and now >= deadline:
-            self._fail(AuthorizationTimeout("the authorization was not completed in time (O41)"))
+        if deadline is None or now < deadline:
+            return
+        if self._phase is _Phase.LOCKING:
+            self._ask_lock(now)
+            return
+        self._fail(AuthorizationTimeout("the authorization was not completed in time (O41)"))
 
     def cancel(self, reason: str = "cancelled", *, error: OAuthError | None = None) -> None:
         """Give up the flow in flight; waiting requests fail (with ``error`` if given)."""
@@ -1900,9 +1959,21 @@ class OAuthFlow:
     # --- token requests -------------------------------------------------------------------
 
     def _refresh(self, now: float) -> None:
-        """O53: to the token endpoint recorded with the token; never scope widening (O57)."""
+        """O53: to the token endpoint recorded with the token; never scope widening (O57).
+
+        First the store's refresh lock (``LockTokens``): with it held, what the
+        store holds now is read, and a set another run stored meanwhile is taken
+        instead of refreshing ours (its refresh token may have rotated ours away)."""
+        run = self._need_run()
+        if not run.locked:
+            self._phase = _Phase.LOCKING
+            run.lock_since = now
+            run.lock_tries = 0
+            self._ask_lock(now)
+            return
         tokens = self._tokens
         assert tokens is not None and tokens.refresh_token
+        run.refreshing = tokens
         self._phase = _Phase.REFRESHING
         params = [("grant_type", "refresh_token"), ("refresh_token", tokens.refresh_token)]
         params.append(("resource", tokens.resource))
@@ -1910,6 +1981,77 @@ class OAuthFlow:
             params.append(("scope", tokens.scope))
         client = self._client_for_tokens(tokens)
         self._token_request(Purpose.TOKEN_REFRESH, tokens.token_endpoint, params, client, now)
+
+    def _ask_lock(self, now: float) -> None:
+        run = self._need_run()
+        self._lock_attempts += 1
+        run.lock_attempt = self._lock_attempts
+        run.lock_retry_at = None
+        run.lock_tries += 1
+        self._emit(LockTokens(lock_id=run.lock_attempt, server_url=self.config.server_url))
+
+    def lock_answered(self, lock_id: int, held: bool, current: TokenSet | None, now: float) -> None:
+        """The store's answer to ``LockTokens(lock_id)``: ``held`` the refresh lock is
+        ours now; ``current`` the tokens the store holds for the server, read under it."""
+        run = self._run
+        if run is None or self._phase is not _Phase.LOCKING or lock_id != run.lock_attempt:
+            if held:  # a lock no run waits for any more: give it straight back
+                self._emit(UnlockTokens(lock_id=lock_id, server_url=self.config.server_url))
+            return
+        if not held:
+            if now - run.lock_since >= self.config.request_timeout:
+                # Another run's refresh is bounded by the same request timeout.
+                self._fail(
+                    OAuthTransientError(
+                        "another run sharing the token store held its refresh lock for "
+                        f"{self.config.request_timeout:g} s; try again"
+                    )
+                )
+                return
+            run.lock_retry_at = now + _LOCK_POLL[min(run.lock_tries, len(_LOCK_POLL)) - 1]
+            return
+        run.locked = True
+        ours = self._tokens
+        if (
+            current is not None
+            and ours is not None
+            and issuers_match(current.issuer, ours.issuer)
+            and (current.access_token, current.refresh_token)
+            != (ours.access_token, ours.refresh_token)
+        ):
+            # Another run refreshed (or signed in) meanwhile: its set is the live one.
+            _log.debug("oauth: the store holds newer tokens; using them")
+            self._tokens = current
+            self._remember(current.access_token, current.refresh_token)
+            if current.expires_at is None or now < current.expires_at:
+                self._adopt(current)
+                return
+            if not current.refresh_token:
+                self._release_lock()
+                goal = _Goal.AUTHORIZE
+                self._run = None
+                self._tokens = None
+                self._start(
+                    goal, now, scope=run.challenge_scope, resource_metadata=run.resource_metadata
+                )
+                return
+        self._refresh(now)
+
+    def _adopt(self, tokens: TokenSet) -> None:
+        """Tokens another run stored (and this one read under the lock) are used as if
+        this run had obtained them; nothing is written back."""
+        self._release_lock()
+        self._generation += 1
+        self._phase = _Phase.IDLE
+        self._run = None
+        self._last_result = Authorized(tokens=tokens)
+        self._events.append(self._last_result)
+
+    def _release_lock(self) -> None:
+        run = self._run
+        if run is not None and run.locked:
+            run.locked = False
+            self._emit(UnlockTokens(lock_id=run.lock_attempt, server_url=self.config.server_url))
 
     def _client_for_tokens(self, tokens: TokenSet) -> ClientRecord:
         pre = self.config.preregistered
@@ -2108,9 +2250,13 @@ class OAuthFlow:
         code, description = self._oauth_error(ex.body)
         if ex.purpose is Purpose.TOKEN_REFRESH:
             # O55: the refresh token is dead: forget the tokens, authorize anew.
+            # Only those this refresh started from: the store's lock is held, so a
+            # run sharing the store cannot have stored newer ones meanwhile, and the
+            # condition keeps a store without the lock from losing them either.
             tokens = self._tokens
             if tokens is not None:
-                self._emit(DeleteTokens(key=self._key(tokens.issuer)))
+                self._emit(DeleteTokens(key=self._key(tokens.issuer), only_if=tokens))
+            self._release_lock()
             self._tokens = None
             if code == "invalid_client":
                 self._forget_client(tokens.issuer if tokens else None)
@@ -2149,12 +2295,16 @@ class OAuthFlow:
             self._emit(DeleteClient(issuer=issuer))
 
     def _store(self, tokens: TokenSet) -> None:
-        """O48: store first, then tell the waiting requests."""
+        """O48: store first (a refresh's under the lock, in place of the set it started
+        from), then tell the waiting requests."""
+        run = self._need_run()
         self._tokens = tokens
         self._remember(tokens.access_token, tokens.refresh_token)
         self._generation += 1
         self._early_refresh_at = None  # R6: the pause is for refreshes that failed
-        self._emit(SaveTokens(key=self._key(tokens.issuer), tokens=tokens))
+        replaces = run.refreshing if run.locked else None
+        self._emit(SaveTokens(key=self._key(tokens.issuer), tokens=tokens, replaces=replaces))
+        self._release_lock()
         self._phase = _Phase.IDLE
         self._run = None
         self._last_result = Authorized(tokens=tokens)
@@ -2291,6 +2441,7 @@ class OAuthFlow:
 
     def _fail(self, error: OAuthError) -> None:
         _log.debug("oauth: flow failed: %s", type(error).__name__)
+        self._release_lock()
         self._phase = _Phase.IDLE
         self._run = None
         self._last_result = AuthFailed(error=error)

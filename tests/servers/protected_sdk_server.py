@@ -56,6 +56,7 @@ Event lines, printed to stdout (flushed) and appended to ``--events-file``:
 ``register client_id=<id> scope=<registered scope> auth_method=<method>``
 ``authorize client_id=<id> scope=<requested scopes> resource=<resource>``
 ``token grant=authorization_code scope=<scopes>`` / ``token grant=refresh_token scope=<scopes>``
+``token refused grant=refresh_token (...)``: an unknown or already used refresh token
 ``call whoami scopes=<scopes>`` / ``call admin_action scopes=<scopes>``
 ``insufficient_scope admin_action scopes=<scopes>`` (the gate's 403)
 ``http <status> <verb> <JSON-RPC method or ->`` for every ``/mcp`` answer of 400 or more.
@@ -207,12 +208,16 @@ class AutoApproveProvider(
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> RefreshToken | None:
         found = self.refresh_tokens.get(refresh_token)
-        return found if found is not None and found.client_id == client.client_id else None
+        if found is None or found.client_id != client.client_id:
+            self.events.record("token refused grant=refresh_token (unknown or already used)")
+            return None
+        return found
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
         if self.refresh_tokens.pop(refresh_token.token, None) is None:  # rotation
+            self.events.record("token refused grant=refresh_token (already used)")
             raise TokenError(error="invalid_grant", error_description="refresh token already used")
         self.events.record(f"token grant=refresh_token scope={' '.join(scopes)}")
         return self._issue(

@@ -29,7 +29,7 @@ from collections.abc import (
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import anyio
 import anyio.abc
@@ -271,6 +271,10 @@ class McpClient(ClientBase):
         self._config_error = setup.config_error
         self._server = setup.server
         self._auth = setup.auth
+        if authorize is None and setup.auth is not None:
+            # A ready sign-in brings its own hook; one of the wrong kind is the
+            # engine's to classify when it answers (D2: unusable).
+            self._authorize = cast("Callable[[str, str], Awaitable[str]]", setup.auth.authorize)
         self._store: TokenStore | None = None
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: AsyncPool | AsgiPool | None = None

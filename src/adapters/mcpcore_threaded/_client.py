@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequenc
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, Unpack
+from typing import IO, TYPE_CHECKING, Any, Unpack, cast
 
 from mcpcore import (
     AbortExchange,
@@ -281,6 +281,10 @@ class McpClient(ClientBase):
         self._config_error = setup.config_error
         self._server = setup.server
         self._auth = setup.auth
+        if authorize is None and setup.auth is not None:
+            # A ready sign-in brings its own hook; one of the wrong kind is the
+            # engine's to classify when it answers (D2: unusable).
+            self._authorize = cast("Callable[[str, str], str]", setup.auth.authorize)
         self._store: TokenStore | None = None
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: Pool | None = None

@@ -1,0 +1,54 @@
+"""Signing in to OAuth-protected servers from a library, as ``mcpcore login`` does.
+
+::
+
+    from mcpcore_signin import browser_auth          # async_browser_auth for mcpcore_anyio
+    from mcpcore_threaded import McpClient
+
+    with McpClient("notes", "https://mcp.example.com/mcp", auth=browser_auth()) as client:
+        print(client.call("notes/search", {"query": "x"}).text)
+
+``browser_auth()`` is the ``auth=`` option with the pieces the command line
+uses: ``FileTokenStore`` (the token file only its owner can read, shared with
+``mcpcore login``: a sign-in made by either is used by both) and
+``BrowserSignIn`` (the ``authorize`` hook: the system browser and a loopback
+listener on ``127.0.0.1``). Each piece is usable on its own: a ``FileTokenStore``
+as ``AuthOptions(store=...)``, a ``BrowserSignIn`` as the ``authorize`` hook.
+These do I/O (a file, a socket, a browser): they are not part of the core.
+"""
+
+from __future__ import annotations
+
+from ._browser import BrowserSignIn, async_browser_auth, browser_auth
+from ._listener import (
+    CALLBACK_PATH,
+    CONNECTION_TIMEOUT,
+    ListenerClosed,
+    ListenerTimeout,
+    LoopbackListener,
+    state_of,
+)
+from ._tokens import (
+    TOKEN_FILE_ENV,
+    FileTokenStore,
+    StoredTokens,
+    TokenFileError,
+    default_token_file,
+)
+
+__all__ = [
+    "CALLBACK_PATH",
+    "CONNECTION_TIMEOUT",
+    "TOKEN_FILE_ENV",
+    "BrowserSignIn",
+    "FileTokenStore",
+    "ListenerClosed",
+    "ListenerTimeout",
+    "LoopbackListener",
+    "StoredTokens",
+    "TokenFileError",
+    "async_browser_auth",
+    "browser_auth",
+    "default_token_file",
+    "state_of",
+]
