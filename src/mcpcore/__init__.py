@@ -89,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "ProtocolError": "_errors",
     "RemoteProtocolError": "_errors",
     "TransportError": "_errors",
+    "ResourceNotFound": "_errors",
     "Unavailable": "_errors",
     "UnknownTool": "_errors",
     "escape_text": "_escape",
@@ -107,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "HttpRequest": "_events",
     "ProgressReceived": "_events",
     "RefreshFailed": "_events",
+    "RequestSucceeded": "_events",
     "SessionReady": "_events",
     "StartFailed": "_events",
     "ToolsListChanged": "_events",
@@ -151,6 +153,18 @@ _EXPORTS: dict[str, str] = {
     "LineFramer": "_stdio",
     "StderrTail": "_stdio",
     "frame_message": "_stdio",
+    "Listing": "_listing",
+    "Ask": "_requests",
+    "RequestKind": "_requests",
+    "BlobContents": "_resources",
+    "ReadResult": "_resources",
+    "Resource": "_resources",
+    "ResourceTemplate": "_resources",
+    "TextContents": "_resources",
+    "Prompt": "_prompts",
+    "PromptArgument": "_prompts",
+    "PromptMessage": "_prompts",
+    "PromptResult": "_prompts",
     "Catalogue": "_tools",
     "ToolFilter": "_filters",
     "tool_filter": "_filters",
@@ -170,6 +184,7 @@ __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AbortExchange",
     "Action",
+    "Ask",
     "AudioBlock",
     "AuthAction",
     "AuthFailed",
@@ -183,6 +198,7 @@ __all__ = [
     "Authorized",
     "Availability",
     "BackendError",
+    "BlobContents",
     "CallCancelled",
     "CallFailed",
     "CallSucceeded",
@@ -222,6 +238,7 @@ __all__ = [
     "KillProcess",
     "LimitExceeded",
     "LineFramer",
+    "Listing",
     "LocalProtocolError",
     "LocalServer",
     "MalformedResponse",
@@ -239,7 +256,12 @@ __all__ = [
     "PreRegisteredClient",
     "ProcessAction",
     "ProgressReceived",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
     "ProtocolError",
+    "ReadResult",
     "RedirectRefused",
     "RefreshFailed",
     "RegistrationContract",
@@ -248,9 +270,14 @@ __all__ = [
     "RemoteProtocolError",
     "RemoteServer",
     "Request",
+    "RequestKind",
+    "RequestSucceeded",
+    "Resource",
     "ResourceBlock",
     "ResourceLinkBlock",
     "ResourceMismatch",
+    "ResourceNotFound",
+    "ResourceTemplate",
     "Result",
     "SSEDecoder",
     "SSEEvent",
@@ -268,6 +295,7 @@ __all__ = [
     "SyncReport",
     "TerminateProcess",
     "TextBlock",
+    "TextContents",
     "TokenError",
     "TokenKey",
     "TokenSet",
@@ -364,6 +392,7 @@ if TYPE_CHECKING:
         McpError,
         ProtocolError,
         RemoteProtocolError,
+        ResourceNotFound,
         TransportError,
         Unavailable,
         UnknownTool,
@@ -382,6 +411,7 @@ if TYPE_CHECKING:
         ProcessAction,
         ProgressReceived,
         RefreshFailed,
+        RequestSucceeded,
         SessionReady,
         StartFailed,
         StartProcess,
@@ -403,6 +433,7 @@ if TYPE_CHECKING:
         decode_message,
         encode_message,
     )
+    from ._listing import Listing
     from ._oauth import (
         AuthFailed,
         AuthorizationCancelled,
@@ -441,6 +472,7 @@ if TYPE_CHECKING:
         compact_jws,
     )
     from ._outcome import call_outcome, closed_outcome, refresh_outcome
+    from ._prompts import Prompt, PromptArgument, PromptMessage, PromptResult
     from ._registry import RegistrationContract
     from ._render import (
         AudioBlock,
@@ -454,6 +486,8 @@ if TYPE_CHECKING:
         ToolOutput,
         render_result,
     )
+    from ._requests import Ask, RequestKind
+    from ._resources import BlobContents, ReadResult, Resource, ResourceTemplate, TextContents
     from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
     from ._setup import (
         ClientOptions,

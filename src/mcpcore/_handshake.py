@@ -204,6 +204,7 @@ class Handshake:
         self._set_version(verdict.version)
         self._s.server_capabilities = dict(verdict.capabilities or {})
         self._s.server_info = dict(verdict.server_info or {})
+        self._s.instructions = _instructions(result)
         _log.debug(
             "%s server/discover id=%s answered in %.1f ms: protocol version %s",
             self._s.tag,
@@ -311,6 +312,7 @@ class Handshake:
         self._s.path.outgoing.append(Notification(method="notifications/initialized"))
         self._s.server_capabilities = capabilities
         self._s.server_info = info
+        self._s.instructions = _instructions(result)
         if self._s.path.holding:
             self._finish_resetup(now)
             return
@@ -422,3 +424,9 @@ def _parse_initialize_result(result: object) -> tuple[str, dict[str, Any], dict[
     if not isinstance(info, dict):
         info = {}
     return version, capabilities, info
+
+
+def _instructions(result: object) -> str | None:
+    """F7: the server's instructions, as sent (untrusted; never put anywhere by us)."""
+    value = result.get("instructions") if isinstance(result, dict) else None
+    return value if isinstance(value, str) else None

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS",
+    "Ask",
     "Pages",
     "Pending",
     "RequestKind",
@@ -93,6 +94,16 @@ class RequestKind:
     typed_result: bool = True
     # Its params get the 2026-07-28 envelope (the probe builds its own).
     stamped: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One request a host asks for: its kind, its params (before the envelope), and
+    what the kind's reading of the result needs (a URI, the server's name)."""
+
+    kind: RequestKind
+    params: dict[str, Any] | None = None
+    context: Any = None
 
 
 #: Every kind a feature declared, by method.

@@ -68,9 +68,9 @@ from ._modern import (
 )
 from ._requests import (
     KINDS,
+    Ask,
     Pages,
     Pending,
-    RequestKind,
     RequestPath,
     read_page,
 )
@@ -138,6 +138,8 @@ class ClientSession:
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
+        # F7: the server's instructions from initialize or server/discover (untrusted)
+        self.instructions: str | None = None
         self.failures = 0
         self.last_error: McpError | None = None
         self.path = RequestPath(self.options.client_name, self.options.client_version)
@@ -266,15 +268,7 @@ class ClientSession:
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
         return self.tools.call(tool_id, arguments, now, budget)
 
-    def request(
-        self,
-        kind: RequestKind,
-        params: dict[str, Any] | None,
-        now: float,
-        *,
-        timeout: float | None = None,
-        context: Any = None,
-    ) -> int:
+    def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Send one request of a feature's ``kind`` for the host (F1); returns its
         id. It ends with ``RequestSucceeded`` (the kind's parsed value: every page
         of a paged kind), ``CallFailed`` or ``CallCancelled`` under that id.
@@ -283,6 +277,7 @@ class ClientSession:
         ready, ``InvalidArguments`` for params JSON cannot carry, ``InvalidValue``
         for a timeout that is not a positive number of seconds.
         """
+        kind, params = ask.kind, ask.params
         if self.state is not SessionState.READY:
             raise InvalidState(
                 f"cannot send {kind.method} while the session is {self.state.value!r}"
@@ -305,7 +300,7 @@ class ClientSession:
             budget=budget,
             hosted=True,
             pages=Pages("max_items", self.options.max_items) if kind.pages else None,
-            context=context,
+            context=ask.context,
         )
         _log.debug(
             "%s %s as request id=%d (budget %g s)", self.tag, kind.method, request_id, budget
