@@ -183,3 +183,19 @@ def test_B5_a_client_without_auth_does_not_load_oauth(driver: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("driver", ["mcpcore_anyio", "mcpcore_threaded"])
+def test_B5_F1_feature_modules_load_when_first_used(driver: str) -> None:
+    """B5, F1: resources and prompts (and what only they use) load on a client's first
+    listing, read or prompt, not on import of a driver nor on making a client."""
+    code = (
+        f"import sys; import {driver}; from mcpcore import RemoteServer; "
+        f"{driver}.McpClient('s', RemoteServer(name='s', url='http://127.0.0.1:9/mcp')); "
+        "print(sorted(m for m in ('mcpcore._resources', 'mcpcore._prompts', 'mcpcore._listing')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"

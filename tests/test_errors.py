@@ -144,6 +144,7 @@ def _instances() -> list[McpError]:
         mcpcore.Cancelled("cancelled by the caller", server="s"),
         Unavailable("refused", server="s"),
         UnknownTool("add", suggestions=("py/add",)),
+        mcpcore.ResourceNotFound("a://gone", detail="-32002: no such resource"),
         mcpcore.OutputSchemaViolation("structuredContent broke the schema", keyword="required", tool="s/t"),
         # A1-A5: the OAuth errors, each with the attributes it carries
         mcpcore.OAuthError("authorization failed"),

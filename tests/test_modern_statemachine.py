@@ -110,7 +110,7 @@ class ModernMachine(RuleBasedStateMachine):
         if method == "tools/call":
             params = message["params"]
             # which caller's call this POST carries (a new round has a new id, M49)
-            requests = self.engine.session._call_requests
+            requests = self.engine.session.path.carriers
             call_key = next((c for c, r in requests.items() if r == rid), rid)
             if call_key in self.broken:
                 self.problems.append(f"call {call_key} sent again after its stream broke")

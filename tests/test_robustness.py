@@ -326,7 +326,7 @@ def test_K6_abandoned_request_ids_are_remembered_within_a_bound() -> None:
         cid = link.engine.call("srv/echo", None, link.now)
         link.engine.cancel(cid, link.now)
     link.pump()
-    assert len(link.engine.session._abandoned) <= 1024
+    assert len(link.engine.session.path.abandoned) <= 1024
 
 
 # --- K2 with many calls in flight: deadlines fire in order, from a heap -------------------------

@@ -887,11 +887,11 @@ def test_table_every_pair_outside_transitions_raises(state: SessionState, event:
     expected = TRANSITIONS.get(state, {}).get(event)
     if expected is None:
         with pytest.raises(LocalProtocolError) as info:
-            session._transition(event)
+            session.transition(event)
         assert state.value in str(info.value) and event.value in str(info.value)
         assert session.state is state
     else:
-        session._transition(event)
+        session.transition(event)
         assert session.state is expected
 
 

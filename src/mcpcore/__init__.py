@@ -94,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "ProtocolError": "_errors",
     "RemoteProtocolError": "_errors",
     "TransportError": "_errors",
+    "ResourceNotFound": "_errors",
     "Unavailable": "_errors",
     "UnknownTool": "_errors",
     "escape_text": "_escape",
@@ -112,6 +113,7 @@ _EXPORTS: dict[str, str] = {
     "HttpRequest": "_events",
     "ProgressReceived": "_events",
     "RefreshFailed": "_events",
+    "RequestSucceeded": "_events",
     "SessionReady": "_events",
     "StartFailed": "_events",
     "ToolsListChanged": "_events",
@@ -156,6 +158,18 @@ _EXPORTS: dict[str, str] = {
     "LineFramer": "_stdio",
     "StderrTail": "_stdio",
     "frame_message": "_stdio",
+    "Listing": "_listing",
+    "Ask": "_requests",
+    "RequestKind": "_requests",
+    "BlobContents": "_resources",
+    "ReadResult": "_resources",
+    "Resource": "_resources",
+    "ResourceTemplate": "_resources",
+    "TextContents": "_resources",
+    "Prompt": "_prompts",
+    "PromptArgument": "_prompts",
+    "PromptMessage": "_prompts",
+    "PromptResult": "_prompts",
     "Catalogue": "_tools",
     "ToolFilter": "_filters",
     "tool_filter": "_filters",
@@ -175,6 +189,7 @@ __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AbortExchange",
     "Action",
+    "Ask",
     "AudioBlock",
     "AuthAction",
     "AuthFailed",
@@ -188,6 +203,7 @@ __all__ = [
     "Authorized",
     "Availability",
     "BackendError",
+    "BlobContents",
     "CallCancelled",
     "CallFailed",
     "CallSucceeded",
@@ -227,6 +243,7 @@ __all__ = [
     "KillProcess",
     "LimitExceeded",
     "LineFramer",
+    "Listing",
     "LocalProtocolError",
     "LocalServer",
     "LockTokens",
@@ -245,7 +262,12 @@ __all__ = [
     "PreRegisteredClient",
     "ProcessAction",
     "ProgressReceived",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
     "ProtocolError",
+    "ReadResult",
     "RedirectRefused",
     "RefreshFailed",
     "RegistrationContract",
@@ -254,9 +276,14 @@ __all__ = [
     "RemoteProtocolError",
     "RemoteServer",
     "Request",
+    "RequestKind",
+    "RequestSucceeded",
+    "Resource",
     "ResourceBlock",
     "ResourceLinkBlock",
     "ResourceMismatch",
+    "ResourceNotFound",
+    "ResourceTemplate",
     "Result",
     "SSEDecoder",
     "SSEEvent",
@@ -276,6 +303,7 @@ __all__ = [
     "SyncReport",
     "TerminateProcess",
     "TextBlock",
+    "TextContents",
     "TokenError",
     "TokenKey",
     "TokenSet",
@@ -377,6 +405,7 @@ if TYPE_CHECKING:
         McpError,
         ProtocolError,
         RemoteProtocolError,
+        ResourceNotFound,
         TransportError,
         Unavailable,
         UnknownTool,
@@ -395,6 +424,7 @@ if TYPE_CHECKING:
         ProcessAction,
         ProgressReceived,
         RefreshFailed,
+        RequestSucceeded,
         SessionReady,
         StartFailed,
         StartProcess,
@@ -416,6 +446,7 @@ if TYPE_CHECKING:
         decode_message,
         encode_message,
     )
+    from ._listing import Listing
     from ._oauth import (
         AuthFailed,
         AuthorizationCancelled,
@@ -456,6 +487,7 @@ if TYPE_CHECKING:
         compact_jws,
     )
     from ._outcome import call_outcome, closed_outcome, refresh_outcome
+    from ._prompts import Prompt, PromptArgument, PromptMessage, PromptResult
     from ._registry import RegistrationContract
     from ._render import (
         AudioBlock,
@@ -469,6 +501,8 @@ if TYPE_CHECKING:
         ToolOutput,
         render_result,
     )
+    from ._requests import Ask, RequestKind
+    from ._resources import BlobContents, ReadResult, Resource, ResourceTemplate, TextContents
     from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
     from ._setup import (
         ClientOptions,

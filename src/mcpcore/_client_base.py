@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from ._errors import UnknownTool
 from ._registry import RegistrationContract, register_catalogue, sync_registry
+from ._requests import Ask
 from ._session import SessionState, positive_seconds
 from ._tools import suggest_ids
 
@@ -104,6 +105,42 @@ class ClientBase:
     def separator(self) -> str:
         """What joins the server name and the tool name in this client's tool ids."""
         return self._options.separator
+
+    @property
+    def instructions(self) -> str | None:
+        """F7: the server's instructions (from ``initialize`` or ``server/discover``),
+        exactly as sent: **untrusted** text, never put into anything by this
+        library; escape it (``mcpcore.escape_text``) before showing it. ``None``
+        until the server is ready, or when it sent none."""
+        engine = self._engine
+        return (
+            None
+            if engine is None or engine.state is not SessionState.READY
+            else engine.session.instructions
+        )
+
+    # --- the asks behind each driver's resources and prompts methods (F2, F5) -----
+    # Each feature module loads here, on first use, never on import of a driver.
+
+    def _ask_list(self, what: Literal["resources", "templates", "prompts"]) -> Ask:
+        name = self._options.server_name
+        if what == "prompts":
+            from ._prompts import PROMPTS_LIST
+
+            return Ask(PROMPTS_LIST, None, name)
+        from ._resources import RESOURCE_TEMPLATES_LIST, RESOURCES_LIST
+
+        return Ask(RESOURCES_LIST if what == "resources" else RESOURCE_TEMPLATES_LIST, None, name)
+
+    def _ask_read(self, uri: str) -> Ask:
+        from ._resources import RESOURCES_READ, read_params
+
+        return Ask(RESOURCES_READ, read_params(uri), uri)
+
+    def _ask_prompt(self, name: str, arguments: Mapping[str, str] | None) -> Ask:
+        from ._prompts import PROMPTS_GET, get_params
+
+        return Ask(PROMPTS_GET, get_params(name, arguments), name)
 
     @property
     def call_timeout(self) -> float:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ._authorizing import AuthAction, AuthLayer, AuthOptions
     from ._hooks import HookFailure
     from ._oauth import ClientRecord, TokenSet
+    from ._requests import Ask
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
 
@@ -88,6 +89,13 @@ class _EngineBase:
     ) -> int:
         """Start a ``tools/call``; the outcome arrives as an event with this call id."""
         call_id = self.session.call(tool_id, arguments, now, timeout=timeout)
+        self._pump(now)
+        return call_id
+
+    def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
+        """Start one request of the host (a listing, a read, a prompt: F1); it ends
+        with ``RequestSucceeded``, ``CallFailed`` or ``CallCancelled`` under this id."""
+        call_id = self.session.request(ask, now, timeout=timeout)
         self._pump(now)
         return call_id
 

@@ -21,7 +21,7 @@ constructor again.
 
 from __future__ import annotations
 
-from ._escape import escape_text
+from ._escape import escape_text, excerpt
 
 __all__ = [
     "BackendError",
@@ -37,6 +37,7 @@ __all__ = [
     "McpError",
     "ProtocolError",
     "RemoteProtocolError",
+    "ResourceNotFound",
     "TransportError",
     "Unavailable",
     "UnknownTool",
@@ -203,6 +204,21 @@ class Cancelled(McpError):
         self.server = server
 
 
+class ResourceNotFound(McpError):
+    """The server has no resource at ``uri`` (F2): its answer to ``resources/read``
+    was -32002 (the handshake era's code) or -32602 (2026-07-28's, and what
+    deployed handshake-era servers send). ``detail`` is that answer's code and
+    message, escaped and cut short."""
+
+    def __init__(self, uri: str, *, detail: str = "") -> None:
+        shown = excerpt(uri, 200)
+        super().__init__(
+            f"the server has no resource {shown!r}" + (f" ({detail})" if detail else "")
+        )
+        self.uri = uri
+        self.detail = detail
+
+
 class Unavailable(McpError):
     """The server is not ready; ``reason`` says why (L3, K7)."""
 
@@ -254,6 +270,7 @@ for _public in (
     CallTimeout,
     BackendError,
     Cancelled,
+    ResourceNotFound,
     Unavailable,
     UnknownTool,
 ):

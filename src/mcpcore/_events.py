@@ -27,6 +27,7 @@ __all__ = [
     "ProcessAction",
     "ProgressReceived",
     "RefreshFailed",
+    "RequestSucceeded",
     "SessionReady",
     "StartFailed",
     "StartProcess",
@@ -67,8 +68,18 @@ class CallSucceeded:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RequestSucceeded:
+    """Another request of the host (a listing, a read, a prompt, a completion)
+    finished; ``value`` is what its kind reads from the result (F1)."""
+
+    call_id: int
+    value: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallFailed:
-    """A call ended with an error: backend, transport, timeout or protocol (K4)."""
+    """A call (or another request of the host) ended with an error: backend,
+    transport, timeout or protocol (K4)."""
 
     call_id: int
     error: McpError
@@ -118,6 +129,7 @@ Event = Union[
     SessionReady,
     StartFailed,
     CallSucceeded,
+    RequestSucceeded,
     CallFailed,
     CallCancelled,
     ProgressReceived,

@@ -8,10 +8,17 @@ error on every driver, and no driver words an outcome of its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._errors import Cancelled, McpError
-from ._events import CallCancelled, CallFailed, CallSucceeded, RefreshFailed, ToolsRefreshed
+from ._events import (
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    RefreshFailed,
+    RequestSucceeded,
+    ToolsRefreshed,
+)
 
 if TYPE_CHECKING:
     from ._render import ToolOutput
@@ -23,11 +30,16 @@ CLOSED_REASON = "the client was closed"
 
 
 def call_outcome(
-    event: CallSucceeded | CallFailed | CallCancelled, *, server: str | None = None
-) -> ToolOutput | McpError:
-    """The output to return, or the error to raise, for a call that ended with ``event``."""
+    event: CallSucceeded | RequestSucceeded | CallFailed | CallCancelled,
+    *,
+    server: str | None = None,
+) -> ToolOutput | Any | McpError:
+    """The output to return, or the error to raise, for a call (or another request
+    of the host: a listing, a read, a prompt) that ended with ``event``."""
     if isinstance(event, CallSucceeded):
         return event.output
+    if isinstance(event, RequestSucceeded):
+        return event.value
     if isinstance(event, CallFailed):
         return event.error
     return Cancelled(event.reason, server=server)

@@ -59,6 +59,7 @@ __all__ = [
     "TextBlock",
     "ToolOutput",
     "content_blocks",
+    "decode_base64",
     "render_content",
     "render_result",
 ]
@@ -256,6 +257,11 @@ def _decode(value: str) -> bytes | None:
         return binascii.a2b_base64(compact, strict_mode=True)
     except (binascii.Error, ValueError):
         return None
+
+
+def decode_base64(value: str) -> bytes | None:
+    """Base64 → bytes, as blocks are read (whitespace, missing padding); ``None``: no."""
+    return _decode(value)
 
 
 def _string(value: object) -> str | None:

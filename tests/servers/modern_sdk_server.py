@@ -87,6 +87,11 @@ Tools:
 ``ask confirm``, ``tool-added <name>``, ``tool-removed <name>``,
 ``notified tools/list_changed``
     tool activity.
+``read greeting``, ``read blob``, ``get review``
+    resource and prompt activity.
+
+Resources: ``peer://greeting`` (text), ``peer://blob`` (16 bytes, 0-15), the
+template ``peer://items/{item}``. Prompt: ``review(code, language="python")``.
 """
 
 import argparse
@@ -514,6 +519,31 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
         events.record(f"tool-removed {name}")
         await _tools_changed(ctx)
         return f"removed {name}"
+
+    # Resources and prompts (F2-F5): two fixed resources (text, binary), a template
+    # and a prompt with arguments.
+    @mcp.resource("peer://greeting", name="greeting", mime_type="text/plain")
+    def greeting() -> str:
+        """A short text."""
+        events.record("read greeting")
+        return "hello from the peer"
+
+    @mcp.resource("peer://blob", name="blob", mime_type="application/octet-stream")
+    def blob() -> bytes:
+        """Sixteen bytes, 0 to 15."""
+        events.record("read blob")
+        return bytes(range(16))
+
+    @mcp.resource("peer://items/{item}", name="item", mime_type="text/plain")
+    def item(item: str) -> str:
+        """One item, by name."""
+        return f"item {item}"
+
+    @mcp.prompt()
+    def review(code: str, language: str = "python") -> str:
+        """Ask for a review of `code`."""
+        events.record("get review")
+        return f"Please review this {language} code:\n{code}"
 
     return mcp
 

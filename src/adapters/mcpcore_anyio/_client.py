@@ -57,6 +57,7 @@ from mcpcore import (
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
+    RequestSucceeded,
     SessionReady,
     StartFailed,
     StartProcess,
@@ -82,9 +83,16 @@ if TYPE_CHECKING:
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
+        Ask,
         AuthAction,
         ClientRecord,
         HookCall,
+        Listing,
+        Prompt,
+        PromptResult,
+        ReadResult,
+        Resource,
+        ResourceTemplate,
         SignAssertion,
         TokenSet,
         TokenStore,
@@ -106,7 +114,7 @@ _AWAKE = float("-inf")  # the timer task is not sleeping: no need to wake it
 class _CallWaiter:
     done: anyio.Event
     on_progress: ProgressCallback | None
-    output: ToolOutput | None = None
+    output: Any = None
     error: McpError | None = None
 
 
@@ -531,7 +539,7 @@ class McpClient(ClientBase):
                     _log.info("server %r is unavailable: %s", self.name, event.error)
                 self._state_changed.set()
                 self._state_changed = anyio.Event()
-            elif isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+            elif isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                 waiter = self._calls.get(event.call_id)
                 if waiter is None:
                     continue
@@ -742,6 +750,53 @@ class McpClient(ClientBase):
         engine = self._engine
         assert engine is not None
         call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+        output: ToolOutput = await self._outcome(call_id, on_progress)
+        return output
+
+    async def _ask(self, ask: Ask, timeout: float | None) -> Any:
+        """Send one request of the host (F1) once ready and wait for what it reads.
+        (``ask`` was built first: a caller's mistake is refused before any wait.)"""
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.request(ask, self._now(), timeout=timeout)
+        return await self._outcome(call_id, None)
+
+    async def list_resources(self, *, timeout: float | None = None) -> Listing[Resource]:
+        """F2: every resource the server lists (all pages), with its cache hints."""
+        return await self._ask(self._ask_list("resources"), timeout)  # type: ignore[no-any-return]
+
+    async def list_resource_templates(
+        self, *, timeout: float | None = None
+    ) -> Listing[ResourceTemplate]:
+        """F2, F3: every resource template the server lists (all pages)."""
+        return await self._ask(self._ask_list("templates"), timeout)  # type: ignore[no-any-return]
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResult:
+        """F2, F4: read one resource (a listed URI, an expanded template, a tool's
+        ``resource_link``); ``ResourceNotFound`` when the server has none there."""
+        return await self._ask(self._ask_read(uri), timeout)  # type: ignore[no-any-return]
+
+    async def list_prompts(self, *, timeout: float | None = None) -> Listing[Prompt]:
+        """F5: every prompt the server lists (all pages)."""
+        return await self._ask(self._ask_list("prompts"), timeout)  # type: ignore[no-any-return]
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> PromptResult:
+        """F5: one prompt's messages; the arguments are strings (anything else is
+        refused before sending, ``InvalidArguments``)."""
+        return await self._ask(self._ask_prompt(name, arguments), timeout)  # type: ignore[no-any-return]
+
+    async def _outcome(self, call_id: int, on_progress: ProgressCallback | None) -> Any:
+        """Wait for the request ``call_id`` to end (performing its exchange here when
+        it may); a caller that gives up cancels it (K6)."""
+        engine = self._engine
+        assert engine is not None
         waiter = _CallWaiter(done=anyio.Event(), on_progress=on_progress)
         self._calls[call_id] = waiter
         try:

@@ -49,6 +49,7 @@ from mcpcore import (
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
+    RequestSucceeded,
     StartFailed,
     StartProcess,
     StdioClientEngine,
@@ -72,9 +73,16 @@ if TYPE_CHECKING:
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
+        Ask,
         AuthAction,
         ClientRecord,
         HookCall,
+        Listing,
+        Prompt,
+        PromptResult,
+        ReadResult,
+        Resource,
+        ResourceTemplate,
         SignAssertion,
         TokenSet,
         TokenStore,
@@ -192,10 +200,10 @@ class CallHandle:
         self.call_id = call_id
         self.on_progress = on_progress
         self._done = threading.Event()
-        self._output: ToolOutput | None = None
+        self._output: Any = None
         self._error: BaseException | None = None
 
-    def _finish(self, output: ToolOutput | None, error: BaseException | None) -> None:
+    def _finish(self, output: Any, error: BaseException | None) -> None:
         if not self._done.is_set():
             self._output, self._error = output, error
             self._done.set()
@@ -210,6 +218,10 @@ class CallHandle:
 
     def result(self, timeout: float | None = None) -> ToolOutput:
         """Block until the call ends. Ctrl-C while waiting cancels the call (K6)."""
+        output: ToolOutput = self._wait(timeout)
+        return output
+
+    def _wait(self, timeout: float | None) -> Any:
         try:
             finished = self._done.wait(timeout)
         except BaseException:  # Ctrl-C (KeyboardInterrupt) while waiting
@@ -685,7 +697,7 @@ class McpClient(ClientBase):
         for event in events:
             if isinstance(event, StartFailed):
                 _log.info("server %r is unavailable: %s", self.name, event.error)
-            elif isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+            elif isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                 handle = self._calls.pop(event.call_id, None)
                 if handle is not None:
                     outcome = call_outcome(event, server=self.name)
@@ -785,21 +797,25 @@ class McpClient(ClientBase):
 
     def _begin_call(
         self,
-        tool_id: str,
+        tool_id: str | Ask,
         arguments: Mapping[str, Any] | None,
         timeout: float | None,
         on_progress: ProgressCallback | None,
         *,
         here: bool,
     ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
-        """Start a call; with ``here``, its exchange is returned for this thread to perform."""
+        """Start a call (or, given an ``Ask``, another request of the host: F1); with
+        ``here``, its exchange is returned for this thread to perform."""
         self._ensure_ready()
         with self._turn():
             engine = self._engine
             assert engine is not None
             if self._closing:
                 raise Unavailable("the client was closed", server=self.name)
-            call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+            if isinstance(tool_id, str):
+                call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+            else:
+                call_id = engine.request(tool_id, self._now(), timeout=timeout)
             handle = CallHandle(self, call_id, on_progress)
             self._calls[call_id] = handle
             return handle, self._dispatch(perform_here=call_id if here else None)
@@ -830,6 +846,46 @@ class McpClient(ClientBase):
                 handle.cancel()
                 raise
         return handle.result()
+
+    def _ask(self, ask: Ask, timeout: float | None) -> Any:
+        """Send one request of the host (F1) and block for what it reads.
+        (``ask`` was built first: a caller's mistake is refused before any wait.)"""
+        handle, here = self._begin_call(ask, None, timeout, None, here=True)
+        if here is not None:
+            try:
+                self._exchange(*here, caller=handle)
+            except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
+                handle.cancel()
+                raise
+        return handle._wait(None)
+
+    def list_resources(self, *, timeout: float | None = None) -> Listing[Resource]:
+        """F2: every resource the server lists (all pages), with its cache hints."""
+        return self._ask(self._ask_list("resources"), timeout)  # type: ignore[no-any-return]
+
+    def list_resource_templates(self, *, timeout: float | None = None) -> Listing[ResourceTemplate]:
+        """F2, F3: every resource template the server lists (all pages)."""
+        return self._ask(self._ask_list("templates"), timeout)  # type: ignore[no-any-return]
+
+    def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResult:
+        """F2, F4: read one resource (a listed URI, an expanded template, a tool's
+        ``resource_link``); ``ResourceNotFound`` when the server has none there."""
+        return self._ask(self._ask_read(uri), timeout)  # type: ignore[no-any-return]
+
+    def list_prompts(self, *, timeout: float | None = None) -> Listing[Prompt]:
+        """F5: every prompt the server lists (all pages)."""
+        return self._ask(self._ask_list("prompts"), timeout)  # type: ignore[no-any-return]
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> PromptResult:
+        """F5: one prompt's messages; the arguments are strings (anything else is
+        refused before sending, ``InvalidArguments``)."""
+        return self._ask(self._ask_prompt(name, arguments), timeout)  # type: ignore[no-any-return]
 
     def _cancel(self, handle: CallHandle, reason: str) -> bool:
         with self._turn():

@@ -1,0 +1,239 @@
+"""The resources feature: listing resources and templates, reading one (F2, F9).
+
+It declares three request kinds: ``resources/list`` and
+``resources/templates/list`` (paged, every page is collected; safe to send
+again after a broken stream) and ``resources/read`` (safe to send again; at
+2026-07-28 it carries ``Mcp-Name: <uri>`` and may be answered with
+``input_required``). It reads their results into typed, frozen objects:
+``Resource``, ``ResourceTemplate``, and a ``ReadResult`` of ``TextContents``
+and ``BlobContents``. A blob stays base64 until ``.data`` is asked for, so a
+large read costs its text once; base64 that does not decode raises then,
+naming the URI. A read of a URI the server does not have raises
+``ResourceNotFound``: -32002 in the handshake era, -32602 at 2026-07-28, and
+-32602 in the handshake era too, which deployed servers (the official Python
+SDK among them) answer an unknown URI with: a read has no other param.
+
+Every string here is untrusted server text. Loaded when a host first lists or
+reads, never on import of a driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import InvalidArguments, McpError, RemoteProtocolError, ResourceNotFound
+from ._escape import excerpt
+from ._jsonrpc import ErrorResponse
+from ._listing import Listing, cache_hints, read_items, text
+from ._render import decode_base64
+from ._requests import Pending, RequestKind, error_detail, register
+
+__all__ = [
+    "RESOURCES_LIST",
+    "RESOURCES_READ",
+    "RESOURCE_TEMPLATES_LIST",
+    "BlobContents",
+    "ReadResult",
+    "Resource",
+    "ResourceTemplate",
+    "TextContents",
+    "read_params",
+]
+
+_INVALID_PARAMS = -32602
+_RESOURCE_NOT_FOUND = -32002
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One listed resource: ``uri`` and ``name`` always; the rest when sent as the
+    right type (else ``None``). ``raw`` is the entry as received."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTemplate:
+    """One listed resource template: ``uri_template`` (RFC 6570) and ``name``."""
+
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TextContents:
+    """A text part of a read: ``text`` as the server sent it (untrusted, unescaped)."""
+
+    uri: str
+    text: str
+    mime_type: str | None = None
+
+    def __repr__(self) -> str:
+        return f"TextContents(uri={excerpt(self.uri, 80)!r}, {len(self.text)} chars)"
+
+
+@dataclass(frozen=True, slots=True)
+class BlobContents:
+    """A binary part of a read, kept as the base64 the server sent until ``data``
+    is asked for (decoded on each access; keep the bytes if you need them twice)."""
+
+    uri: str
+    blob: str = field(repr=False)
+    mime_type: str | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The decoded bytes; ``RemoteProtocolError`` when the blob is not base64."""
+        data = decode_base64(self.blob)
+        if data is None:
+            raise RemoteProtocolError(
+                f"the blob of resource {excerpt(self.uri, 200)!r} is not valid base64"
+            )
+        return data
+
+    def __repr__(self) -> str:
+        return (
+            f"BlobContents(uri={excerpt(self.uri, 80)!r}, mime_type={self.mime_type!r}, "
+            f"{len(self.blob)} base64 characters)"
+        )
+
+
+Contents = TextContents | BlobContents
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """What ``read_resource`` returns: the parts in order, and the cache hints (F9)."""
+
+    contents: tuple[Contents, ...]
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text parts joined by blank lines (``""`` when there are none)."""
+        return "\n\n".join(c.text for c in self.contents if isinstance(c, TextContents))
+
+    def __iter__(self) -> Iterator[Contents]:
+        return iter(self.contents)
+
+    def __len__(self) -> int:
+        return len(self.contents)
+
+
+def read_params(uri: object) -> dict[str, Any]:
+    """``resources/read``'s params; a ``uri`` that is not a non-empty string is the
+    caller's mistake, refused before anything is sent."""
+    if not isinstance(uri, str) or not uri:
+        raise InvalidArguments(
+            "uri", message=f"a resource URI must be a non-empty string, not {type(uri).__name__}"
+        )
+    return {"uri": uri}
+
+
+def _resource(raw: dict[str, Any]) -> Resource | None:
+    uri, name = text(raw, "uri"), text(raw, "name")
+    if uri is None or name is None:
+        return None
+    size = raw.get("size")
+    annotations = raw.get("annotations")
+    return Resource(
+        uri=uri,
+        name=name,
+        title=text(raw, "title"),
+        description=text(raw, "description"),
+        mime_type=text(raw, "mimeType"),
+        size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        annotations=annotations if isinstance(annotations, dict) else None,
+        raw=raw,
+    )
+
+
+def _template(raw: dict[str, Any]) -> ResourceTemplate | None:
+    template, name = text(raw, "uriTemplate"), text(raw, "name")
+    if template is None or name is None:
+        return None
+    annotations = raw.get("annotations")
+    return ResourceTemplate(
+        uri_template=template,
+        name=name,
+        title=text(raw, "title"),
+        description=text(raw, "description"),
+        mime_type=text(raw, "mimeType"),
+        annotations=annotations if isinstance(annotations, dict) else None,
+        raw=raw,
+    )
+
+
+def _resources(result: dict[str, Any], pending: Pending) -> Listing[Resource]:
+    return read_items(result, "resources", _resource, "resources", str(pending.context))
+
+
+def _templates(result: dict[str, Any], pending: Pending) -> Listing[ResourceTemplate]:
+    return read_items(
+        result, "resourceTemplates", _template, "resource templates", str(pending.context)
+    )
+
+
+def _read(result: dict[str, Any], pending: Pending) -> ReadResult:
+    contents = result.get("contents")
+    if not isinstance(contents, list):
+        raise RemoteProtocolError("the resources/read result has no 'contents' array")
+    parts: list[Contents] = []
+    for raw in contents:
+        if not isinstance(raw, dict) or not isinstance(raw.get("uri"), str):
+            raise RemoteProtocolError("a part of the resources/read result has no 'uri' string")
+        mime = text(raw, "mimeType")
+        if isinstance(raw.get("text"), str):
+            parts.append(TextContents(raw["uri"], raw["text"], mime))
+        elif isinstance(raw.get("blob"), str):
+            parts.append(BlobContents(raw["uri"], raw["blob"], mime))
+        else:
+            raise RemoteProtocolError(
+                "a part of the resources/read result has neither a 'text' nor a 'blob' string"
+            )
+    ttl, scope = cache_hints(result)
+    return ReadResult(tuple(parts), ttl, scope)
+
+
+def _read_refused(message: ErrorResponse, pending: Pending, modern: bool) -> McpError:
+    if message.code in (_RESOURCE_NOT_FOUND, _INVALID_PARAMS):
+        return ResourceNotFound(str(pending.context), detail=error_detail(message))
+    return RemoteProtocolError(f"resources/read failed ({error_detail(message)})")
+
+
+RESOURCES_LIST = register(
+    RequestKind(method="resources/list", pages="resources", resend=True, parse=_resources)
+)
+RESOURCE_TEMPLATES_LIST = register(
+    RequestKind(
+        method="resources/templates/list",
+        pages="resourceTemplates",
+        resend=True,
+        parse=_templates,
+    )
+)
+RESOURCES_READ = register(
+    RequestKind(
+        method="resources/read",
+        parse=_read,
+        refused=_read_refused,
+        resend=True,
+        input_rounds=True,
+        name_param="uri",
+    )
+)
