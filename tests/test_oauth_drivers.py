@@ -20,7 +20,13 @@ import pytest
 import mcpcore_anyio
 import mcpcore_threaded
 from drivers import DRIVERS, backend_of, open_client, threads_named
-from mcpcore import AuthOptions, AuthorizationRequired, MemoryTokenStore, PreRegisteredClient
+from mcpcore import (
+    AuthOptions,
+    AuthorizationRequired,
+    HookError,
+    MemoryTokenStore,
+    PreRegisteredClient,
+)
 from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
 
 pytestmark = pytest.mark.anyio
@@ -259,3 +265,257 @@ async def _reason_when_down(ready: Any, saying: str = "hook") -> str:
             return str(availability.reason)
         await anyio.sleep(0.05)
     raise AssertionError(f"the locked server never reported {saying!r}: {availability.reason!r}")
+
+
+# --- D2: every hook's outcome is defined, on every driver ----------------------------------
+
+
+def _machine_options(store: MemoryTokenStore | None = None, **options: Any) -> AuthOptions:
+    """A client-credentials client whose key signs through the host's signer."""
+    return AuthOptions(
+        grant="client_credentials",
+        client=PreRegisteredClient(client_id="m2m", auth_method="private_key_jwt"),
+        store=store,
+        **options,
+    )
+
+
+class Signer:
+    """The ``sign_assertion`` hook for either driver: the first request gets
+    ``first`` ("bytes": a JWS as bytes; "silent": no answer until the test
+    ends), every later one a compact JWS."""
+
+    def __init__(self, first: str) -> None:
+        self.first = first
+        self.asked = 0
+        self.released = threading.Event()
+
+    def _answer(self) -> str | bytes | None:
+        self.asked += 1
+        if self.asked > 1:
+            return "e30.e30.c2ln"
+        if self.first == "bytes":
+            return b"e30.e30.c2ln"
+        return None
+
+    def blocking(self, request: Any) -> Any:
+        answer = self._answer()
+        if answer is None:
+            self.released.wait(30)  # never answers in time; ends with the test
+            return "e30.e30.c2ln"
+        return answer
+
+    async def waiting(self, request: Any) -> Any:
+        answer = self._answer()
+        if answer is None:
+            await anyio.sleep_forever()  # cancelled when the client closes
+        return answer
+
+    def hook(self, driver: str) -> Any:
+        return self.blocking if driver == "threaded" else self.waiting
+
+
+async def _ready_later(client: Any, within: float = 15.0) -> None:
+    """The start-up retry after a failed attempt comes up (polled, bounded)."""
+    with anyio.fail_after(within):
+        while not (await client.ready(1)).ok:
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("first", ["bytes", "silent"])
+async def test_D2_R8_R9_a_signer_that_answers_bytes_or_never_fails_clearly_and_a_retry_works(
+    driver: str, first: str
+) -> None:
+    """R8: a signer answering ``bytes`` fails the waiting request (``HookError``);
+    the threaded driver used to wedge OAuth for good. R9: a signer that never
+    answers fails it at the core's deadline (``hook_timeout``) instead of
+    holding the client until close. Either way the start-up retry works."""
+    protected = Protected()
+    signer = Signer(first)
+    try:
+        async with DemoServer(fault=protected).serve() as running:
+            protected.origin = running.url.rsplit("/mcp", 1)[0]
+            async with open_client(
+                driver,
+                "machine",
+                {"url": running.url},
+                auth=_machine_options(hook_timeout=1.0),
+                sign_assertion=signer.hook(driver),
+            ) as client:
+                with anyio.fail_after(20):
+                    availability = await client.ready(10)
+                    assert not availability.ok
+                    assert isinstance(availability.error, HookError)
+                    if first == "bytes":
+                        assert "sign_assertion hook answered a bytes" in str(availability.reason)
+                    else:
+                        assert "did not answer within 1 s" in str(availability.reason)
+                    await _ready_later(client)
+                    output = await client.call("machine/echo", {"text": "signed"})
+    finally:
+        signer.released.set()
+    assert "signed" in output.text
+    assert signer.asked == 2
+
+
+class _RaisingStore(MemoryTokenStore):
+    def set_tokens(self, key: Any, tokens: Any) -> None:
+        raise OSError("the disk is full")
+
+
+async def test_D2_R10_a_store_that_raises_loses_no_request(driver: str) -> None:
+    """The threaded driver lost the request waiting for the tokens; the anyio one
+    cancelled the host's task group. Now the write is lost, nothing else."""
+    protected = Protected()
+    async with DemoServer(fault=protected).serve() as running:
+        protected.origin = running.url.rsplit("/mcp", 1)[0]
+        async with open_client(
+            driver,
+            "locked",
+            {"url": running.url},
+            auth=auth_options(_RaisingStore()),
+            authorize=Person().hook(driver),
+        ) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                output = await client.call("locked/echo", {"text": "kept in memory"})
+    assert "kept in memory" in output.text
+
+
+@pytest.mark.parametrize("driver", ["threaded"])
+async def test_D2_the_threaded_driver_writes_the_store_off_its_lock(driver: str) -> None:
+    """While the store writes, the client stays usable from other threads."""
+    blocked: list[bool] = []
+    others: list[threading.Thread] = []
+
+    class Observing(MemoryTokenStore):
+        client: Any = None
+
+        def set_tokens(self, key: Any, tokens: Any) -> None:
+            other = threading.Thread(target=lambda: self.client.ready(0.01))
+            others.append(other)
+            other.start()
+            other.join(2)
+            blocked.append(other.is_alive())
+            super().set_tokens(key, tokens)
+
+    store = Observing()
+    protected = Protected()
+    async with DemoServer(fault=protected).serve() as running:
+        protected.origin = running.url.rsplit("/mcp", 1)[0]
+        client = mcpcore_threaded.McpClient(
+            "locked",
+            {"url": running.url},
+            auth=auth_options(store),
+            authorize=Person().blocking,
+        )
+        store.client = client
+        await anyio.to_thread.run_sync(client.start)
+        try:
+            assert (await anyio.to_thread.run_sync(client.ready, 10)).ok
+        finally:
+            await anyio.to_thread.run_sync(client.close)
+            for other in others:
+                other.join(10)
+    assert blocked == [False]
+
+
+class StalePerson:
+    """The ``authorize`` hook: the person never finishes the first page (it fails
+    much later, once the second sign-in has begun); the second one they approve,
+    after the first page's failure has been reported."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.release_first = threading.Event()
+        self.first_thread: threading.Thread | None = None
+        self.first_raising: anyio.Event | None = None
+
+    def blocking(self, url: str, redirect_uri: str) -> str:
+        self.asked += 1
+        if self.asked == 1:
+            self.first_thread = threading.current_thread()
+            self.release_first.wait(20)
+            raise RuntimeError("the person closed the first page")
+        self.release_first.set()
+        assert self.first_thread is not None
+        self.first_thread.join(20)  # that thread has reported its failure by now
+        return callback_for(url, redirect_uri)
+
+    async def waiting(self, url: str, redirect_uri: str) -> str:
+        self.asked += 1
+        if self.asked == 1:
+            self.first_raising = anyio.Event()
+            with anyio.fail_after(20):
+                while not self.release_first.is_set():
+                    await anyio.sleep(0.01)
+            self.first_raising.set()
+            raise RuntimeError("the person closed the first page")
+        self.release_first.set()
+        while self.first_raising is None:
+            await anyio.sleep(0.01)
+        # The first hook's task reports its failure before it next yields.
+        await self.first_raising.wait()
+        return callback_for(url, redirect_uri)
+
+    def hook(self, driver: str) -> Any:
+        return self.blocking if driver == "threaded" else self.waiting
+
+
+async def test_D2_R7_a_stale_authorize_hooks_failure_leaves_a_newer_sign_in_alone(
+    driver: str,
+) -> None:
+    protected = Protected()
+    person = StalePerson()
+    try:
+        async with DemoServer(fault=protected).serve() as running:
+            protected.origin = running.url.rsplit("/mcp", 1)[0]
+            options = AuthOptions(
+                client=PreRegisteredClient(client_id="host-app"),
+                redirect_uri=REDIRECT,
+                user_wait=1.0,
+            )
+            async with open_client(
+                driver, "locked", {"url": running.url}, auth=options, authorize=person.hook(driver)
+            ) as client:
+                with anyio.fail_after(20):
+                    first = await client.ready(10)
+                    assert not first.ok and "not completed in time" in str(first.reason)
+                    signed_in = await client._run(client.client.login, 10)
+                    assert signed_in.ok, signed_in.reason
+                    output = await client.call("locked/echo", {"text": "second page"})
+    finally:
+        person.release_first.set()
+    assert "second page" in output.text and person.asked == 2
+
+
+async def test_R5_login_on_a_signed_in_client_holds_back_no_call(driver: str) -> None:
+    """While the person signs in again, calls go out with the token in hand."""
+    protected = Protected()
+    person = Person()
+    async with DemoServer(fault=protected).serve() as running:
+        protected.origin = running.url.rsplit("/mcp", 1)[0]
+        async with open_client(
+            driver,
+            "locked",
+            {"url": running.url},
+            auth=auth_options(),
+            authorize=person.hook(driver),
+        ) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                person._go.clear()  # the person takes their time from now on
+                results: list[Any] = []
+                async with anyio.create_task_group() as group:
+
+                    async def login() -> None:
+                        results.append(await client._run(client.client.login, 15))
+
+                    group.start_soon(login)
+                    while len(person.asked) < 2:
+                        await anyio.sleep(0.01)
+                    output = await client.call("locked/echo", {"text": "meanwhile"}, timeout=3)
+                    assert not results  # the sign-in is still running
+                    person.release()
+    assert "meanwhile" in output.text
+    assert results and results[0].ok

@@ -9,18 +9,23 @@ engine, the registration objects (async or blocking callables) and, for
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
-from ._errors import UnknownTool
+from ._errors import InvalidState, UnknownTool
 from ._registry import RegistrationContract, register_catalogue, sync_registry
 from ._requests import Ask
 from ._session import SessionState, positive_seconds
 from ._tools import suggest_ids
 
 if TYPE_CHECKING:
+    from ._authorizing import AuthAction, AuthOptions, TokenStore
+    from ._config import RemoteServer
     from ._engine import HttpClientEngine, StdioClientEngine
+    from ._hooks import HookCall
+    from ._http import HttpLimits
+    from ._oauth import ClientRecord, TokenSet
     from ._session import SessionOptions
     from ._tools import SyncReport, Tool
 
@@ -63,6 +68,67 @@ class ClientBase:
 
     _options: SessionOptions
     _engine: HttpClientEngine | StdioClientEngine | None
+    _limits: HttpLimits
+    _listen: bool
+    _auth: AuthOptions | None
+    _store: TokenStore | None
+    _authorize: Callable[..., object] | None
+    _sign_assertion: Callable[..., object] | None
+
+    # --- OAuth's part of a remote client (A3, D2) ---------------------------------------
+
+    def _remote_engine(
+        self,
+        server: RemoteServer,
+        *,
+        token_bytes: Callable[[int], bytes],
+        wall_offset: float,
+    ) -> HttpClientEngine:
+        """The engine for ``server``; with ``auth=``, the token store is chosen (the
+        host's, else one in memory) and what it holds is read first."""
+        from ._engine import HttpClientEngine
+
+        auth = self._auth
+        tokens: TokenSet | None = None
+        clients: Sequence[ClientRecord] = ()
+        if auth is not None:
+            from ._authorizing import MemoryTokenStore
+            from ._hooks import read_store
+
+            self._store = auth.store or MemoryTokenStore()
+            tokens, clients = read_store(self._store, server.url)
+        return HttpClientEngine(
+            server,
+            options=self._options,
+            limits=self._limits,
+            listen=self._listen,
+            auth=auth,
+            token_bytes=token_bytes,
+            wall_offset=wall_offset,
+            interactive=self._authorize is not None,
+            tokens=tokens,
+            clients=clients,
+        )
+
+    def _hook_call(self, action: AuthAction) -> HookCall:
+        """What to run for a host hook action (D2): this client's hooks and store."""
+        from ._hooks import hook_call
+
+        return hook_call(
+            action,
+            authorize=self._authorize,
+            sign_assertion=self._sign_assertion,
+            store=self._store,
+        )
+
+    def _login_engine(self) -> HttpClientEngine:
+        """The engine ``login()`` signs in with (``InvalidState`` without one)."""
+        from ._engine import HttpClientEngine
+
+        engine = self._engine
+        if not isinstance(engine, HttpClientEngine) or engine.auth is None:
+            raise InvalidState("login() needs a started client of a remote server with auth=")
+        return engine
 
     def _make_registration(self, tool: Tool) -> Registration:
         """A registration object for ``tool``; it must accept new attributes (the ledger)."""

@@ -25,7 +25,6 @@ from collections.abc import (
     Callable,
     Mapping,
     MutableMapping,
-    Sequence,
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -85,7 +84,6 @@ if TYPE_CHECKING:
     from mcpcore import (
         Ask,
         AuthAction,
-        ClientRecord,
         HookCall,
         Listing,
         Prompt,
@@ -94,7 +92,6 @@ if TYPE_CHECKING:
         Resource,
         ResourceTemplate,
         SignAssertion,
-        TokenSet,
         TokenStore,
     )
 
@@ -319,24 +316,10 @@ class McpClient(ClientBase):
         if self._server is None:
             return
         if isinstance(self._server, RemoteServer):
-            auth = self._auth
-            held: tuple[TokenSet | None, Sequence[ClientRecord]] = (None, ())
-            if auth is not None:
-                from mcpcore import MemoryTokenStore, read_store
-
-                self._store = auth.store or MemoryTokenStore()
-                held = read_store(self._store, self._server.url)
-            self._engine = HttpClientEngine(
+            self._engine = self._remote_engine(
                 self._server,
-                options=self._options,
-                limits=self._limits,
-                listen=self._listen,
-                auth=auth,
                 token_bytes=secrets.token_bytes,
                 wall_offset=time.time() - self._now(),
-                interactive=self._authorize is not None,
-                tokens=held[0],
-                clients=held[1],
             )
             if self._asgi_app is not None:
                 from ._asgi import AsgiPool  # only the in-process transport needs it
@@ -494,16 +477,8 @@ class McpClient(ClientBase):
     def _perform_auth(self, action: AuthAction) -> None:
         """D2: each hook in a task of its own, cancelled on close; a store method
         (blocking by contract) on a worker thread, never in the event loop."""
-        from mcpcore import hook_call
-
         if not self._closed and self._task_group is not None:
-            call = hook_call(
-                action,
-                authorize=self._authorize,
-                sign_assertion=self._sign_assertion,
-                store=self._store,
-            )
-            self._task_group.start_soon(self._run_hook, call)
+            self._task_group.start_soon(self._run_hook, self._hook_call(action))
 
     async def _run_hook(self, call: HookCall) -> None:
         value: object = None
@@ -687,9 +662,7 @@ class McpClient(ClientBase):
         a person again after they declined (they are not asked again on their own).
         Waits for the start-up attempt that follows (at most ``timeout``) and returns
         the availability then; a client already up stays up meanwhile."""
-        engine = self._engine
-        if not isinstance(engine, HttpClientEngine) or engine.auth is None:
-            raise InvalidState("login() needs a started client of a remote server with auth=")
+        engine = self._login_engine()
         engine.login(self._now())
         await self._dispatch()
         self._login_waiting += 1

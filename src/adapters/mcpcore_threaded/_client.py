@@ -21,7 +21,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -75,7 +75,6 @@ if TYPE_CHECKING:
     from mcpcore import (
         Ask,
         AuthAction,
-        ClientRecord,
         HookCall,
         Listing,
         Prompt,
@@ -84,7 +83,6 @@ if TYPE_CHECKING:
         Resource,
         ResourceTemplate,
         SignAssertion,
-        TokenSet,
         TokenStore,
     )
 
@@ -339,24 +337,10 @@ class McpClient(ClientBase):
             if self._server is None:
                 return
             if isinstance(self._server, RemoteServer):
-                auth = self._auth
-                held: tuple[TokenSet | None, Sequence[ClientRecord]] = (None, ())
-                if auth is not None:
-                    from mcpcore import MemoryTokenStore, read_store
-
-                    self._store = auth.store or MemoryTokenStore()
-                    held = read_store(self._store, self._server.url)
-                self._engine = HttpClientEngine(
+                self._engine = self._remote_engine(
                     self._server,
-                    options=self._options,
-                    limits=self._limits,
-                    listen=self._listen,
-                    auth=auth,
                     token_bytes=secrets.token_bytes,
                     wall_offset=time.time() - self._now(),
-                    interactive=self._authorize is not None,
-                    tokens=held[0],
-                    clients=held[1],
                 )
                 # httpcore is imported on the first remote start, not with the
                 # driver: a program with only local servers never needs it (B5).
@@ -510,16 +494,11 @@ class McpClient(ClientBase):
         """D2: each hook (a person, a signer, a store method) on a thread of its own,
         never under the lock and never joined: a person may take minutes, and an
         answer that comes after its deadline or after close changes nothing."""
-        from mcpcore import hook_call
-
-        call = hook_call(
-            action,
-            authorize=self._authorize,
-            sign_assertion=self._sign_assertion,
-            store=self._store,
-        )
         threading.Thread(
-            target=self._run_hook, args=(call,), name=f"mcpcore:{self.name}:hook", daemon=True
+            target=self._run_hook,
+            args=(self._hook_call(action),),
+            name=f"mcpcore:{self.name}:hook",
+            daemon=True,
         ).start()
 
     def _run_hook(self, call: HookCall) -> None:
@@ -738,9 +717,7 @@ class McpClient(ClientBase):
         Waits for the start-up attempt that follows (at most ``timeout``) and returns
         the availability then; a client already up stays up meanwhile."""
         with self._turn():
-            engine = self._engine
-            if not isinstance(engine, HttpClientEngine) or engine.auth is None:
-                raise InvalidState("login() needs a started client of a remote server with auth=")
+            engine = self._login_engine()
             engine.login(self._now())
             self._dispatch()
         end = None if timeout is None else self._now() + timeout
