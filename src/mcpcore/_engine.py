@@ -86,9 +86,11 @@ class _EngineBase:
         now: float,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> int:
-        """Start a ``tools/call``; the outcome arrives as an event with this call id."""
-        call_id = self.session.call(tool_id, arguments, now, timeout=timeout)
+        """Start a ``tools/call``; the outcome arrives as an event with this call id.
+        ``meta``: the host's own ``_meta`` keys for this call (V1)."""
+        call_id = self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta)
         self._pump(now)
         return call_id
 

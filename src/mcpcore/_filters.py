@@ -64,14 +64,13 @@ def _patterns(value: object, option: str, server: str) -> tuple[str, ...] | None
         return _patterns(chosen, f"{option}[{server!r}]", server)
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise InvalidValue(
-            option,
             f"{option} must be a list of glob patterns (or a mapping of server name to one)",
         )
     patterns: list[str] = []
     for item in value:
         if not isinstance(item, str) or not item or item != item.strip():
             raise InvalidValue(
-                option, f"every {option} pattern must be a non-empty string without edge spaces"
+                f"every {option} pattern must be a non-empty string without edge spaces"
             )
         patterns.append(item.lower())
     return tuple(patterns)

@@ -38,6 +38,8 @@ __all__ = [
 MODERN_VERSIONS = ("2026-07-28",)
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 
+# The envelope's keys share this prefix; a host's own _meta keys may not use it (V1).
+RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"

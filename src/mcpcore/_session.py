@@ -255,18 +255,21 @@ class ClientSession:
         now: float,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> int:
         """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7).
+        ``meta`` adds the host's own keys to the request's ``_meta`` (V1).
 
         Raises at once, with nothing sent: ``UnknownTool`` (naming the ids the
         caller may have meant), ``InvalidState`` before the session is ready,
         ``InvalidArguments`` for arguments that are not a mapping or not JSON,
-        ``InvalidValue`` for a timeout that is not a positive number of seconds.
+        ``InvalidValue`` for a timeout that is not a positive number of seconds or a
+        ``meta`` key that is the client's own.
         """
         if self.state is not SessionState.READY:
             raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
-        return self.tools.call(tool_id, arguments, now, budget)
+        return self.tools.call(tool_id, arguments, now, budget, meta)
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Send one request of a feature's ``kind`` for the host (F1); returns its

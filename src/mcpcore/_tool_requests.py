@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import (
     BackendError,
     InvalidArguments,
+    InvalidValue,
     LocalProtocolError,
     McpError,
     RemoteProtocolError,
@@ -30,7 +31,7 @@ from ._escape import escape_text, excerpt
 from ._events import CallFailed, CallSucceeded, RefreshFailed, ToolsRefreshed
 from ._headers import HeaderParam, InvalidHeaderDeclaration, param_headers, tool_header_params
 from ._jsonrpc import ErrorResponse, encode_message
-from ._modern import HEADER_MISMATCH
+from ._modern import HEADER_MISMATCH, RESERVED_META_PREFIX
 from ._render import ToolOutput, render_result
 from ._requests import Pages, Pending, RequestKind, error_detail, register
 from ._tools import Catalogue
@@ -108,9 +109,15 @@ class ToolsFeature:
     # --- calls ---------------------------------------------------------------------
 
     def call(
-        self, tool_id: str, arguments: Mapping[str, Any] | None, now: float, budget: float
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None,
+        now: float,
+        budget: float,
+        meta: Mapping[str, Any] | None = None,
     ) -> int:
-        """Queue ``tools/call`` (the session checked its state and the budget)."""
+        """Queue ``tools/call`` (the session checked its state and the budget); ``meta``
+        is the host's own ``_meta`` keys (V1)."""
         assert self.catalogue is not None
         tool = self.catalogue.get(tool_id)
         if tool is None:
@@ -128,7 +135,9 @@ class ToolsFeature:
             )
         path = self._path
         request_id = path.peek_id
-        params = {"name": tool.name, "arguments": dict(arguments)}
+        params: dict[str, Any] = {"name": tool.name, "arguments": dict(arguments)}
+        if meta:
+            params["_meta"] = host_meta(meta)
         request = path.build(TOOLS_CALL, request_id, params)
         # K9: encoded before anything is registered, so arguments JSON cannot carry
         # (NaN, a set, an object) fail this call alone and leave nothing behind.
@@ -385,3 +394,18 @@ def _unencodable_path(arguments: Mapping[str, Any]) -> str:
         return f"{path} (a {type(value).__name__})"
 
     return find(arguments, "arguments", 0) or "arguments"
+
+
+def host_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The host's ``_meta`` keys for one request (V1), checked: a mapping with string
+    keys, none of them the client's own (``progressToken``, which the client sets
+    for progress, and the 2026-07-28 envelope's ``io.modelcontextprotocol/`` keys).
+    ``InvalidValue`` (a ``ValueError``) names the key otherwise."""
+    if not isinstance(meta, Mapping):
+        raise InvalidValue(f"meta must be a mapping, not {type(meta).__name__}")
+    for key in meta:
+        if not isinstance(key, str):
+            raise InvalidValue(f"meta keys must be strings, not {type(key).__name__}")
+        if key == "progressToken" or key.startswith(RESERVED_META_PREFIX):
+            raise InvalidValue(f"meta key {key!r} is the client's own: it cannot be set per call")
+    return dict(meta)

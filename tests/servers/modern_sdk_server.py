@@ -420,9 +420,24 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
     )
 
     @mcp.tool(structured_output=False)
-    def echo(text: str) -> str:
+    def echo(text: str, ctx: Context) -> str:
         """Echo the text back."""
         events.record("call echo")
+        # The host's own _meta keys (outside the MCP namespace), for the V1 tests.
+        meta = ctx.request_context.meta
+        if meta is None:
+            dumped: dict[str, Any] = {}
+        elif isinstance(meta, dict):
+            dumped = dict(meta)
+        else:
+            dumped = meta.model_dump(by_alias=True)
+        own = {
+            k: v
+            for k, v in dumped.items()
+            if "modelcontextprotocol" not in k and k not in ("progressToken", "progress_token")
+        }
+        if own:
+            events.record("meta " + json.dumps(own, sort_keys=True, default=str))
         return text
 
     @mcp.tool()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import json
 import os
 import struct
 import wave
@@ -136,6 +137,18 @@ class TestServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         self._events.record(f"call {name}")
+        # The host keys of the request's _meta (V1 tests read them back): the ones
+        # outside the MCP namespace, as "meta <json>".
+        meta = getattr(getattr(context, "request_context", None), "meta", None)
+        if meta is not None:
+            dumped = meta.model_dump(by_alias=True) if hasattr(meta, "model_dump") else dict(meta)
+            own = {
+                k: v
+                for k, v in dumped.items()
+                if "modelcontextprotocol" not in k and k not in ("progressToken", "progress_token")
+            }
+            if own:
+                self._events.record("meta " + json.dumps(own, sort_keys=True, default=str))
         return await super().call_tool(name, arguments, context)
 
 

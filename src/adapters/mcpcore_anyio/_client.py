@@ -708,9 +708,12 @@ class McpClient(ClientBase):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolOutput:
         """Call the tool ``tool_id`` (``server/tool``, as ``tools`` lists it) with
         ``arguments`` and wait until it finishes; returns its ``ToolOutput``.
+        ``meta`` adds keys of your own to the request's ``_meta`` (a tenant or
+        request id); the client's own keys cannot be set (``ValueError``).
 
         Fails with ``UnknownTool`` (naming the id probably meant) or ``InvalidArguments``
         (arguments JSON cannot carry) before anything is sent; ``BackendError`` when the
@@ -722,7 +725,7 @@ class McpClient(ClientBase):
         await self._ensure_ready()
         engine = self._engine
         assert engine is not None
-        call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+        call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout, meta=meta)
         output: ToolOutput = await self._outcome(call_id, on_progress)
         return output
 

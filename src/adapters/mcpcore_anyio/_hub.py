@@ -139,9 +139,10 @@ class McpHub(HubBase[McpClient]):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolOutput:
         return await self.client_for(tool_id).call(
-            tool_id, arguments, timeout=timeout, on_progress=on_progress
+            tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta
         )
 
     async def aclose(self) -> None:

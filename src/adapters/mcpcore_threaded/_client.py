@@ -767,9 +767,12 @@ class McpClient(ClientBase):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallHandle:
         """Start a call and return its handle at once (after readiness)."""
-        handle, _ = self._begin_call(tool_id, arguments, timeout, on_progress, here=False)
+        handle, _ = self._begin_call(
+            tool_id, arguments, timeout, on_progress, here=False, meta=meta
+        )
         return handle
 
     def _begin_call(
@@ -780,6 +783,7 @@ class McpClient(ClientBase):
         on_progress: ProgressCallback | None,
         *,
         here: bool,
+        meta: Mapping[str, Any] | None = None,
     ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
         """Start a call (or, given an ``Ask``, another request of the host: F1); with
         ``here``, its exchange is returned for this thread to perform."""
@@ -790,7 +794,9 @@ class McpClient(ClientBase):
             if self._closing:
                 raise Unavailable("the client was closed", server=self.name)
             if isinstance(tool_id, str):
-                call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout)
+                call_id = engine.call(
+                    tool_id, arguments, self._now(), timeout=timeout, meta=meta
+                )
             else:
                 call_id = engine.request(tool_id, self._now(), timeout=timeout)
             handle = CallHandle(self, call_id, on_progress)
@@ -804,9 +810,12 @@ class McpClient(ClientBase):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolOutput:
         """Call the tool ``tool_id`` (``server/tool``, as ``tools`` lists it) with
         ``arguments`` and block until it finishes; returns its ``ToolOutput``.
+        ``meta`` adds keys of your own to the request's ``_meta`` (a tenant or
+        request id); the client's own keys cannot be set (``ValueError``).
 
         Fails with ``UnknownTool`` (naming the id probably meant) or ``InvalidArguments``
         (arguments JSON cannot carry) before anything is sent; ``BackendError`` when the
@@ -815,7 +824,9 @@ class McpClient(ClientBase):
         when the server cannot be reached. ``on_progress(progress, total, message)``
         is called for each progress report.
         """
-        handle, here = self._begin_call(tool_id, arguments, timeout, on_progress, here=True)
+        handle, here = self._begin_call(
+            tool_id, arguments, timeout, on_progress, here=True, meta=meta
+        )
         if here is not None:
             try:
                 self._exchange(*here, caller=handle)

@@ -118,9 +118,10 @@ class McpHub(HubBase[McpClient]):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolOutput:
         return self.client_for(tool_id).call(
-            tool_id, arguments, timeout=timeout, on_progress=on_progress
+            tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta
         )
 
     def close(self) -> None:
