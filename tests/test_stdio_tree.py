@@ -42,6 +42,8 @@ LAUNCHERS = {
     "no-exec-launcher": ('echo $$ >> "$PIDS_FILE"\n"{python}" "{server}" --linger --ignore-term\n', 2),
     # The server exits at stdin's end; a helper it left keeps stdout open, ignores SIGTERM.
     "helper-holds-stdout": ('exec "{python}" "{server}" --leave-helper\n', 2),
+    # As above, but the helper left the server's process group: no group signal reaches it.
+    "helper-escapes-the-group": ('exec "{python}" "{server}" --leave-escaped-helper\n', 2),
     # The server itself ignores stdin's end (SIGTERM ends it).
     "ignores-eof": ('exec "{python}" "{server}" --linger\n', 1),
 }
@@ -111,10 +113,10 @@ async def _wait_gone(tree: Tree, timeout: float = 2.0) -> list[int]:
     return tree.survivors()
 
 
-async def test_S3_close_is_bounded_and_ends_the_whole_tree(driver: str, tree: Tree) -> None:
-    """A non-exec launcher whose server ignores stdin's end and SIGTERM, or a helper
-    holding stdout after the server exits: close returns within the bound and every
-    process of the tree is gone."""
+async def _open_and_close(driver: str, tree: Tree) -> float | None:
+    """Open a client on the tree, wait until it is ready and every pid of the tree is
+    recorded, close it: how long closing took, or None if it did not end within the
+    bound + 10 s (the tree is then killed, which lets a stuck close end)."""
     options = {"allow_local": True, "plugin_root": str(tree.root), "close_grace": GRACE}
     elapsed: float | None = None
     with anyio.fail_after(30):
@@ -132,7 +134,7 @@ async def test_S3_close_is_bounded_and_ends_the_whole_tree(driver: str, tree: Tr
                     await anyio.to_thread.run_sync(client.close, abandon_on_cancel=True)
                     elapsed = time.monotonic() - started
                 if elapsed is None:
-                    tree.kill_all()  # lets the stuck close end, for the next test
+                    tree.kill_all()
                     with anyio.move_on_after(5):
                         await anyio.to_thread.run_sync(client.close, abandon_on_cancel=True)
         else:
@@ -144,9 +146,36 @@ async def test_S3_close_is_bounded_and_ends_the_whole_tree(driver: str, tree: Tr
                         await anyio.sleep(0.02)
                     started = time.monotonic()
                 elapsed = time.monotonic() - started
+    return elapsed
+
+
+async def test_S3_close_is_bounded_and_ends_the_whole_tree(driver: str, tree: Tree) -> None:
+    """A non-exec launcher whose server ignores stdin's end and SIGTERM, or a helper
+    holding stdout after the server exits: close returns within the bound and every
+    process of the tree is gone."""
+    elapsed = await _open_and_close(driver, tree)
     assert elapsed is not None, f"close did not return within {BOUND + 10} s"
     assert elapsed < BOUND + SLACK
     assert await _wait_gone(tree) == []
+
+
+async def test_S3_readers_are_abandoned_at_the_close_bound(driver: str, tmp_path: Path) -> None:
+    """A helper that left the server's process group holds its stdout: no signal the
+    client sends reaches it. Closing still returns at its bound, having stopped
+    reading and closed the pipes (no thread, task or open file is left behind: the
+    suite's checks); the helper is the one process it cannot stop."""
+    tree = Tree(tmp_path, "helper-escapes-the-group")
+    try:
+        elapsed = await _open_and_close(driver, tree)
+        assert elapsed is not None, f"close did not return within {BOUND + 10} s"
+        assert BOUND - 0.05 <= elapsed < BOUND + SLACK  # the whole bound: its stdout never ends
+        server, helper = tree.pids()
+        with anyio.move_on_after(2):
+            while _running(server):
+                await anyio.sleep(0.02)
+        assert not _running(server) and _running(helper)
+    finally:
+        tree.kill_all()
 
 
 def _run_cli(tree: Tree) -> float:

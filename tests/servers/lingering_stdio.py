@@ -10,7 +10,9 @@ stdin, like one whose timers keep it alive). ``--ignore-term``: it ignores
 SIGTERM too, so only SIGKILL ends it. ``--leave-helper``: before answering anything it starts a
 helper process that inherits its stdout and stderr, records its own pid, ignores
 SIGTERM and never exits; the server itself exits normally at the end of stdin,
-so the helper keeps the pipes open after it.
+so the helper keeps the pipes open after it. ``--leave-escaped-helper``: the same,
+but the helper starts a session of its own, out of reach of signals to the
+server's process group (only its pid can stop it).
 """
 
 from __future__ import annotations
@@ -69,9 +71,10 @@ def main() -> None:
     record_pid()
     if "--ignore-term" in sys.argv:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if "--leave-helper" in sys.argv:
+    if "--leave-helper" in sys.argv or "--leave-escaped-helper" in sys.argv:
         # Inherits stdout and stderr; its own stdin is closed so it never sees ours.
-        subprocess.Popen([sys.executable, "-c", HELPER], stdin=subprocess.DEVNULL)
+        escaped = "--leave-escaped-helper" in sys.argv
+        subprocess.Popen([sys.executable, "-c", HELPER], stdin=subprocess.DEVNULL, start_new_session=escaped)
     serve()
     if "--linger" in sys.argv:
         while True:

@@ -926,7 +926,9 @@ class _Children:
                     if entry is not None:
                         entry[1].close()
         finally:
-            self._children.pop(number, None)
+            entry = self._children.pop(number, None)
+            if entry is not None:
+                entry[1].close()  # also when its tasks were abandoned
             self._scopes.pop(number, None)
             with anyio.CancelScope(shield=True):
                 with anyio.move_on_after(_RELEASE_WAIT):
