@@ -1504,10 +1504,27 @@ def _call_operands(args: argparse.Namespace) -> tuple[str | None, str, list[str]
     return None, operands[0], operands[1:]
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _argument_words(words: Sequence[str]) -> tuple[dict[str, Any] | None, list[str]]:
     """ARGS_JSON (one word that is not key=value) or key=value pairs: (the JSON
     object, []) or (None, the pairs); read before anything is connected."""
     if len(words) == 1 and not is_argument_pair(words[0]):
+        if (
+            words[0] != "-"
+            and words[0].lstrip()[:1] not in ("{", "[", '"')
+            and not _is_json(words[0])
+        ):
+            raise UsageError(
+                "the word after TOOL is neither ARGS_JSON (a JSON object such as "
+                """'{"a": 1}') nor key=value pairs (such as a=1)"""
+            )
         return _parse_arguments(words[0]), []
     for number, word in enumerate(words, 1):
         if not is_argument_pair(word):
