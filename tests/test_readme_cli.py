@@ -1,4 +1,4 @@
-"""The README's command-line samples are what the command prints (X1).
+"""The README's command-line samples are what the command prints.
 
 Each ``$ mcpcore ...`` transcript in the README's "Command line" section runs
 as written (in a shell, with ``mcpcore`` on ``PATH``) against the bundled demo
@@ -68,7 +68,7 @@ def _normal(lines: list[str]) -> list[str]:
     return [PORT.sub("127.0.0.1:PORT", line).rstrip() for line in lines]
 
 
-def test_X1_the_readme_cli_samples_are_real_output(demo_url: str, tmp_path: Path) -> None:
+def test_the_readme_cli_samples_are_real_output(demo_url: str, tmp_path: Path) -> None:
     transcripts = _transcripts()
     assert len(transcripts) >= 10
     bin_dir = tmp_path / "bin"
