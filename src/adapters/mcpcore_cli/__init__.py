@@ -3,9 +3,10 @@
 
 Run ``mcpcore --help`` (or ``python -m mcpcore_cli --help``). ``main(argv)``
 returns the exit status: 0 success; 1 the tool reported an error (``isError``)
-or ``check`` found a server not ready; 2 bad usage, an unknown tool or an
-invalid configuration; 3 an unavailable server, a transport error, a timeout or
-a protocol violation by the server; 130 interrupted.
+or ``check`` found a server not ready; 2 bad usage, an unknown tool or server,
+arguments that do not fit the tool's input schema, or an invalid configuration;
+3 an unavailable server, a transport error, a timeout or a protocol violation
+by the server; 130 interrupted.
 """
 
 from __future__ import annotations

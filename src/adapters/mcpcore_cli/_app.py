@@ -1,10 +1,11 @@
 """The ``mcpcore`` commands: demo, tools, call, check, login, logout, auth status.
 
 Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
-found a server not ready; 2 bad usage, an unknown tool or an invalid
-configuration (the token file included); 3 an unavailable server (one that needs
-authorization included), a transport error, a timeout, a failed sign-in or a
-protocol violation by the server; 130 interrupted (Ctrl-C). ``tools --config``
+found a server not ready; 2 bad usage, an unknown tool or server, arguments
+that do not fit the tool's input schema, or an invalid configuration (the token
+file included); 3 an unavailable server (one that needs authorization
+included), a transport error, a timeout, a failed sign-in or a protocol
+violation by the server; 130 interrupted (Ctrl-C). ``tools --config``
 prints the tools of every ready server and exits 0 only when every selected
 server is ready: otherwise 2 when an entry is invalid, else 3.
 
@@ -299,7 +300,8 @@ _EXIT_HELP = (
     "exit status:\n"
     "  0    success\n"
     "  1    the tool reported an error (isError), or check found a server not ready\n"
-    "  2    bad usage, an unknown tool, or invalid configuration\n"
+    "  2    bad usage, an unknown tool or server, arguments that do not fit the\n"
+    "       tool's input schema, or invalid configuration\n"
     "  3    a server unavailable (or needing a sign-in: run 'mcpcore login'), a\n"
     "       transport error, a timeout, a failed sign-in, or a protocol violation\n"
     "       by the server\n"
@@ -324,8 +326,10 @@ def _top_parser() -> _Parser:
             "  demo    start the bundled demo server on a free loopback port, connect,\n"
             "          list its tools, call each one and print what happened\n"
             "  tools   list the tools of a server (URL) or of the servers of an mcp.json\n"
-            "          (--config FILE): a table, or JSON with --json\n"
-            "  call    call one tool with a JSON object of arguments and print its\n"
+            "          (--config FILE): a table, or JSON with --json; 'tools URL TOOL'\n"
+            "          shows one tool's parameters\n"
+            "  call    call one tool with arguments (a JSON object, or key=value pairs\n"
+            "          typed by the tool's schema, checked before sending) and print its\n"
             "          result (--json: text, structured content and content blocks;\n"
             "          --save DIR: write images, audio and binary resources to files)\n"
             "  check   validate an mcp.json and probe every server in it at once: one\n"
@@ -1504,10 +1508,27 @@ def _call_operands(args: argparse.Namespace) -> tuple[str | None, str, list[str]
     return None, operands[0], operands[1:]
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _argument_words(words: Sequence[str]) -> tuple[dict[str, Any] | None, list[str]]:
     """ARGS_JSON (one word that is not key=value) or key=value pairs: (the JSON
     object, []) or (None, the pairs); read before anything is connected."""
     if len(words) == 1 and not is_argument_pair(words[0]):
+        if (
+            words[0] != "-"
+            and words[0].lstrip()[:1] not in ("{", "[", '"')
+            and not _is_json(words[0])
+        ):
+            raise UsageError(
+                "the word after TOOL is neither ARGS_JSON (a JSON object such as "
+                """'{"a": 1}') nor key=value pairs (such as a=1)"""
+            )
         return _parse_arguments(words[0]), []
     for number, word in enumerate(words, 1):
         if not is_argument_pair(word):
