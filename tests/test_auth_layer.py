@@ -809,3 +809,35 @@ def test_R6_a_failing_refresh_ahead_of_expiry_fails_no_request_while_the_token_i
     assert not link.of_type(CallFailed)
     # one refresh tried, not one per request
     assert link.auth.grants == ["authorization_code", "refresh_token"]
+
+
+def test_D2_A4_a_hook_call_shows_no_secret() -> None:
+    """What a driver holds for a hook never shows the authorization URL's query
+    (``state``, the PKCE challenge) or a token in its ``repr``."""
+    from mcpcore import hook_call
+
+    link = make(start=False)
+    link.approve_at_once = False
+    link.start()
+    (action,) = link.pending
+    call = hook_call(action, authorize=lambda url, redirect: url)
+    assert "state=" not in repr(call) and "?" not in repr(call)
+    assert call.attempt == action.attempt and "authorize" in repr(call)
+    saved = hook_call(
+        SaveTokens(key=TokenKey(server_url=URL, issuer=AS), tokens=_tokens("secret-token")),
+        store=link.store,
+    )
+    assert "secret-token" not in repr(saved)
+
+
+def _tokens(access: str) -> TokenSet:
+    return TokenSet(
+        access_token=access,
+        expires_at=None,
+        refresh_token=None,
+        scope=None,
+        issuer=AS,
+        token_endpoint=f"{AS}/token",
+        resource=URL,
+        client_id="c",
+    )

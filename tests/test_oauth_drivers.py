@@ -519,3 +519,67 @@ async def test_R5_login_on_a_signed_in_client_holds_back_no_call(driver: str) ->
                     person.release()
     assert "meanwhile" in output.text
     assert results and results[0].ok
+
+
+class StepUpProtected(Protected):
+    """As ``Protected``, and a call with the text "admin" needs a second token:
+    the first one gets 403 ``insufficient_scope`` for it (every other request
+    is fine with the first token)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.issued: list[str] = []
+
+    def __call__(self, request: ReceivedRequest) -> FaultResponse | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/token":
+            token = f"token-{len(self.issued) + 1}"
+            self.issued.append(token)
+            return FaultResponse.json(
+                {"access_token": token, "token_type": "Bearer", "expires_in": 3600}
+            )
+        if path.startswith("/.well-known/"):
+            return super().__call__(request)
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if bearer not in self.issued:
+            return super().__call__(request)  # 401
+        params = request.json.get("params") if isinstance(request.json, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        if isinstance(arguments, dict) and arguments.get("text") == "admin" and bearer == "token-1":
+            challenge = 'Bearer error="insufficient_scope", scope="admin"'
+            return FaultResponse.respond(403, {"www-authenticate": challenge})
+        return None
+
+
+async def test_R5_a_step_up_for_one_call_holds_back_no_other_call(driver: str) -> None:
+    """One call needs a wider scope and waits for the person; meanwhile another
+    call goes out with the token in hand and returns."""
+    protected = StepUpProtected()
+    person = Person()
+    async with DemoServer(fault=protected).serve() as running:
+        protected.origin = running.url.rsplit("/mcp", 1)[0]
+        async with open_client(
+            driver,
+            "locked",
+            {"url": running.url},
+            auth=auth_options(),
+            authorize=person.hook(driver),
+        ) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                person._go.clear()  # the person takes their time from now on
+                admin: list[Any] = []
+                async with anyio.create_task_group() as group:
+
+                    async def wider() -> None:
+                        admin.append(await client.call("locked/echo", {"text": "admin"}))
+
+                    group.start_soon(wider)
+                    while len(person.asked) < 2:
+                        await anyio.sleep(0.01)
+                    output = await client.call("locked/echo", {"text": "meanwhile"}, timeout=3)
+                    assert not admin  # still waiting for the person
+                    person.release()
+    assert "meanwhile" in output.text
+    assert admin and "admin" in admin[0].text
+    assert protected.issued == ["token-1", "token-2"]

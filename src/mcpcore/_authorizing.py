@@ -588,7 +588,8 @@ class AuthLayer:
             _log.debug("oauth: a late failure of hook attempt %d was ignored", attempt)
             return
         action = held.action
-        outcome = str(getattr(failure, "value", failure))
+        # HookFailure.MISSING (or its value); any other report is a raise.
+        outcome = "missing" if getattr(failure, "value", failure) == "missing" else "raised"
         if isinstance(action, _STORE_ACTIONS):
             _log.warning(
                 "the token store's %s %s: what it was to keep is kept in memory only",

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -91,9 +91,9 @@ class HookCall:
 
     attempt: int
     name: str
-    function: Callable[..., object] | None
-    args: tuple[Any, ...]
-    blocking: bool
+    function: Callable[..., object] | None = field(repr=False)
+    args: tuple[Any, ...] = field(repr=False)  # the authorization URL's query is a secret (A4)
+    blocking: bool = False
 
     def invoke(self) -> object:
         """Call the hook: its answer, or an awaitable for an async hook."""
