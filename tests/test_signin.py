@@ -194,3 +194,29 @@ def test_A3_browser_auth_is_a_plain_auth_option(tmp_path: Path) -> None:
         assert default.store.path == Path(os.environ.get(TOKEN_FILE_ENV) or default.store.path)
     finally:
         _close(default)
+
+
+@pytest.mark.parametrize("module", ["mcpcore_threaded", "mcpcore_anyio"])
+def test_A3_option_mistakes_raise_when_the_client_is_made(module: str) -> None:
+    """docs/authorization.md: every mistake in auth= raises InvalidValue at
+    construction, the hook without a redirect_uri included (it raised at start)."""
+    import importlib
+
+    from mcpcore import InvalidValue, PreRegisteredClient
+
+    client_class = importlib.import_module(module).McpClient
+    server = {"url": "https://mcp.example.com/mcp"}
+    for auth, hook in (
+        (AuthOptions(), lambda url, redirect_uri: url),
+        (AuthOptions(grant="client_credentials"), None),
+        (AuthOptions(client_metadata_url="http://client.example/meta"), None),
+        (
+            AuthOptions(
+                client=PreRegisteredClient(client_id="c", auth_method="client_secret_post")
+            ),
+            None,
+        ),
+        (AuthOptions(hook_timeout=0), None),
+    ):
+        with pytest.raises(InvalidValue):
+            client_class("p", server, auth=auth, authorize=hook)
