@@ -280,6 +280,9 @@ class McpClient(ClientBase):
             # A ready sign-in brings its own hook; one of the wrong kind is the
             # engine's to classify when it answers (D2: unusable).
             self._authorize = cast("Callable[[str, str], Awaitable[str]]", setup.auth.authorize)
+        if setup.auth is not None and isinstance(setup.server, RemoteServer):
+            # Every option mistake raises now, not at start: a hook needs a redirect_uri.
+            setup.auth.config(setup.server.url, interactive=self._authorize is not None)
         self._store: TokenStore | None = None
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: AsyncPool | AsgiPool | None = None

@@ -5,7 +5,7 @@
     from mcpcore_signin import browser_auth          # async_browser_auth for mcpcore_anyio
     from mcpcore_threaded import McpClient
 
-    with McpClient("notes", "https://mcp.example.com/mcp", auth=browser_auth()) as client:
+    with McpClient("notes", {"url": "https://mcp.example.com/mcp"}, auth=browser_auth()) as client:
         print(client.call("notes/search", {"query": "x"}).text)
 
 ``browser_auth()`` is the ``auth=`` option with the pieces the command line
