@@ -214,7 +214,7 @@ def test_F3_a_value_of_another_type_is_refused(value: Any) -> None:
         expand_template("{x}", {"x": value})
 
 
-def test_F3_F4_a_listed_template_expands_into_the_uri_to_read() -> None:
+def test_F3_a_listed_template_expands_into_the_uri_to_read() -> None:
     template = ResourceTemplate(uri_template="file:///{+dir}/{name}{?rev}", name="files")
     assert template.variables == ("dir", "name", "rev")
     assert template.expand({"dir": "a/b", "name": "c d.txt"}, require_all=False) == "file:///a/b/c%20d.txt"
