@@ -6,7 +6,9 @@ or a timeout), progress, server requests, streams closed with or without an even
 id (resumed by GET), and the fake clock moving past deadlines; the session expiring
 (404) while the server is down, so that setting up a new one fails and is retried (H6);
 notices and answers the server never acknowledges (H10); SSE events of another type
-(P5); floods of server requests (P6); arguments JSON cannot carry (K9). Invariants:
+(P5); floods of server requests (P6); arguments JSON cannot carry (K9); resource reads
+and prompts on the same path as calls (F1). Invariants (each "call" here is any request
+of the host: a call, a read or a prompt):
 
 * K6/K2: every call ends exactly once (one CallSucceeded / CallFailed / CallCancelled);
 * K2: no call outlives its deadline;
@@ -36,9 +38,19 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from fake_peer import FakeServer, connect
 from mcpcore import CallTimeout, InvalidArguments, InvalidState
-from mcpcore._events import AbortExchange, CallCancelled, CallFailed, CallSucceeded, HttpRequest
+from mcpcore._events import (
+    AbortExchange,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    HttpRequest,
+    RequestSucceeded,
+)
 from mcpcore._failure import FailureKind, TransportFailure
 from mcpcore._http import HttpLimits
+from mcpcore._prompts import PROMPTS_GET
+from mcpcore._requests import Ask
+from mcpcore._resources import RESOURCES_READ
 from mcpcore._session import SessionOptions
 
 SSE = [(b"content-type", b"text/event-stream")]
@@ -87,6 +99,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.server_up = True
         self.without_session: list[str] = []
         self.on_wire: dict[int, bool] = {}  # call id -> its POST reached a live session
+        self.kinds: dict[int, str] = {}  # call id -> its method (F1: not only tools/call)
         self.expired_during: set[int] = set()  # calls that lived through an expiry
         # H10, P6: notices and answers the 'server' holds without answering
         self.stall_notices = False
@@ -101,7 +114,7 @@ class EngineMachine(RuleBasedStateMachine):
         while True:
             actions = e.take_actions()
             for event in e.take_events():
-                if isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+                if isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                     self.outcomes.setdefault(event.call_id, []).append(event)
             if not actions:
                 return
@@ -144,7 +157,7 @@ class EngineMachine(RuleBasedStateMachine):
             e.response_data(xid, json.dumps(body).encode(), self.now)
             e.response_ended(xid, self.now)
             return
-        if method == "tools/call":
+        if method in ("tools/call", "resources/read", "prompts/get"):
             self.open[xid] = Open(cid=message["id"], sid=headers.get(b"mcp-session-id", b"").decode())
             self.on_wire[message["id"]] = True
             return
@@ -219,6 +232,24 @@ class EngineMachine(RuleBasedStateMachine):
         self.deadline[cid] = self.now + (10.0 if timeout is None else timeout)
         self.process()
 
+    @rule(timeout=st.sampled_from([None, 1.0, 30.0]), kind=st.sampled_from(["read", "prompt"]))
+    def start_request(self, timeout: float | None, kind: str) -> None:
+        """F1: a resource read or a prompt, on the same path as a call."""
+        ask = (
+            Ask(RESOURCES_READ, {"uri": "r://x"}, "r://x")
+            if kind == "read"
+            else Ask(PROMPTS_GET, {"name": "p"}, "p")
+        )
+        if self.engine.finished:
+            with pytest.raises(InvalidState):
+                self.engine.request(ask, self.now, timeout=timeout)
+            return
+        cid = self.engine.request(ask, self.now, timeout=timeout)
+        assert cid not in self.deadline
+        self.deadline[cid] = self.now + (10.0 if timeout is None else timeout)
+        self.kinds[cid] = ask.kind.method
+        self.process()
+
     @precondition(lambda self: self.deadline)
     @rule(index=st.integers(0, 100))
     def cancel(self, index: int) -> None:
@@ -237,9 +268,14 @@ class EngineMachine(RuleBasedStateMachine):
     def answer(self, index: int, shape: str, twice: bool) -> None:
         xid = self.pick_open(index)
         ex = self.open[xid]
-        body = {"content": [{"type": "text", "text": "ok"}]}
+        body: dict[str, Any] = {"content": [{"type": "text", "text": "ok"}]}
         if shape == "error":
             body["isError"] = True
+        method = self.kinds.get(ex.cid)
+        if method == "resources/read":
+            body = {"contents": [{"uri": "r://x", "text": "ok"}]}
+        elif method == "prompts/get":
+            body = {"messages": [{"role": "user", "content": {"type": "text", "text": "ok"}}]}
         response = {"jsonrpc": "2.0", "id": ex.cid, "result": body}
         e = self.engine
         if shape == "http500":

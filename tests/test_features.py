@@ -395,3 +395,15 @@ def test_F2_M13_a_read_parked_during_a_new_session_goes_out_once_it_is_up() -> N
     [failed] = [e for e in link.events if getattr(e, "call_id", None) == call_id]
     assert isinstance(failed, CallFailed) and "resources/list failed" in str(failed.error)
     assert len(server.requests("resources/list")) == 2
+
+
+def test_F1_M50_E3_a_round_re_sent_after_its_stream_broke_keeps_that_rounds_state() -> None:
+    server = ModernFeatures()
+    server.script["resources/read"] = [Reply(200, SSE, [b"ID"]), Reply(200, SSE, [], finish="fail")]
+    link = modern_link(server)
+    result = outcome(link, link.engine.request(Ask(RESOURCES_READ, read_params("a://x"), "a://x"), link.now))
+    assert result.text == "t"
+    first, second, third = [m for _, m in server.seen if m["method"] == "resources/read"]
+    assert "requestState" not in first["params"]
+    assert second["params"]["requestState"] == third["params"]["requestState"] == "s1"
+    assert len({first["id"], second["id"], third["id"]}) == 3

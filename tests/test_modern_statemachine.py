@@ -1,6 +1,7 @@
 """The HTTP engine on the 2026-07-28 wire as a hypothesis state machine (E3, E4, M30, M43–M72).
 
-The test plays a modern server that holds every call's stream open and answers
+The test plays a modern server that holds every call's (and every resource read's)
+stream open and answers
 whenever a rule says so: complete, without ``resultType``, ``input_required``
 (with input requests, with state only, or asking for sampling), an unknown
 ``resultType``, a header mismatch, an error status with a JSON-RPC body, or a
@@ -11,7 +12,8 @@ deadline; nothing but requests is sent, each carrying the envelope and the
 headers that mirror it (M18, M24, M25, M30); no GET, no DELETE, no session id
 (M69, M70); a retried round has a new id and echoes the state exactly (M49,
 M50); the rounds of one call stay bounded (M54); a broken call is never sent
-again (E3).
+again (E3), while a read whose stream broke is sent once more and never after a
+second break (F1); every read ends exactly once, within its deadline.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fake_peer import Link, Reply, connect, tool
-from mcpcore import CallCancelled, CallFailed, CallSucceeded
+from mcpcore import CallCancelled, CallFailed, CallSucceeded, RequestSucceeded
 from mcpcore._events import AbortExchange, HttpRequest
+from mcpcore._requests import Ask
+from mcpcore._resources import RESOURCES_READ
 from mcpcore._session import SessionOptions
 
 V = "2026-07-28"
@@ -45,6 +49,7 @@ class Held:
     request_id: int
     state: str | None  # the requestState this round must have echoed
     started: bool = False
+    method: str = "tools/call"
 
 
 class ModernServer:
@@ -65,6 +70,7 @@ class ModernMachine(RuleBasedStateMachine):
         self.rounds: Counter[int] = Counter()  # call id -> POSTs of it
         self.expected_state: dict[int, str | None] = {}  # call id -> state its next round echoes
         self.broken: set[int] = set()  # calls whose stream broke: never sent again (E3)
+        self.read_breaks: Counter[int] = Counter()  # reads: sent again after the first only
         self.outcomes: dict[int, list[Any]] = {}
         self.deadline: dict[int, float] = {}
         self.listings = 0
@@ -107,18 +113,24 @@ class ModernMachine(RuleBasedStateMachine):
             self.listings += 1
             result = {"tools": [tool("echo")]}
             return Reply(200, JSON, [json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()])
-        if method == "tools/call":
+        if method in ("tools/call", "resources/read"):
             params = message["params"]
             # which caller's call this POST carries (a new round has a new id, M49)
             requests = self.engine.session.path.carriers
             call_key = next((c for c, r in requests.items() if r == rid), rid)
             if call_key in self.broken:
                 self.problems.append(f"call {call_key} sent again after its stream broke")
+            if self.read_breaks[call_key] >= 2:
+                self.problems.append(f"read {call_key} sent again after a second break")
+            if method == "resources/read" and headers.get("mcp-name") != params.get("uri"):
+                self.problems.append(f"read {call_key} without Mcp-Name")
             expected = self.expected_state.get(call_key)
             if params.get("requestState") != expected or ("requestState" in params) != (expected is not None):
                 self.problems.append(f"call {call_key}: state {params.get('requestState')!r} != {expected!r}")
             self.rounds[call_key] += 1
-            self.held[req.exchange_id] = Held(call_key=call_key, request_id=rid, state=expected)
+            self.held[req.exchange_id] = Held(
+                call_key=call_key, request_id=rid, state=expected, method=method
+            )
             return Reply(200, SSE, [], finish="stall")
         self.problems.append(f"unexpected {method}")
         return Reply(404)
@@ -130,7 +142,7 @@ class ModernMachine(RuleBasedStateMachine):
         while True:
             actions = e.take_actions()
             for event in e.take_events():
-                if isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+                if isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                     self.outcomes.setdefault(event.call_id, []).append(event)
             if not actions:
                 return
@@ -170,12 +182,23 @@ class ModernMachine(RuleBasedStateMachine):
         self.expected_state[call_id] = None
         self.process()
 
+    @rule(timeout=st.sampled_from([None, 1.0, 30.0]))
+    def read(self, timeout: float | None) -> None:
+        """F1, F2: a resource read on the same path as a call."""
+        ask = Ask(RESOURCES_READ, {"uri": "r://x"}, "r://x")
+        call_id = self.engine.request(ask, self.now, timeout=timeout)
+        self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        self.expected_state[call_id] = None
+        self.process()
+
     @precondition(lambda self: self.held)
     @rule(index=st.integers(0, 50), kind=st.sampled_from(["complete", "absent", "weird", "is-error"]))
     def finish(self, index: int, kind: str) -> None:
         xid = self.pick(index)
         held = self.held[xid]
         result: dict[str, Any] = {"content": [{"type": "text", "text": "ok"}]}
+        if held.method == "resources/read":
+            result = {"contents": [{"uri": "r://x", "text": "ok"}]}
         if kind == "complete":
             result["resultType"] = "complete"
         elif kind == "weird":
@@ -224,7 +247,10 @@ class ModernMachine(RuleBasedStateMachine):
         """E3, M72: a call's stream breaks: the call fails, is never sent again."""
         xid = self.pick(index)
         held = self.held.pop(xid)
-        self.broken.add(held.call_key)
+        if held.method == "resources/read":
+            self.read_breaks[held.call_key] += 1
+        else:
+            self.broken.add(held.call_key)
         e = self.engine
         e.response_started(xid, 200, SSE, self.now)
         if primed:

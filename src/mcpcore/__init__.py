@@ -159,6 +159,7 @@ _EXPORTS: dict[str, str] = {
     "StderrTail": "_stdio",
     "frame_message": "_stdio",
     "Listing": "_listing",
+    "expand_template": "_templates",
     "Ask": "_requests",
     "RequestKind": "_requests",
     "BlobContents": "_resources",
@@ -333,6 +334,7 @@ __all__ = [
     "encode_message",
     "escape_text",
     "expand",
+    "expand_template",
     "frame_message",
     "hook_call",
     "hub_entries",
@@ -512,4 +514,5 @@ if TYPE_CHECKING:
     )
     from ._sse import SSEDecoder, SSEEvent
     from ._stdio import LineFramer, StderrTail, child_environment, frame_message
+    from ._templates import expand_template
     from ._tools import Catalogue, SyncReport, Tool, is_valid_segment, suggest_ids

@@ -19,7 +19,7 @@ reads, never on import of a driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,23 @@ class ResourceTemplate:
     mime_type: str | None = None
     annotations: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """F3: the names the template uses, in order."""
+        from ._templates import template_variables
+
+        return template_variables(self.uri_template)
+
+    def expand(
+        self, values: Mapping[str, object] | None = None, *, require_all: bool = True
+    ) -> str:
+        """F3: the URI to read (RFC 6570, levels 1–4); ``InvalidArguments`` names a
+        value that is missing (unless ``require_all=False``) or of a wrong type,
+        ``RemoteProtocolError`` a template that does not parse."""
+        from ._templates import expand_template
+
+        return expand_template(self.uri_template, values, require_all=require_all)
 
 
 @dataclass(frozen=True, slots=True)

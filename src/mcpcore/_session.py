@@ -381,7 +381,7 @@ class ClientSession:
         ):
             # E3, M72: no resumption on this wire; a request that changes nothing on
             # the server (a listing page, a read) is sent once more with a new id.
-            self.path.again(pending, now).reissued = True
+            self.path.again(pending, now, pending.extra).reissued = True  # the same round
             return
         if _log.isEnabledFor(_DEBUG):
             _log.debug(
