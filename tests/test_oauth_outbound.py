@@ -305,3 +305,12 @@ def test_aborted_flow_requests_leave_nothing_behind_in_the_layer() -> None:
         link.pump()
         link.advance(31.0)  # the flow's own request bound (30 s) runs out: aborted
     assert len(layer._dropped) <= 2, len(layer._dropped)
+
+
+@pytest.mark.parametrize("bad", ["https://mcp.example.com/p\x00rm", "https://mcp.example.com/a b"])
+def test_O5_a_resource_metadata_url_with_a_control_character_is_not_followed(bad: str) -> None:
+    world = World().standard()
+    flow = make_flow()
+    _, events = run_401(flow, world, challenge(resource_metadata=bad))
+    authorized(events)
+    assert bad not in world.urls() and world.urls()[0] == PRM_PATH

@@ -165,6 +165,8 @@ class OutboundPolicy:
         scheme = url.partition(":")[0].lower()
         if not host or scheme not in ("http", "https"):
             return "it is not an absolute http(s) URL"
+        if any(ch <= " " or ch == "\x7f" for ch in url):
+            return "it holds a space or a control character"
         if host_is_local(host) and not self.server_is_local:
             return (
                 "it names a loopback or private address, and the MCP server is not on one "
