@@ -106,9 +106,7 @@ def test_O63_a_loopback_or_private_issuer_is_refused(host: str) -> None:
 
 @pytest.mark.parametrize("endpoint", ["token_endpoint", "registration_endpoint"])
 @pytest.mark.parametrize("base", [LOOPBACK, "https://127.0.0.1:9443", "https://[::1]"])
-def test_O63_a_loopback_token_or_registration_endpoint_is_refused(
-    endpoint: str, base: str
-) -> None:
+def test_O63_a_loopback_token_or_registration_endpoint_is_refused(endpoint: str, base: str) -> None:
     world = World().standard(**{endpoint: base + "/steal"})
     flow = make_flow()
     _, events = run_401(flow, world)
@@ -305,3 +303,28 @@ def test_aborted_flow_requests_leave_nothing_behind_in_the_layer() -> None:
         link.pump()
         link.advance(31.0)  # the flow's own request bound (30 s) runs out: aborted
     assert len(layer._dropped) <= 2, len(layer._dropped)
+
+
+@pytest.mark.parametrize("bad", ["https://mcp.example.com/p\x00rm", "https://mcp.example.com/a b"])
+def test_O5_a_resource_metadata_url_with_a_control_character_is_not_followed(bad: str) -> None:
+    world = World().standard()
+    flow = make_flow()
+    _, events = run_401(flow, world, challenge(resource_metadata=bad))
+    authorized(events)
+    assert bad not in world.urls() and world.urls()[0] == PRM_PATH
+
+
+@given(st.text(alphabet="0123456789xXabcdefABCDEF._", min_size=1, max_size=20))
+def test_O63_an_ip_literal_is_read_as_the_resolver_reads_it(host: str) -> None:
+    """Every spelling of an IPv4 address the C resolver takes (``127.1``, ``0x7f.1``,
+    ``017700000001``) is read as that address, and nothing else is taken for one."""
+    import ipaddress
+    import socket
+
+    from mcpcore._outbound import _loose_ipv4
+
+    try:
+        expected: ipaddress.IPv4Address | None = ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        expected = None
+    assert _loose_ipv4(host) == expected

@@ -24,6 +24,7 @@ count by their address, in every spelling a resolver takes (``127.1``,
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -48,6 +49,11 @@ _PROXY_VARIABLES = frozenset(
 )
 
 
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+")
+_OCTAL = re.compile(r"0[0-7]*")
+_DECIMAL = re.compile(r"[1-9][0-9]*")
+
+
 def _loose_ipv4(host: str) -> ipaddress.IPv4Address | None:
     """``host`` read as the C resolver's ``inet_aton`` reads it (``127.1``,
     ``0x7f.1``, ``2130706433``, ``0177.0.0.1``), or None when it is not such a form."""
@@ -56,16 +62,13 @@ def _loose_ipv4(host: str) -> ipaddress.IPv4Address | None:
         return None
     numbers: list[int] = []
     for part in parts:
-        try:
-            if part[:2] in ("0x", "0X"):
-                numbers.append(int(part[2:] or "0", 16))
-            elif len(part) > 1 and part.startswith("0"):
-                numbers.append(int(part, 8))
-            elif part.isdigit():
-                numbers.append(int(part))
-            else:
-                return None
-        except ValueError:
+        if _HEX.fullmatch(part):
+            numbers.append(int(part[2:], 16))
+        elif _OCTAL.fullmatch(part):
+            numbers.append(int(part, 8))
+        elif _DECIMAL.fullmatch(part):
+            numbers.append(int(part))
+        else:
             return None
     *head, last = numbers
     if any(n > 255 for n in head) or last >= 256 ** (5 - len(numbers)):
@@ -165,6 +168,8 @@ class OutboundPolicy:
         scheme = url.partition(":")[0].lower()
         if not host or scheme not in ("http", "https"):
             return "it is not an absolute http(s) URL"
+        if any(ch <= " " or ch == "\x7f" for ch in url):
+            return "it holds a space or a control character"
         if host_is_local(host) and not self.server_is_local:
             return (
                 "it names a loopback or private address, and the MCP server is not on one "

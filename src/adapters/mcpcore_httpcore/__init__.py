@@ -352,9 +352,11 @@ class ProxyRoutes(Generic[P]):
 
     def via(self, url: httpcore.URL) -> P | None:
         """The proxy pool for a request to ``url``, or None when it goes direct."""
+        if self._route is None:
+            return None  # no proxy configured: nothing to ask per request
         scheme = url.scheme.decode("ascii", "replace")
-        if self._route is None or scheme not in _DEFAULT_PORTS:
-            return None  # (a scheme that is not http(s) is the pool's to refuse)
+        if scheme not in _DEFAULT_PORTS:
+            return None  # the pool refuses it
         host = url.host.decode("ascii", "replace")
         proxy = self._route(scheme, host, url.port or _DEFAULT_PORTS[scheme])
         if proxy is None:
