@@ -168,6 +168,7 @@ def _instances() -> list[McpError]:
         mcpcore.MalformedResponse("not json"),
         mcpcore.RedirectRefused("redirected", status=302),
         mcpcore.OAuthTransientError("try later", status=503),
+        mcpcore.HookError("the signer raised", hook="sign_assertion", outcome="raised"),
     ]
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 from ._oauth import (
     DeleteClient,
@@ -193,5 +193,8 @@ def read_store(
     return tokens, [c for c in clients if isinstance(c, ClientRecord)]
 
 
+# Shown as mcpcore.HookCall: its annotations are resolved here first, where their
+# names are in scope (typing.get_type_hints would look them up in mcpcore).
+HookCall.__annotations__ = get_type_hints(HookCall)
 HookCall.__module__ = "mcpcore"
 HookFailure.__module__ = "mcpcore"

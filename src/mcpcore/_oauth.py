@@ -2580,6 +2580,7 @@ for _public in (
     RedirectRefused,
     OAuthTransientError,
     DestinationRefused,
+    HookError,
 ):
     _public.__module__ = "mcpcore"
 del _public
