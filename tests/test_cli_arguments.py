@@ -1,4 +1,4 @@
-"""The ``mcpcore`` command line and tool arguments, and its small words (X1, K7, K10).
+"""The ``mcpcore`` command line and tool arguments, and its small words (K7, K10).
 
 Driven as a subprocess (``python -m mcpcore_cli``) against the bundled demo
 server, as ``tests/test_cli.py`` does: ``tools URL TOOL`` and the ARGS column,

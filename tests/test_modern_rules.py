@@ -115,7 +115,7 @@ def test_M15_M16_the_probe_carries_only_meta_and_the_identity_is_optional() -> N
 
 def test_M17_the_tools_are_listed_without_a_tools_capability() -> None:
     """M17: in 2026-07-28, ``tools/list`` goes even when discover named no tools
-    capability (the handshake era does not list then: P3)."""
+    capability (the handshake era does not list then)."""
     server = ModernFake(capabilities={})
     link = link_to(server)
     ready_event(link)
