@@ -14,8 +14,8 @@ import httpcore
 import pytest
 
 from mcpcore_httpcore import COALESCE_LIMIT
-from mcpcore_threaded._client import _Readers
-from mcpcore_threaded._network import AbortableStream, _AbortableBackend
+from mcpcore_threaded._client import _Abort, _Performing
+from mcpcore_threaded._network import AbortableBackend, AbortableStream
 
 
 class CountingSocket(socket.socket):
@@ -49,9 +49,8 @@ def pair() -> Iterator[tuple[CountingSocket, socket.socket]]:
     peer.close()
 
 
-def stream_on(sock: socket.socket, readers: _Readers | None = None) -> AbortableStream:
-    # the stream's own socket given; httpcore's public mock stream stands for the rest
-    return AbortableStream(httpcore.MockStream([]), readers or _Readers(), sock)
+def stream_on(sock: socket.socket, performing: _Performing | None = None) -> AbortableStream:
+    return AbortableStream(sock, performing or _Performing())
 
 
 def received_now(peer: socket.socket) -> bytes:
@@ -133,13 +132,12 @@ def test_an_abort_before_the_read_fails_it_without_sending(
     pair: tuple[CountingSocket, socket.socket],
 ) -> None:
     """An exchange aborted while its request was being written does not send it."""
-    import threading
-
     sock, peer = pair
-    readers = _Readers()
-    stream = stream_on(sock, readers)
+    performing = _Performing()
+    performing.abort = _Abort()
+    stream = stream_on(sock, performing)
     stream.write(b"request")
-    readers.abort_reader(threading.get_ident())
+    performing.abort.abort()
     with pytest.raises(httpcore.ReadError):
         stream.read(10)
     assert sock.sends == 0
@@ -147,11 +145,11 @@ def test_an_abort_before_the_read_fails_it_without_sending(
 
 
 def test_B1_on_a_tcp_connection_the_stream_uses_its_socket_itself() -> None:
-    """Through the driver's backend (httpcore's ``SyncBackend`` underneath) the stream reads
+    """Through the driver's backend the stream reads
     and writes the connection's socket directly, and everything read counts for where a
     body ends; the other side sees what was written, all of it on the first read."""
     with socket.create_server(("127.0.0.1", 0)) as listener:
-        stream = _AbortableBackend(_Readers()).connect_tcp(
+        stream = AbortableBackend(_Performing()).connect_tcp(
             "127.0.0.1", listener.getsockname()[1], timeout=5
         )
         assert isinstance(stream, AbortableStream)
