@@ -342,7 +342,7 @@ class AbortableBackend(httpcore.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
         addresses = self._addresses(host, port, timeout)
-        last: BaseException | None = None
+        last: httpcore.ConnectError | None = None
         for family, kind, proto, _, address in addresses:
             stream = AbortableStream(socket.socket(family, kind, proto), self._performing)
             try:
@@ -357,7 +357,9 @@ class AbortableBackend(httpcore.NetworkBackend):
                 stream.close()
                 raise
             return stream
-        raise httpcore.ConnectError(str(last or f"no address for {host!r}"))
+        if last is not None:
+            raise last  # the last address's failure, its cause (refused, unreachable) with it
+        raise httpcore.ConnectError(f"no address for {host!r}")
 
     def _aborted(self) -> bool:
         abort = self._performing.abort
