@@ -317,6 +317,7 @@ async def test_D1_a_call_ends_at_its_deadline_while_its_body_waits_in_sendall(
             large = {"text": "x" * (12 << 20)}  # past any loopback socket's buffers
             assert await _call_must_time_out(client, large) < 2 + PROMPT
     assert client.closed_in is not None and client.closed_in < PROMPT
+    assert not unclosed_sockets()
 
 
 # --- the command line ----------------------------------------------------------------------

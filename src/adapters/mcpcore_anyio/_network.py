@@ -393,6 +393,10 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
             # a TLS transport's close() keeps the socket open until the peer answers
             # it, up to half a minute, past the end of the event loop.
             self._transport.abort()
+        elif self._transport.get_write_buffer_size():
+            # a request cut short (aborted while its body waited on a server that stopped
+            # reading): close() would keep the socket until the server took the rest (D1)
+            self._transport.abort()
         else:
             self._transport.close()
 
