@@ -187,3 +187,30 @@ def test_what_arrived_counts_for_the_bodys_end_read_or_not() -> None:
         assert stream.read_tail() == b""
 
     asyncio.run(main())
+
+
+def test_D1_a_connection_closed_with_a_request_unsent_lets_its_socket_go_at_once() -> None:
+    """A request cut short while the server stopped reading (an abort, a deadline) leaves
+    bytes in the transport; closing then drops them and the socket, rather than holding
+    both until the server reads again, which may be never."""
+    import socket
+
+    import anyio
+
+    from mcpcore_anyio._network import _NetworkBackend
+
+    async def main() -> None:
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            stream = await _NetworkBackend().connect_tcp("127.0.0.1", listener.getsockname()[1])
+            peer, _ = listener.accept()  # and never read
+            with peer:
+                sock = stream.get_extra_info("socket")
+                with anyio.move_on_after(0.5):
+                    await stream.write(b"x" * (16 << 20))  # past every buffer: it waits
+                await stream.aclose()
+                for _ in range(10):
+                    await asyncio.sleep(0)
+                assert sock.fileno() == -1
+
+    asyncio.run(main())

@@ -212,12 +212,12 @@ def test_threaded_a_streams_end_is_seen_without_httpcores_parser() -> None:
     """One keep-alive connection, three responses: the end that came with the last event
     is seen (and that one's end does not count for the next response); an end held back
     is not, and the caller waits only the short grace for it."""
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool, ends_without_waiting
 
     server = RawServer("together", "held", "length")
     try:
-        with connection_pool(None, 1, _Readers()) as pool:
+        with connection_pool(None, 1, _Performing()) as pool:
             outcomes = []
             for _ in server.modes:
                 with pool.stream("POST", server.url, content=b"{}") as response:
@@ -576,7 +576,7 @@ def closing_server() -> Iterator[CountingServer]:
 
 def test_B1_threaded_many_callers_share_the_pools_connections(counting: CountingServer) -> None:
     """32 threads, 4 connections: every request is served, never on more than 4."""
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool
 
     failures: list[BaseException] = []
@@ -588,7 +588,7 @@ def test_B1_threaded_many_callers_share_the_pools_connections(counting: Counting
         except BaseException as exc:
             failures.append(exc)
 
-    with connection_pool(None, 4, _Readers()) as pool:
+    with connection_pool(None, 4, _Performing()) as pool:
         threads = [threading.Thread(target=caller, args=(pool,)) for _ in range(32)]
         for thread in threads:
             thread.start()
@@ -625,10 +625,10 @@ async def test_B1_anyio_many_tasks_share_the_pools_connections(
 def test_threaded_a_connection_the_server_closed_while_idle_is_not_used(
     closing_server: CountingServer,
 ) -> None:
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool
 
-    with connection_pool(None, 2, _Readers()) as pool:
+    with connection_pool(None, 2, _Performing()) as pool:
         for _ in range(3):
             assert pool.request("GET", closing_server.url).content == b"ok"
             # the server's end of it arrives: the next request takes a new connection
@@ -667,10 +667,10 @@ def test_threaded_a_request_waits_for_a_connection_within_its_pool_timeout(
 ) -> None:
     """A request that finds every connection busy waits; past its pool timeout it fails
     ``PoolTimeout`` and leaves the pool as it was."""
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool
 
-    with connection_pool(None, 1, _Readers()) as pool:
+    with connection_pool(None, 1, _Performing()) as pool:
         with pool.stream("GET", counting.url) as first:
             with pytest.raises(httpcore.PoolTimeout):
                 pool.request("GET", counting.url, extensions={"timeout": {"pool": 0.05}})
@@ -714,11 +714,11 @@ async def test_anyio_a_request_cancelled_while_waiting_leaves_nothing_behind(
 
 def test_a_url_that_is_not_http_is_refused() -> None:
     from mcpcore_anyio._network import connection_pool as anyio_pool
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool as threaded_pool
 
     with pytest.raises(httpcore.UnsupportedProtocol):
-        threaded_pool(None, 1, _Readers()).request("GET", "ftp://example.com/")
+        threaded_pool(None, 1, _Performing()).request("GET", "ftp://example.com/")
 
     async def main() -> None:
         with pytest.raises(httpcore.UnsupportedProtocol):

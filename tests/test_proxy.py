@@ -534,10 +534,10 @@ def threaded_initialize(
 ) -> tuple[int, bytes, bool]:
     """One ``initialize`` POST through the threaded driver's pool: status, body, and whether
     the driver's stream saw the body's end."""
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool, ends_without_waiting
 
-    with connection_pool(ssl_context, 4, _Readers(), proxy=proxy) as pool:
+    with connection_pool(ssl_context, 4, _Performing(), proxy=proxy) as pool:
         with pool.stream("POST", url, headers=HEADERS, content=INITIALIZE) as response:
             body = b"".join(response.iter_stream())
             # once it is all read, its end was seen on the stream, through the proxy too
@@ -669,7 +669,7 @@ async def test_a_refused_password_shows_nowhere_threaded(
     tls_demo: tuple[str, ssl.SSLContext],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool
 
     url, context = tls_demo
@@ -677,7 +677,7 @@ async def test_a_refused_password_shows_nowhere_threaded(
     wrong = with_credentials(guarded_proxy.url, PASSWORD + "-wrong")
 
     def attempt() -> tuple[BaseException, str]:
-        with connection_pool(context, 4, _Readers(), proxy=wrong) as pool:
+        with connection_pool(context, 4, _Performing(), proxy=wrong) as pool:
             try:
                 pool.request("POST", url, headers=HEADERS, content=INITIALIZE)
             except httpcore.ProxyError as exc:
@@ -709,12 +709,12 @@ async def test_a_proxy_that_is_not_there_fails_without_its_password(
 
 def test_a_bad_proxy_fails_when_the_pool_is_made() -> None:
     from mcpcore_anyio._network import connection_pool as anyio_pool
-    from mcpcore_threaded._client import _Readers
+    from mcpcore_threaded._client import _Performing
     from mcpcore_threaded._network import connection_pool as threaded_pool
 
     for make in (
         lambda proxy: anyio_pool(None, 4, proxy=proxy),
-        lambda proxy: threaded_pool(None, 4, _Readers(), proxy=proxy),
+        lambda proxy: threaded_pool(None, 4, _Performing(), proxy=proxy),
     ):
         with pytest.raises(ValueError) as caught:
             make(with_credentials("socks5://p:1"))

@@ -1,9 +1,9 @@
 """The threaded driver's network stream (``mcpcore_threaded._network.AbortableStream``) on a
 socket pair: a request's writes go out together on the read that follows, the socket's
-timeout is set only when it changes, failures map to httpcore's errors, aborts still break
-reads; through its backend, on a TCP connection, it reads and writes the socket itself
-(TLS on it too). (Every threaded driver test runs over it against real servers as well, TLS
-included.)"""
+timeout is set only when it changes, failures map to httpcore's errors, an abort before a
+read fails it; through its backend, on a TCP connection, TLS on it and TLS inside an https
+proxy's TLS. (Every threaded driver test runs over it against real servers as well, TLS
+included; tests/test_deadlines.py aborts it at every stage, D1.)"""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import httpcore
 import pytest
 
-from mcpcore_httpcore import COALESCE_LIMIT
-from mcpcore_threaded._client import _Readers
-from mcpcore_threaded._network import AbortableStream, _AbortableBackend
+from mcpcore_httpcore import COALESCE_LIMIT, BodyEnd
+from mcpcore_threaded._client import _Abort, _Performing
+from mcpcore_threaded._network import AbortableBackend, AbortableStream
 
 
 class CountingSocket(socket.socket):
@@ -49,9 +49,8 @@ def pair() -> Iterator[tuple[CountingSocket, socket.socket]]:
     peer.close()
 
 
-def stream_on(sock: socket.socket, readers: _Readers | None = None) -> AbortableStream:
-    # the stream's own socket given; httpcore's public mock stream stands for the rest
-    return AbortableStream(httpcore.MockStream([]), readers or _Readers(), sock)
+def stream_on(sock: socket.socket, performing: _Performing | None = None) -> AbortableStream:
+    return AbortableStream(sock, performing or _Performing())
 
 
 def received_now(peer: socket.socket) -> bytes:
@@ -133,13 +132,12 @@ def test_an_abort_before_the_read_fails_it_without_sending(
     pair: tuple[CountingSocket, socket.socket],
 ) -> None:
     """An exchange aborted while its request was being written does not send it."""
-    import threading
-
     sock, peer = pair
-    readers = _Readers()
-    stream = stream_on(sock, readers)
+    performing = _Performing()
+    performing.abort = _Abort()
+    stream = stream_on(sock, performing)
     stream.write(b"request")
-    readers.abort_reader(threading.get_ident())
+    performing.abort.abort()
     with pytest.raises(httpcore.ReadError):
         stream.read(10)
     assert sock.sends == 0
@@ -147,11 +145,11 @@ def test_an_abort_before_the_read_fails_it_without_sending(
 
 
 def test_B1_on_a_tcp_connection_the_stream_uses_its_socket_itself() -> None:
-    """Through the driver's backend (httpcore's ``SyncBackend`` underneath) the stream reads
+    """Through the driver's backend the stream reads
     and writes the connection's socket directly, and everything read counts for where a
     body ends; the other side sees what was written, all of it on the first read."""
     with socket.create_server(("127.0.0.1", 0)) as listener:
-        stream = _AbortableBackend(_Readers()).connect_tcp(
+        stream = AbortableBackend(_Performing()).connect_tcp(
             "127.0.0.1", listener.getsockname()[1], timeout=5
         )
         assert isinstance(stream, AbortableStream)
@@ -165,3 +163,84 @@ def test_B1_on_a_tcp_connection_the_stream_uses_its_socket_itself() -> None:
             assert stream.read_tail().endswith(b"\r\n0\r\n\r\n")
             assert peer.recv(1024) == b"GET / HTTP/1.1\r\n\r\n"
             stream.close()
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    import subprocess
+
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return str(cert), str(key)
+
+
+def test_B1_tls_inside_an_https_proxys_tls(certificate: tuple[str, str]) -> None:
+    """Through an https proxy to an https server, the tunnel's TLS runs inside the proxy
+    connection's TLS (the stream's own, over ``ssl.SSLObject``): the handshake, a request
+    and its response, and where the body ends."""
+    import ssl
+    import threading
+
+    cert, key = certificate
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    client_context = ssl.create_default_context(cafile=cert)
+    seen: list[bytes] = []
+
+    def proxy_then_server(listener: socket.socket) -> None:
+        raw, _ = listener.accept()
+        with server_context.wrap_socket(raw, server_side=True) as outer:
+            outer.settimeout(5)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += outer.recv(1024)
+            seen.append(head.split(b"\r\n")[0])
+            outer.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            # the "server" behind the proxy, its TLS inside the proxy's
+            incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            inner = server_context.wrap_bio(incoming, outgoing, server_side=True)
+            request = b""
+            while b"\r\n\r\n" not in request:
+                try:
+                    request += inner.read(4096)
+                except ssl.SSLWantReadError:
+                    pass
+                if out := outgoing.read():
+                    outer.sendall(out)
+                if b"\r\n\r\n" not in request:
+                    incoming.write(outer.recv(65536))
+            seen.append(request)
+            inner.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+            outer.sendall(outgoing.read())
+            outer.recv(1)  # until the client closes
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        thread = threading.Thread(target=proxy_then_server, args=(listener,), name="tls-proxy")
+        thread.start()
+        stream = AbortableBackend(_Performing()).connect_tcp(
+            "127.0.0.1", listener.getsockname()[1], timeout=5
+        )
+        stream = stream.start_tls(client_context, "localhost", timeout=5)
+        stream.write(b"CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n")
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            reply += stream.read(1024, timeout=5)
+        assert reply.startswith(b"HTTP/1.1 200")
+        tunnel = stream.start_tls(client_context, "localhost", timeout=5)
+        assert tunnel.get_extra_info("ssl_object").selected_alpn_protocol() is None
+        tunnel.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", timeout=5)
+        response = b""
+        while not response.endswith(b"0\r\n\r\n"):
+            response += tunnel.read(65536, timeout=5)
+        assert response.endswith(b"2\r\nok\r\n0\r\n\r\n")
+        assert isinstance(tunnel, BodyEnd) and tunnel.read_tail().endswith(b"\r\n0\r\n\r\n")
+        tunnel.close()
+        thread.join(5)
+    assert seen == [b"CONNECT localhost:443 HTTP/1.1", b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"]

@@ -393,6 +393,10 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
             # a TLS transport's close() keeps the socket open until the peer answers
             # it, up to half a minute, past the end of the event loop.
             self._transport.abort()
+        elif self._transport.get_write_buffer_size():
+            # a request cut short (aborted while its body waited on a server that stopped
+            # reading): close() would keep the socket until the server took the rest (D1)
+            self._transport.abort()
         else:
             self._transport.close()
 
@@ -420,6 +424,9 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
         except (OSError, ssl.SSLError) as exc:
             self._transport.abort()
             raise httpcore.ConnectError(str(exc)) from exc
+        except BaseException:  # cancelled (an abort, a deadline): nothing waits for the peer
+            self._transport.abort()
+            raise
         if transport is None:  # pragma: no cover - the connection closed during the handshake
             raise httpcore.ConnectError("the connection closed during the TLS handshake")
         self._inbound.transport = transport
@@ -467,7 +474,14 @@ class _Watched(BodyEnd, httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        return _Watched(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+        try:
+            return _Watched(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+        except BaseException:
+            # httpcore's trio stream closes itself when the handshake fails, not when it
+            # is cancelled (an abort, a deadline): closed here, or its socket stays open
+            with anyio.CancelScope(shield=True):
+                await self._inner.aclose()
+            raise
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)

@@ -5,8 +5,9 @@ daemon thread sleeps until the engine's next deadline. ``call()`` performs
 its own call's HTTP exchange in the caller's thread (no thread is started
 for it, which is most of a call's cost otherwise); every other exchange gets
 a thread of its own. Either way each piece that arrives is fed to the engine.
-Aborting an exchange shuts its socket down (see ``_network``), so a
-cancelled call never waits for the server.
+Aborting an exchange ends it wherever it stands: the name lookup, the
+connect, TLS, a write or a read (D1, see ``_network``), so a cancelled or
+timed-out call, and ``close()``, never wait for the server.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, Unpack, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, Unpack, cast
 
 from mcpcore import (
     AbortExchange,
@@ -86,7 +87,7 @@ if TYPE_CHECKING:
         TokenStore,
     )
 
-    from ._network import AbortableStream, Pool
+    from ._network import Pool
 
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
 
@@ -97,45 +98,65 @@ _AWAKE = float("-inf")  # the timer thread is not waiting: no need to wake it
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 
-# --- aborting blocked reads ---------------------------------------------------------------
+# --- aborting an exchange at any stage ------------------------------------------------------
 
 
-class _Readers:
-    """Which stream each thread is reading, so an abort can break the read.
+class Interruptible(Protocol):
+    """A blocking step in progress (a socket in use, a wait for a name lookup)."""
 
-    An abort that comes while the thread is not reading (still writing its
-    request, or between two reads) is remembered, and its next read fails at
-    once instead of waiting for the server. The streams (``_network``)
-    report here; this side needs no HTTP library.
+    def interrupt(self) -> None:
+        """Make the step return at once (shut its socket down, end its wait)."""
+
+
+class _Abort:
+    """One exchange's way out, from its first step (the name lookup) to its last read (D1).
+
+    The network layer (``_network``) registers each blocking step of the
+    exchange here while it blocks: the socket being connected, handshaken,
+    written or read (an abort shuts it down and the step returns at once), or
+    the wait for a name lookup (an abort ends the wait). An abort between two
+    steps is remembered: the next step fails at once. This side needs no HTTP
+    library.
     """
+
+    __slots__ = ("_blocked", "_guard", "aborted")
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._reading: dict[int, AbortableStream] = {}
-        self._aborted: set[int] = set()
+        self._blocked: Interruptible | None = None
+        self.aborted = False
 
-    def reading_starts(self, thread_ident: int, stream: AbortableStream) -> bool:
+    def enter(self, step: Interruptible) -> bool:
+        """``step`` is about to block; False: the exchange was aborted, do not start it."""
         with self._guard:
-            if thread_ident in self._aborted:
+            if self.aborted:
                 return False
-            self._reading[thread_ident] = stream
+            self._blocked = step
             return True
 
-    def reading_ends(self, thread_ident: int) -> None:
+    def leave(self) -> None:
+        """The step returned. After this, an abort no longer touches its socket (which the
+        connection may go on to use for another exchange)."""
         with self._guard:
-            self._reading.pop(thread_ident, None)
+            self._blocked = None
 
-    def abort_reader(self, thread_ident: int) -> None:
+    def abort(self) -> None:
         with self._guard:
-            stream = self._reading.get(thread_ident)
-            if stream is None:
-                self._aborted.add(thread_ident)
-        if stream is not None:
-            stream.abort()
+            self.aborted = True
+            blocked, self._blocked = self._blocked, None
+            if blocked is not None:  # under the guard: leave() waits until this is done
+                blocked.interrupt()
 
-    def exchange_ended(self, thread_ident: int) -> None:
-        with self._guard:
-            self._aborted.discard(thread_ident)
+
+class _Performing(threading.local):
+    """Which exchange's ``_Abort`` the current thread works for (None: no exchange's).
+
+    Set by the thread performing an exchange (a worker, a caller, a hand-off
+    thread) before its first step; the network layer reads it in each step,
+    as a connection may serve one exchange after another.
+    """
+
+    abort: _Abort | None = None
 
 
 class _Permits:
@@ -186,6 +207,7 @@ class _Exchange:
     thread: threading.Thread | None = None
     aborted: bool = False
     ended: threading.Event = field(default_factory=threading.Event)
+    abort: _Abort = field(default_factory=_Abort)  # what ends its steps, wherever it stands
 
 
 class CallHandle:
@@ -301,7 +323,7 @@ class McpClient(ClientBase):
         self._store: TokenStore | None = None
         self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: Pool | None = None
-        self._readers = _Readers()
+        self._performing = _Performing()
         # Never more requests handed to the pool than it has connections: waiters
         # beyond that wait here, in order, and can give up when aborted.
         self._permits = _Permits(self._max_connections)
@@ -350,7 +372,7 @@ class McpClient(ClientBase):
                 from ._network import connection_pool
 
                 self._pool = connection_pool(
-                    self._ssl_context, self._max_connections, self._readers, proxy=self._proxy
+                    self._ssl_context, self._max_connections, self._performing, proxy=self._proxy
                 )
             else:
                 self._engine = StdioClientEngine(
@@ -520,8 +542,7 @@ class McpClient(ClientBase):
         if exchange is None:
             return
         exchange.aborted = True
-        if exchange.thread is not None and exchange.thread.ident is not None:
-            self._readers.abort_reader(exchange.thread.ident)
+        exchange.abort.abort()
 
     def _submit_exchange(self, request: HttpRequest) -> None:
         exchange = _Exchange()
@@ -543,12 +564,15 @@ class McpClient(ClientBase):
         pool = self._pool
         assert pool is not None
         xid = request.exchange_id
-        if exchange.thread is None:  # on a worker: aborts now go to this thread's reads
+        if exchange.thread is None:  # on a worker
             with self._lock:
                 if exchange.aborted:
                     self._exchange_done(xid, exchange)
                     return
                 exchange.thread = threading.current_thread()
+        # From here on, every step this thread takes for the exchange (the name lookup,
+        # the connect, TLS, each write and read) is one its abort ends (D1).
+        self._performing.abort = exchange.abort
         if not self._permits.acquire(lambda: exchange.aborted or self._closed):
             self._exchange_done(xid, exchange)
             return
@@ -599,6 +623,8 @@ class McpClient(ClientBase):
         own, closes the response and ends the exchange itself.
         """
         xid = request.exchange_id
+        if closing is not None:  # a thread of its own: its reads are the exchange's now
+            self._performing.abort = exchange.abort
         try:
             with closing or ExitStack():
                 for chunk in chunks:
@@ -634,9 +660,9 @@ class McpClient(ClientBase):
                 name=f"mcpcore:{self.name}:post-{request.exchange_id}",
                 daemon=True,
             )
-            exchange.thread = thread  # aborts now go to that thread's reads
+            exchange.thread = thread
             self._threads.add(thread)
-            self._readers.exchange_ended(threading.get_ident())
+            self._performing.abort = None  # this thread's part is over
             thread.start()
         return True
 
@@ -662,7 +688,7 @@ class McpClient(ClientBase):
                 self._dispatch()
 
     def _exchange_done(self, xid: int, exchange: _Exchange) -> None:
-        self._readers.exchange_ended(threading.get_ident())
+        self._performing.abort = None
         with self._lock:
             if self._exchanges.get(xid) is exchange:
                 del self._exchanges[xid]

@@ -1,12 +1,13 @@
-"""The threaded driver's network layer over httpcore: its pool, abortable reads, stream ends.
+"""The threaded driver's network layer over httpcore: its pool, and streams an abort can end.
 
 Owns ``connection_pool`` and ``Pool`` (the client's pool: its own over
-httpcore's ``HTTPConnection``, or httpcore's HTTP proxy pool, on the streams
-below), ``AbortableStream`` (a network stream another thread can break out
-of a read) and ``ends_without_waiting`` (whether the rest of a response can
-be read without waiting on the server). Only httpcore's public API: its
-connection and proxy classes, ``SyncBackend`` and the ``NetworkStream``
-interface, whose ``get_extra_info("socket")`` is a documented extension.
+httpcore's ``HTTPConnection``, or httpcore's HTTP proxy pool, on the backend
+below), ``AbortableBackend`` and ``AbortableStream`` (connections whose every
+blocking step another thread can end: the name lookup, the connect, the TLS
+handshake, each write and each read, D1) and ``ends_without_waiting``
+(whether the rest of a response can be read without waiting on the server).
+Only httpcore's public API: its connection and proxy classes and the
+``NetworkBackend`` and ``NetworkStream`` interfaces.
 
 Imported on a client's first remote start rather than with the driver, so a
 program that never talks to a remote server never loads httpcore (B5).
@@ -17,7 +18,8 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httpcore
@@ -34,58 +36,82 @@ from mcpcore_httpcore import (
 )
 
 if TYPE_CHECKING:
-    from ._client import _Readers
+    from ._client import _Abort, _Performing
 
 _UNSET = object()  # a socket timeout not set yet
+_ABORTED = "the exchange was aborted"
+_TLS_RECORD = 16384  # the most a TLS record holds: what a TLS-in-TLS stream reads at a time
+
+Resolve = Callable[[str, int], list[tuple[Any, ...]]]
+
+
+def _resolve(host: str, port: int) -> list[tuple[Any, ...]]:
+    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
 
 class AbortableStream(BodyEnd, httpcore.NetworkStream):
-    """A network stream that another thread can break out of a blocking read.
+    """A connection on a socket of its own (plain TCP, or TLS on it) that an abort can end.
 
-    Given ``sock``, the socket ``inner`` itself reads and writes (a plain TCP
-    stream of httpcore's ``SyncBackend``, or TLS straight on one), it reads
-    and writes that socket directly: httpcore sets the socket's timeout
-    before every read and write, a system call each that also lets other
-    threads take the GIL; here it is set only when it changes. Otherwise
-    (TLS inside TLS, through an https proxy) every read and write goes
-    through ``inner``. A request's head and body come as separate writes and
-    its response is always read next, so small writes are held and sent
-    together on that read: one system call and one segment.
+    Every blocking step (connect, TLS handshake, a write that waits, a read)
+    registers with the abort of the exchange its thread performs (``_Abort``,
+    found through ``performing``) for as long as it blocks; an abort then
+    shuts the TCP socket down, and the step returns at once with httpcore's
+    error. An abort between two steps is remembered: the next one fails at
+    once, and the socket is shut down then.
+
+    It reads and writes the socket itself: httpcore's own stream sets the
+    socket's timeout before every read and write, a system call each that
+    also lets other threads take the GIL; here it is set only when it
+    changes. A request's head and body come as separate writes and its
+    response is always read next, so small writes are held and sent together
+    on that read: one system call and one segment.
     """
 
-    def __init__(
-        self, inner: httpcore.NetworkStream, readers: _Readers, sock: socket.socket | None = None
-    ) -> None:
-        self._inner = inner
-        self._readers = readers
-        self._sock = sock
+    def __init__(self, sock: socket.socket, performing: _Performing) -> None:
+        self._sock = sock  # what is read and written: the TCP socket, or the TLS one on it
+        self._performing = performing
         self._timeout: object = _UNSET
         self._unsent = b""
         self._unsent_timeout: float | None = None
 
+    # --- what an abort does -------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Shut the TCP socket down: a connect, handshake, send or receive on it returns."""
+        try:
+            # the plain socket's shutdown even under TLS: an SSLSocket's own would drop its
+            # TLS state under the thread that is using it
+            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def begin_step(self, error: type[Exception]) -> _Abort | None:
+        """Register this blocking step with the thread's exchange; raise ``error`` if aborted."""
+        abort = self._performing.abort
+        if abort is not None and not abort.enter(self):
+            self.interrupt()
+            raise error(_ABORTED)
+        return abort
+
+    # --- httpcore's NetworkStream -----------------------------------------------------
+
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        ident = threading.get_ident()
-        if not self._readers.reading_starts(ident, self):
-            self.abort()
-            raise httpcore.ReadError("the exchange was aborted")
+        abort = self.begin_step(httpcore.ReadError)
         try:
             if self._unsent:
                 self._send_unsent()
-            sock = self._sock
-            if sock is None:
-                data = self._inner.read(max_bytes, timeout)
-            else:
-                try:
-                    self._set_timeout(sock, timeout)
-                    data = sock.recv(max_bytes)
-                except TimeoutError as exc:
-                    raise httpcore.ReadTimeout(exc) from exc
-                except OSError as exc:
-                    raise httpcore.ReadError(exc) from exc
-            self.saw_read(data)
-            return data
+            try:
+                self.set_timeout(timeout)
+                data = self._sock.recv(max_bytes)
+            except TimeoutError as exc:
+                raise httpcore.ReadTimeout(exc) from exc
+            except OSError as exc:
+                raise httpcore.ReadError(exc) from exc
         finally:
-            self._readers.reading_ends(ident)
+            if abort is not None:
+                abort.leave()
+        self.saw_read(data)
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self.saw_written()
@@ -93,35 +119,36 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
             self._unsent += buffer
             self._unsent_timeout = timeout
             return
-        if self._unsent:
-            self._send_unsent()
-        self._send(buffer, timeout)
+        abort = self.begin_step(httpcore.WriteError)
+        try:
+            if self._unsent:
+                self._send_unsent()
+            self._send(buffer, timeout)
+        finally:
+            if abort is not None:
+                abort.leave()
 
     def _send_unsent(self) -> None:
         unsent, self._unsent = self._unsent, b""
         self._send(unsent, self._unsent_timeout)
 
     def _send(self, buffer: bytes, timeout: float | None) -> None:
-        sock = self._sock
-        if sock is None:
-            self._inner.write(buffer, timeout)
-            return
         try:
-            self._set_timeout(sock, timeout)
-            sock.sendall(buffer)
+            self.set_timeout(timeout)
+            self._sock.sendall(buffer)
         except TimeoutError as exc:
             raise httpcore.WriteTimeout(exc) from exc
         except OSError as exc:
             raise httpcore.WriteError(exc) from exc
 
-    def _set_timeout(self, sock: socket.socket, timeout: float | None) -> None:
+    def set_timeout(self, timeout: float | None) -> None:
         if timeout != self._timeout:
-            sock.settimeout(timeout)
+            self._sock.settimeout(timeout)
             self._timeout = timeout
 
     def close(self) -> None:
         self._unsent = b""
-        self._inner.close()
+        self._sock.close()
 
     def start_tls(
         self,
@@ -129,52 +156,279 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
+        if isinstance(self._sock, ssl.SSLSocket):  # a tunnel through an https proxy
+            return _TlsInTls(self, ssl_context, server_hostname, timeout)
         if self._unsent:
             self._send_unsent()
-        plain = self._sock
-        fd = None if plain is None or isinstance(plain, ssl.SSLSocket) else plain.fileno()
-        inner = self._inner.start_tls(ssl_context, server_hostname, timeout)
-        # Straight on the socket only when the TLS layer is an SSLSocket on the
-        # very connection this stream had on its own socket: the first TLS layer.
-        sock = inner.get_extra_info("socket")
-        direct = fd is not None and isinstance(sock, ssl.SSLSocket) and sock.fileno() == fd
-        return AbortableStream(inner, self._readers, sock if direct else None)
+        try:
+            # wrapped apart from the handshake, so that the handshake is a step an abort
+            # can end: the TLS socket takes the TCP socket's descriptor over
+            tls = ssl_context.wrap_socket(
+                self._sock, server_hostname=server_hostname, do_handshake_on_connect=False
+            )
+        except OSError as exc:
+            self.close()
+            raise httpcore.ConnectError(exc) from exc
+        stream = AbortableStream(tls, self._performing)
+        try:
+            abort = stream.begin_step(httpcore.ConnectError)
+            try:
+                stream.set_timeout(timeout)
+                tls.do_handshake()
+            finally:
+                if abort is not None:
+                    abort.leave()
+        except TimeoutError as exc:
+            stream.close()
+            raise httpcore.ConnectTimeout(exc) from exc
+        except OSError as exc:
+            stream.close()
+            raise httpcore.ConnectError(exc) from exc
+        except BaseException:
+            stream.close()
+            raise
+        return stream
 
     def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
+        sock = self._sock
+        if info == "socket":  # documented: the socket itself
+            return sock
+        if info == "is_readable":  # for an idle connection: did the server close it?
+            return wait_readable(sock, 0)
+        if info == "ssl_object":  # httpcore asks it only which protocol ALPN chose
+            return sock if isinstance(sock, ssl.SSLSocket) else None
+        if info == "client_addr":
+            return sock.getsockname()
+        if info == "server_addr":
+            return sock.getpeername()
+        return None
 
-    def abort(self) -> None:
-        """Shut the socket down: a read blocked on it returns at once."""
-        sock = self._sock or self._inner.get_extra_info("socket")
-        if sock is not None:
+
+class _TlsInTls(BodyEnd, httpcore.NetworkStream):
+    """TLS inside the TLS connection to an https proxy: a tunnel to an https server.
+
+    The inner TLS is an ``ssl.SSLObject`` over memory buffers; its records go
+    through the proxy connection's ``AbortableStream``, whose reads and writes
+    an abort ends.
+    """
+
+    def __init__(
+        self,
+        outer: AbortableStream,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None,
+        timeout: float | None,
+    ) -> None:
+        self._outer = outer
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = ssl_context.wrap_bio(
+            self._incoming, self._outgoing, server_hostname=server_hostname
+        )
+        try:
+            self._run(self._tls.do_handshake, timeout)
+        except httpcore.ReadTimeout as exc:
+            outer.close()
+            raise httpcore.ConnectTimeout(exc) from exc
+        except (httpcore.NetworkError, ssl.SSLError) as exc:
+            outer.close()
+            raise httpcore.ConnectError(exc) from exc
+
+    def _run(self, step: Callable[[], Any], timeout: float | None) -> Any:
+        """Run one TLS step, sending what it produced and feeding it what it waits for."""
+        while True:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+                result = step()
+                wants_more = False
+            except ssl.SSLWantReadError:
+                wants_more = True
+            produced = self._outgoing.read()
+            if produced:
+                self._outer.write(produced, timeout)
+            if not wants_more:
+                return result
+            data = self._outer.read(_TLS_RECORD, timeout)
+            if data:
+                self._incoming.write(data)
+            else:
+                self._incoming.write_eof()
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            data: bytes = self._run(partial(self._tls.read, max_bytes), timeout)
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            data = b""  # the tunnel's end: whether the body was whole is httpcore's to tell
+        except ssl.SSLError as exc:
+            raise httpcore.ReadError(exc) from exc
+        self.saw_read(data)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.saw_written()
+        try:
+            view = memoryview(buffer)
+            while view:
+                sent: int = self._run(partial(self._tls.write, view), timeout)
+                view = view[sent:]
+        except ssl.SSLError as exc:
+            raise httpcore.WriteError(exc) from exc
+
+    def close(self) -> None:
+        self._outer.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("TLS is already on inside this tunnel")
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "ssl_object":
+            return self._tls
+        return self._outer.get_extra_info(info)
 
 
-class _AbortableBackend(httpcore.SyncBackend):
-    """httpcore's own sync backend, its streams wrapped in ``AbortableStream``."""
+class _Lookup:
+    """A name lookup on a thread of its own, so that an abort ends the wait for it.
 
-    def __init__(self, readers: _Readers) -> None:
-        self._readers = readers
+    ``getaddrinfo`` cannot be interrupted: an aborted lookup's thread runs on
+    until the resolver answers (its own timeout), then ends, its answer unused.
+    """
 
-    def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
-        inner = super().connect_tcp(*args, **kwargs)
-        # a TCP stream reads and writes its socket: the documented "socket" extension
-        sock = inner.get_extra_info("socket")
-        plain = isinstance(sock, socket.socket) and not isinstance(sock, ssl.SSLSocket)
-        return AbortableStream(inner, self._readers, sock if plain else None)
+    __slots__ = ("_done", "error", "result")
+
+    def __init__(self, resolve: Resolve, host: str, port: int) -> None:
+        self._done = threading.Event()
+        self.result: list[tuple[Any, ...]] = []
+        self.error: BaseException | None = None
+        threading.Thread(
+            target=self._run, args=(resolve, host, port), name="mcpcore:lookup", daemon=True
+        ).start()
+
+    def _run(self, resolve: Resolve, host: str, port: int) -> None:
+        try:
+            self.result = resolve(host, port)
+        except BaseException as exc:  # handed to the waiting thread
+            self.error = exc
+        finally:
+            self._done.set()
+
+    def interrupt(self) -> None:
+        self._done.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._done.wait(timeout)
+
+
+class AbortableBackend(httpcore.NetworkBackend):
+    """Connections on ``AbortableStream``: the exchange's abort reaches them from the lookup on.
+
+    ``resolve(host, port)`` looks a name up (``socket.getaddrinfo`` for
+    stream sockets); an IP address is used as it is, with no lookup.
+    """
+
+    def __init__(self, performing: _Performing, resolve: Resolve = _resolve) -> None:
+        self._performing = performing
+        self._resolve = resolve
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        addresses = self._addresses(host, port, timeout)
+        last: httpcore.ConnectError | None = None
+        for family, kind, proto, _, address in addresses:
+            stream = AbortableStream(socket.socket(family, kind, proto), self._performing)
+            try:
+                self._connect(stream, address, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                stream.close()
+                if self._aborted():
+                    raise
+                last = exc  # the next address, if there is one
+                continue
+            except BaseException:
+                stream.close()
+                raise
+            return stream
+        if last is not None:
+            raise last  # the last address's failure, its cause (refused, unreachable) with it
+        raise httpcore.ConnectError(f"no address for {host!r}")
+
+    def _aborted(self) -> bool:
+        abort = self._performing.abort
+        return abort is not None and abort.aborted
+
+    def _addresses(self, host: str, port: int, timeout: float | None) -> list[tuple[Any, ...]]:
+        try:  # an IP address: no lookup, nothing to wait for
+            return socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
+            )
+        except (socket.gaierror, UnicodeError):
+            pass
+        lookup = _Lookup(self._resolve, host, port)
+        abort = self._performing.abort
+        if abort is not None and not abort.enter(lookup):
+            raise httpcore.ConnectError(_ABORTED)
+        try:
+            done = lookup.wait(timeout)
+        finally:
+            if abort is not None:
+                abort.leave()
+        if self._aborted():
+            raise httpcore.ConnectError(_ABORTED)
+        if not done:
+            raise httpcore.ConnectTimeout(f"the name {host!r} was not found within {timeout} s")
+        if lookup.error is not None:
+            raise httpcore.ConnectError(str(lookup.error)) from lookup.error
+        return lookup.result
+
+    def _connect(
+        self,
+        stream: AbortableStream,
+        address: tuple[Any, ...],
+        timeout: float | None,
+        local_address: str | None,
+        socket_options: Iterable[Any] | None,
+    ) -> None:
+        sock = stream.get_extra_info("socket")
+        abort = stream.begin_step(httpcore.ConnectError)
+        try:
+            for option in socket_options or ():
+                sock.setsockopt(*option)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if local_address is not None:
+                sock.bind((local_address, 0))
+            stream.set_timeout(timeout)
+            sock.connect(address)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(exc) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(_ABORTED if self._aborted() else exc) from exc
+        finally:
+            if abort is not None:
+                abort.leave()
+        if self._aborted():  # connected just as the abort came
+            raise httpcore.ConnectError(_ABORTED)
 
 
 def connection_pool(
     ssl_context: ssl.SSLContext | None,
     max_connections: int,
-    readers: _Readers,
+    performing: _Performing,
     *,
     proxy: Route | str | None = None,
 ) -> Pool:
-    """The client's pool: no retries (the engine decides), reads abortable by thread.
+    """The client's pool: no retries (the engine decides), every step abortable (D1).
+
+    ``performing`` tells each blocking step which exchange its thread
+    performs, so that the exchange's abort ends it.
 
     ``proxy`` is the core's choice per origin (``ClientSetup.outbound.proxy_for_origin``:
     an http:// or https:// URL, credentials allowed, or None for direct), or one
@@ -186,7 +440,7 @@ def connection_pool(
     return Pool(
         ssl_context,
         max_connections,
-        _AbortableBackend(readers),
+        AbortableBackend(performing),
         proxy,
     )
 
