@@ -841,3 +841,24 @@ def _tokens(access: str) -> TokenSet:
         resource=URL,
         client_id="c",
     )
+
+
+def test_R6_D2_a_refresh_waiting_for_the_stores_lock_holds_back_no_request() -> None:
+    """A refresh ahead of expiry first takes the shared store's refresh lock (R4),
+    which may take a while when another run holds it; requests with the still
+    valid token go on meanwhile. Only a new token's save holds them (O48)."""
+    link = make(auth=AuthServer(expires_in=120))
+    assert link.of_type(SessionReady)
+    link.hold_store = True
+    link.advance(100)  # inside the last minute: the next request starts a refresh
+    first = link.engine.call("srv/echo", {"n": 1}, link.now)
+    link.pump()
+    assert link.store_pending  # the store has not answered yet
+    second = link.engine.call("srv/echo", {"n": 1}, link.now)
+    link.pump()
+    assert link.store_pending  # still not
+    assert [e.call_id for e in link.of_type(CallSucceeded)] == [first, second]
+    link.finish_store()
+    later = link.engine.call("srv/echo", {"n": 2}, link.now)
+    link.pump()
+    assert later in [e.call_id for e in link.of_type(CallSucceeded)]

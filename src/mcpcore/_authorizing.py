@@ -42,8 +42,9 @@ deadline fail the flow with ``HookError`` (the ``authorize`` hook's raise
 stays a person's ``AuthorizationCancelled``), or for the store, keep the
 tokens in memory and log it; a report for an attempt the layer has moved on
 from (superseded, past its deadline, after close) changes nothing. Store
-writes go out one at a time, in order, and requests wait while one is out,
-so tokens are stored before they are used (O48).
+actions go out one at a time, in order; requests wait while new tokens are
+being saved, so tokens are stored before they are used (O48), and for no
+other store action (the refresh lock, a client, a deletion: R5, R6).
 
 Clocks: the engine's ``now`` is monotonic; tokens carry wall-clock expiry
 (O67). The driver gives the difference once (``wall_offset`` = wall clock
@@ -398,7 +399,7 @@ class _Held:
     ticket: RequestTicket
     wire: int | None = None  # the number it went out under; None while parked
     sent: bool = False  # it went out once: later sends get numbers of their own
-    for_store: bool = False  # parked only until the store write out now is done (O48)
+    for_store: bool = False  # parked only until new tokens are stored (O48)
 
 
 @dataclass(slots=True)
@@ -433,7 +434,7 @@ class AuthLayer:
         # D2: the hook actions let out and not answered yet, by attempt number.
         self._attempts: dict[int, _Attempt] = {}
         self._last_attempt = 0
-        # Store writes go out one at a time, in order; requests wait meanwhile (O48).
+        # Store actions go out one at a time, in order; requests wait for a save (O48).
         self._store_queue: deque[StoreAction] = deque()
         self._store_out: int | None = None  # the attempt of the write out now
         self._next_own = _OWN_IDS
@@ -643,7 +644,7 @@ class AuthLayer:
         if isinstance(verdict, Wait):
             held.wire = None
             return
-        if self._store_out is not None and not self._closing:
+        if not self._closing and self._saving_tokens():
             held.wire, held.for_store = None, True  # O48: stored before it is used
             return
         request = held.request
@@ -825,6 +826,15 @@ class AuthLayer:
             f"the {name} hook {what}",
             error=HookError(f"the {name} hook {what}", hook=name, outcome=outcome),
         )
+
+    def _saving_tokens(self) -> bool:
+        """O48: new tokens are on their way to the store (a ``SaveTokens`` out or
+        queued): requests wait for it. Other store actions (the refresh lock, a
+        client, a deletion) hold back no request (R5, R6)."""
+        out = None if self._store_out is None else self._attempts.get(self._store_out)
+        if out is not None and isinstance(out.action, SaveTokens):
+            return True
+        return any(isinstance(action, SaveTokens) for action in self._store_queue)
 
     def _next_store(self, now: float) -> None:
         if self._store_out is None and self._store_queue:
