@@ -193,7 +193,7 @@ def test_B5_F1_feature_modules_load_when_first_used(driver: str) -> None:
         f"import sys; import {driver}; from mcpcore import RemoteServer; "
         f"{driver}.McpClient('s', RemoteServer(name='s', url='http://127.0.0.1:9/mcp')); "
         "print(sorted(m for m in ('mcpcore._resources', 'mcpcore._prompts', 'mcpcore._listing',"
-        " 'mcpcore._templates')"
+        " 'mcpcore._templates', 'mcpcore._completion')"
         " if m in sys.modules))"
     )
     out = subprocess.run(

@@ -407,3 +407,53 @@ def test_F1_M50_E3_a_round_re_sent_after_its_stream_broke_keeps_that_rounds_stat
     assert "requestState" not in first["params"]
     assert second["params"]["requestState"] == third["params"]["requestState"] == "s1"
     assert len({first["id"], second["id"], third["id"]}) == 3
+
+
+# --- F6: completion --------------------------------------------------------------------------------
+
+
+def test_F6_a_completion_names_its_ref_and_gives_at_most_100_values() -> None:
+    from mcpcore._completion import Completion, complete_params
+    from mcpcore._prompts import Prompt
+    from mcpcore._resources import ResourceTemplate
+
+    session = ready()
+    params = complete_params(Prompt(name="review"), "language", "py", {"code": "x"})
+    assert params == {
+        "ref": {"type": "ref/prompt", "name": "review"},
+        "argument": {"name": "language", "value": "py"},
+        "context": {"arguments": {"code": "x"}},
+    }
+    template = complete_params(ResourceTemplate(uri_template="a://{x}", name="a"), "x", "", None)
+    assert template["ref"] == {"type": "ref/resource", "uri": "a://{x}"}
+    from mcpcore._completion import COMPLETE
+
+    call_id, request = ask(session, Ask(COMPLETE, params))
+    assert request.method == "completion/complete"
+    many = [f"v{i}" for i in range(150)] + [7]
+    result = value(answer(session, request, {"completion": {"values": many, "total": 150}}), call_id)
+    assert isinstance(result, Completion) and len(result.values) == 100
+    assert result.has_more and result.total == 150
+    call_id, request = ask(session, Ask(COMPLETE, params))
+    with pytest.raises(RemoteProtocolError, match=r"completion\.values"):
+        value(answer(session, request, {"completion": {}}), call_id)
+
+
+@pytest.mark.parametrize(
+    "ref, argument, value_, context",
+    [
+        ("review", "a", "", None),
+        ({"type": "ref/prompt"}, "a", "", None),
+        ({"type": "ref/other", "name": "x"}, "a", "", None),
+        ({"type": "ref/prompt", "name": "p"}, "", "", None),
+        ({"type": "ref/prompt", "name": "p"}, "a", 3, None),
+        ({"type": "ref/prompt", "name": "p"}, "a", "", {"b": 1}),
+    ],
+)
+def test_F6_a_bad_completion_request_is_refused_before_sending(
+    ref: Any, argument: Any, value_: Any, context: Any
+) -> None:
+    from mcpcore._completion import complete_params
+
+    with pytest.raises(InvalidArguments):
+        complete_params(ref, argument, value_, context)

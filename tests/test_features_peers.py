@@ -107,5 +107,10 @@ async def test_F2_F5_F7_F9_resources_and_prompts_on_every_driver_in_both_eras(
                 gets = [r for r in http if r["method"] == "prompts/get"]
                 assert reads and reads[-1]["headers"].get("mcp-name")
                 assert gets and gets[-1]["headers"].get("mcp-name") == "review"
+            # F6: completion of a prompt's argument and of a template's variable
+            languages = await run("complete", review, "language", "r", {"code": "x"})
+            assert languages.values == ("rust",) and languages.total == 1
+            items = await run("complete", templates[0], "item", "ap")
+            assert items.values == ("apple", "apricot") and not items.has_more
             # the tools keep working beside them
             assert (await face.call("peer/echo", {"text": "still here"})).text == "still here"

@@ -159,6 +159,7 @@ _EXPORTS: dict[str, str] = {
     "StderrTail": "_stdio",
     "frame_message": "_stdio",
     "Listing": "_listing",
+    "Completion": "_completion",
     "expand_template": "_templates",
     "Ask": "_requests",
     "RequestKind": "_requests",
@@ -217,6 +218,7 @@ __all__ = [
     "ClientRegistrationRequired",
     "ClientSetup",
     "CloseInput",
+    "Completion",
     "ConfigError",
     "ContentBlock",
     "DeleteClient",
@@ -391,6 +393,7 @@ if TYPE_CHECKING:
     )
     from ._backoff import backoff_delay
     from ._client_base import ClientBase, HubBase, looks_like_document
+    from ._completion import Completion
     from ._config import LocalServer, RemoteServer, expand, load_mcp_json, parse_server
     from ._engine import Availability, HttpClientEngine, StdioClientEngine
     from ._errors import (

@@ -203,6 +203,13 @@ class ClientBase:
 
         return Ask(RESOURCES_READ, read_params(uri), uri)
 
+    def _ask_complete(
+        self, ref: object, argument: str, value: str, context: Mapping[str, str] | None
+    ) -> Ask:
+        from ._completion import COMPLETE, complete_params
+
+        return Ask(COMPLETE, complete_params(ref, argument, value, context))
+
     def _ask_prompt(self, name: str, arguments: Mapping[str, str] | None) -> Ask:
         from ._prompts import PROMPTS_GET, get_params
 

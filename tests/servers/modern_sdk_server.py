@@ -108,6 +108,7 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import Completion
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
@@ -559,6 +560,13 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
         """Ask for a review of `code`."""
         events.record("get review")
         return f"Please review this {language} code:\n{code}"
+
+    @mcp.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+        """Languages for review's `language`, items for the template's `item`."""
+        pool = {"language": ["python", "rust", "go"], "item": ["apple", "apricot", "banana"]}
+        found = [v for v in pool.get(argument.name, []) if v.startswith(argument.value)]
+        return Completion(values=found, total=len(found), has_more=False)
 
     return mcp
 

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from mcpcore import (
         Ask,
         AuthAction,
+        Completion,
         HookCall,
         Listing,
         Prompt,
@@ -760,6 +761,21 @@ class McpClient(ClientBase):
         """F5: every prompt the server lists (all pages)."""
         return await self._ask(self._ask_list("prompts"), timeout)  # type: ignore[no-any-return]
 
+    async def complete(
+        self,
+        ref: Prompt | ResourceTemplate | Mapping[str, str],
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Completion:
+        """F6: the server's suggestions for ``argument`` of a prompt or a resource
+        template, given what was typed so far (``value``) and the arguments already
+        chosen (``context``); at most 100 values."""
+        ask = self._ask_complete(ref, argument, value, context)
+        return await self._ask(ask, timeout)  # type: ignore[no-any-return]
+
     async def get_prompt(
         self,
         name: str,
@@ -914,7 +930,10 @@ class _Children:
         self._group.start_soon(self._run_child, action.process, process, inbox)
 
     async def _run_child(
-        self, number: int, process: anyio.abc.Process, inbox: MemoryObjectReceiveStream[bytes | None]
+        self,
+        number: int,
+        process: anyio.abc.Process,
+        inbox: MemoryObjectReceiveStream[bytes | None],
     ) -> None:
         try:
             with self._scopes[number]:

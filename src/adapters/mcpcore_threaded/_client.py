@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from mcpcore import (
         Ask,
         AuthAction,
+        Completion,
         HookCall,
         Listing,
         Prompt,
@@ -892,6 +893,21 @@ class McpClient(ClientBase):
     def list_prompts(self, *, timeout: float | None = None) -> Listing[Prompt]:
         """F5: every prompt the server lists (all pages)."""
         return self._ask(self._ask_list("prompts"), timeout)  # type: ignore[no-any-return]
+
+    def complete(
+        self,
+        ref: Prompt | ResourceTemplate | Mapping[str, str],
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Completion:
+        """F6: the server's suggestions for ``argument`` of a prompt or a resource
+        template, given what was typed so far (``value``) and the arguments already
+        chosen (``context``); at most 100 values."""
+        ask = self._ask_complete(ref, argument, value, context)
+        return self._ask(ask, timeout)  # type: ignore[no-any-return]
 
     def get_prompt(
         self,
