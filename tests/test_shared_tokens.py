@@ -429,3 +429,53 @@ def _cli_env(tmp_path: Path) -> dict[str, str]:
     from test_cli_auth import _env
 
     return _env(tmp_path)
+
+
+# --- the engine: two clients sharing one store, and closing mid-refresh ---------------------
+
+
+def test_A6_two_clients_sharing_a_store_spend_one_refresh() -> None:
+    """The second client's refresh finds, under the lock, the tokens the first one
+    stored: it uses them, and its own (spent) refresh token is never sent."""
+    from mcpcore import CallSucceeded
+    from test_auth_layer import URL, AuthServer, make
+
+    store = MemoryTokenStore()
+    first = make(store=store, auth=AuthServer(expires_in=120))
+    second = make(store=store, auth=first.auth)
+    assert second.opened == []  # signed in through the store
+    first.advance(125)
+    second.advance(125)  # both hold the same expired set now
+    one = first.engine.call("srv/echo", {"n": 1}, first.now)
+    first.pump()
+    two = second.engine.call("srv/echo", {"n": 2}, second.now)
+    second.pump()
+    assert first.auth.grants == ["authorization_code", "refresh_token"]
+    assert [e.call_id for e in first.of_type(CallSucceeded)] == [one]
+    assert [e.call_id for e in second.of_type(CallSucceeded)] == [two]
+    stored = store.get_tokens(URL)
+    assert stored is not None and stored.access_token == "access-2"
+    assert store.lock_tokens(URL)  # given back by both
+
+
+def test_A6_closing_a_client_mid_refresh_gives_the_lock_back() -> None:
+    from test_auth_layer import URL, AuthServer, make
+
+    store = MemoryTokenStore()
+    link = make(store=store, auth=AuthServer(expires_in=120))
+    perform = link._perform
+
+    def stall_refreshes(req: Any) -> None:
+        if req.url.endswith("/token") and b"refresh_token" in (req.body or b""):
+            link.stalled.add(req.exchange_id)  # the token endpoint never answers
+            return
+        perform(req)
+
+    link._perform = stall_refreshes  # type: ignore[method-assign]
+    link.advance(125)
+    link.engine.call("srv/echo", {}, link.now)
+    link.pump()
+    assert not store.lock_tokens(URL)  # the refresh holds it, its request hangs
+    link.engine.close(link.now)
+    link.pump()
+    assert store.lock_tokens(URL)
