@@ -61,6 +61,7 @@ from mcpcore._oauth import (
     ClientRecord,
     DeleteClient,
     DeleteTokens,
+    LockTokens,
     OAuthConfig,
     OAuthError,
     OAuthFlow,
@@ -72,6 +73,7 @@ from mcpcore._oauth import (
     SaveTokens,
     SignAssertion,
     TokenSet,
+    UnlockTokens,
     compact_jws,
 )
 
@@ -631,6 +633,11 @@ class FlowDriver:
                     flow.receive_assertion(action.request_id, jws, self.now)
                 elif isinstance(action, AbortExchange):
                     self.aborted.append(action.exchange_id)
+                elif isinstance(action, LockTokens):
+                    # One process: the refresh lock is free, the store holds the flow's own set.
+                    flow.lock_answered(action.lock_id, True, flow.tokens, self.now)
+                elif isinstance(action, UnlockTokens):
+                    pass
                 else:
                     assert isinstance(action, SaveTokens | DeleteTokens | SaveClient | DeleteClient)
                     secret = action.client.client_secret if isinstance(action, SaveClient) else None

@@ -236,7 +236,7 @@ def fuzz_one_input(data: bytes) -> None:
         if session.catalogue is not None:
             assert len(session.catalogue.tools) <= options.max_tools
         # Requests that were answered or failed are no longer pending.
-        sent[:] = [m for m in sent if m.id in session._pending]
+        sent[:] = [m for m in sent if m.id in session.path.pending]
 
     try:
         session.start(now)
