@@ -2050,3 +2050,15 @@ def test_O28_a_loopback_redirect_on_another_port_reuses_the_registered_client() 
     )
     assert not _redirect_registered("https://app.example/cb", ("https://app.example/cb2",))
     assert _redirect_registered("https://app.example/cb", ("https://app.example/cb",))
+
+
+def test_every_request_of_the_flow_is_read_by_exactly_one_phase() -> None:
+    """The PHASES table: each purpose of request is answered to the phase that sends it."""
+    from mcpcore._oauth import PHASES
+
+    flow = make_flow()
+    purposes = [purpose for _, requests in PHASES for purpose, _ in requests]
+    assert sorted(p.value for p in purposes) == sorted(p.value for p in Purpose)
+    for phase, requests in PHASES:
+        for _, reader in requests:
+            assert callable(getattr(getattr(flow, phase), reader))
