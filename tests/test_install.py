@@ -65,8 +65,17 @@ def test_wheel_lays_every_package_out_at_the_top_level(artefacts: dict[str, Path
     assert set(PUBLIC_PACKAGES) | set(FRAMEWORK_ADAPTERS) <= tops
 
 
+def test_readme_main_job_is_a_plain_install_then_the_demo() -> None:
+    """The README's first command is the one ``checkout`` below follows, word for word."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```sh\n", 1)[1].split("```", 1)[0].strip()
+    assert first == (
+        "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/mcpcore demo"
+    )
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["wheel", "sdist"])
+@pytest.mark.parametrize("kind", ["wheel", "sdist", "checkout"])
 def test_installed_without_editable_imports_and_runs_the_demo(
     kind: str, artefacts: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -75,7 +84,7 @@ def test_installed_without_editable_imports_and_runs_the_demo(
     python = env_dir / "bin" / "python"
     _run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         str(artefacts[kind])],
+         str(ROOT if kind == "checkout" else artefacts[kind])],
         tmp_path,
         INSTALL_TIMEOUT,
     )
