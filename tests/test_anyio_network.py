@@ -36,6 +36,9 @@ class FakeTransport(asyncio.Transport):
     def close(self) -> None:
         self.closed = True
 
+    def get_write_buffer_size(self) -> int:
+        return 0  # everything written has gone out
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"peername": ("127.0.0.1", 1), "sockname": ("127.0.0.1", 2)}.get(name, default)
 

@@ -18,6 +18,7 @@ are checked on its network layer as well.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import socket
 import subprocess
@@ -417,3 +418,21 @@ def test_D1_threaded_an_abort_during_connect_frees_the_pool_slot() -> None:
             response = pool.request("GET", f"http://127.0.0.1:{port}/", extensions=extensions)
             server.join(PROMPT)
         assert response.status == 204
+
+
+def test_D1_threaded_a_connect_sees_its_abort_where_a_shutdown_does_not_end_it() -> None:
+    """On the BSDs and macOS, shutting a socket down does not end its connect: the connect
+    looks at the exchange's abort meanwhile. (Here nothing shuts the socket down.)"""
+    from mcpcore_threaded._client import _Abort, _Performing
+    from mcpcore_threaded._network import AbortableBackend
+
+    performing = _Performing()
+    backend = AbortableBackend(performing)
+    with host_that_drops_packets() as port, socket.socket() as sock:
+        sock.setblocking(False)
+        error = _abort_while(
+            lambda: backend._connect_watching(sock, ("127.0.0.1", port), None),
+            performing,
+            _Abort(),
+        )
+    assert isinstance(error, OSError) and error.errno == errno.ECONNABORTED

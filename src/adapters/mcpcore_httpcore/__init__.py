@@ -10,9 +10,9 @@ This module owns:
 - ``BodyEnd`` and ``body_end_arrived``: whether a response's body has all
   arrived, told from what the drivers' own network streams saw (they see
   every byte httpcore reads), never from httpcore's private state;
-- ``wait_readable``: the one socket readiness check (``poll``, or
-  ``selectors`` where there is no ``poll``; never ``select.select``, which
-  fails on descriptors past 1023);
+- ``wait_readable`` and ``wait_writable``: the socket readiness checks
+  (``poll``, or ``selectors`` where there is no ``poll``; never
+  ``select.select``, which fails on descriptors past 1023);
 - proxies: ``ProxyTarget`` splits a proxy URL into what httpcore takes,
   ``ProxyRoutes`` keeps one httpcore proxy pool per proxy URL and says which
   one an origin's requests go through, and ``redact_proxy`` gives a proxy URL
@@ -50,6 +50,7 @@ __all__ = [
     "body_end_arrived",
     "redact_proxy",
     "wait_readable",
+    "wait_writable",
 ]
 
 # Writes smaller than this are held until the response is read, so a request's
@@ -262,6 +263,29 @@ def wait_readable(sock: socket.socket, timeout: float) -> bool:
 
         with selectors.DefaultSelector() as selector:  # pragma: no cover
             selector.register(fd, selectors.EVENT_READ)
+            return bool(selector.select(timeout))
+    except (OSError, ValueError):
+        return True
+
+
+def wait_writable(sock: socket.socket, timeout: float) -> bool:
+    """Whether ``sock`` can be written within ``timeout`` seconds.
+
+    For a connect under way: whether it is over, connected or failed (its
+    ``SO_ERROR`` says which). A socket that is gone counts as writable.
+    """
+    fd = sock.fileno()
+    if fd < 0:
+        return True
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            return bool(poller.poll(max(0, round(timeout * 1000))))
+        import selectors  # pragma: no cover - no poll: Windows
+
+        with selectors.DefaultSelector() as selector:  # pragma: no cover
+            selector.register(fd, selectors.EVENT_WRITE)
             return bool(selector.select(timeout))
     except (OSError, ValueError):
         return True

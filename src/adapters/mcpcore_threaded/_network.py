@@ -15,9 +15,13 @@ program that never talks to a remote server never loads httpcore (B5).
 
 from __future__ import annotations
 
+import errno
+import os
+import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -33,6 +37,7 @@ from mcpcore_httpcore import (
     Waiter,
     body_end_arrived,
     wait_readable,
+    wait_writable,
 )
 
 if TYPE_CHECKING:
@@ -41,6 +46,12 @@ if TYPE_CHECKING:
 _UNSET = object()  # a socket timeout not set yet
 _ABORTED = "the exchange was aborted"
 _TLS_RECORD = 16384  # the most a TLS record holds: what a TLS-in-TLS stream reads at a time
+
+_POLL = hasattr(select, "poll")
+# How often a connect under way looks at its exchange's abort, where shutting the socket
+# down does not end the connect (Linux's does at once).
+_CONNECT_LOOK = 0.25
+_CONNECTING = {errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EALREADY}
 
 Resolve = Callable[[str, int], list[tuple[Any, ...]]]
 
@@ -405,8 +416,13 @@ class AbortableBackend(httpcore.NetworkBackend):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if local_address is not None:
                 sock.bind((local_address, 0))
-            stream.set_timeout(timeout)
-            sock.connect(address)
+            if _POLL:
+                stream.set_timeout(0.0)  # non-blocking; the first read or write sets it again
+                self._connect_watching(sock, address, timeout)
+            else:  # pragma: no cover - Windows: a refused connect is seen by select's
+                # exceptional set only; blocking, an abort ends it by shutting the socket down
+                stream.set_timeout(timeout)
+                sock.connect(address)
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(exc) from exc
         except OSError as exc:
@@ -416,6 +432,36 @@ class AbortableBackend(httpcore.NetworkBackend):
                 abort.leave()
         if self._aborted():  # connected just as the abort came
             raise httpcore.ConnectError(_ABORTED)
+
+    def _connect_watching(
+        self, sock: socket.socket, address: tuple[Any, ...], timeout: float | None
+    ) -> None:
+        """Connect, looking at the exchange's abort every ``_CONNECT_LOOK`` seconds meanwhile.
+
+        On Linux shutting the socket down ends a connect under way, and the
+        wait below returns at once; elsewhere (the BSDs, macOS) it does not,
+        and the abort is seen at the next look.
+        """
+        started = sock.connect_ex(address)
+        if started == 0:
+            return
+        if started not in _CONNECTING:
+            raise OSError(started, os.strerror(started))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = _CONNECT_LOOK
+            if deadline is not None:
+                wait = min(wait, deadline - time.monotonic())
+                if wait <= 0:
+                    raise TimeoutError(f"could not connect within {timeout} s")
+            over = wait_writable(sock, wait)
+            if self._aborted():
+                raise OSError(errno.ECONNABORTED, _ABORTED)
+            if over:
+                break
+        failed = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if failed:
+            raise OSError(failed, os.strerror(failed))
 
 
 def connection_pool(
