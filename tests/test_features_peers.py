@@ -114,3 +114,26 @@ async def test_F2_F5_F7_F9_resources_and_prompts_on_every_driver_in_both_eras(
             assert items.values == ("apple", "apricot") and not items.has_more
             # the tools keep working beside them
             assert (await face.call("peer/echo", {"text": "still here"})).text == "still here"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_F8_a_servers_log_messages_reach_on_log_on_every_driver_in_both_eras(
+    driver: str, peer: tuple[bool, Peer], protocol: str
+) -> None:
+    from mcpcore import LogMessage
+
+    json_answers, server = peer
+    if json_answers:
+        pytest.skip("n/a: a JSON reply carries only the result, no log message (as progress)")
+    got: list[LogMessage] = []
+    async with open_client(
+        driver, "peer", {"url": server.url}, protocol=protocol, log_level="debug", on_log=got.append
+    ) as face:
+        with anyio.fail_after(60):
+            assert (await face.ready(30)).ok
+            assert (await face.call("peer/shout", {"text": "hello log"})).text == "shouted hello log"
+            with anyio.fail_after(10):
+                while not got:
+                    await anyio.sleep(0.01)
+    assert got[0] == LogMessage(server="peer", level="info", logger=None, data="hello log")
