@@ -828,9 +828,7 @@ class McpClient(ClientBase):
             if self._closing:
                 raise Unavailable("the client was closed", server=self.name)
             if isinstance(tool_id, str):
-                call_id = engine.call(
-                    tool_id, arguments, self._now(), timeout=timeout, meta=meta
-                )
+                call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout, meta=meta)
             else:
                 call_id = engine.request(tool_id, self._now(), timeout=timeout)
             handle = CallHandle(self, call_id, on_progress)
