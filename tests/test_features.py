@@ -457,3 +457,79 @@ def test_F6_a_bad_completion_request_is_refused_before_sending(
 
     with pytest.raises(InvalidArguments):
         complete_params(ref, argument, value_, context)
+
+
+# --- F8: logs ---------------------------------------------------------------------------------------
+
+
+def _legacy_ready(capabilities: dict[str, Any], **options: Any) -> tuple[ClientSession, list[Any]]:
+    session = ClientSession(SessionOptions(server_name="srv", protocol="legacy", **options))
+    session.start(NOW)
+    [init] = session.take_outgoing()
+    result = {**INIT, "capabilities": capabilities}
+    session.receive_message(Result(id=init.id, result=result), NOW)  # type: ignore[arg-type]
+    return session, session.take_outgoing()
+
+
+def test_F8_a_log_level_is_asked_once_a_session_is_up_only_when_given_and_the_server_logs() -> None:
+    session, sent = _legacy_ready({"logging": {}}, log_level="warning")
+    [_, set_level] = sent
+    assert set_level.method == "logging/setLevel" and set_level.params == {"level": "warning"}
+    session.receive_message(Result(id=set_level.id, result={}), NOW)
+    assert session.is_idle
+    _, sent = _legacy_ready({"logging": {}})  # M21: nothing asked by default
+    assert [m.method for m in sent] == ["notifications/initialized"]
+    _, sent = _legacy_ready({}, log_level="debug")  # the server does not log
+    assert [m.method for m in sent] == ["notifications/initialized"]
+
+
+def test_F8_a_refused_set_level_costs_nothing_but_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    session, sent = _legacy_ready({"logging": {}}, log_level="error")
+    with caplog.at_level("INFO", logger="mcpcore.session"):
+        session.receive_message(ErrorResponse(id=sent[-1].id, code=-32601, message="no"), NOW)
+    assert "logging/setLevel failed" in caplog.text and session.is_idle
+    assert session.state.value == "ready"
+
+
+def test_F8_with_on_log_server_messages_become_events_else_they_go_to_logging(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mcpcore import LogMessage, Notification
+
+    note = Notification(
+        method="notifications/message",
+        params={"level": "warning", "logger": "db", "data": {"rows": 3}},
+    )
+    session = ready(log_events=True)
+    session.receive_message(note, NOW)
+    [event] = session.take_events()
+    assert event == LogMessage(server="srv", level="warning", logger="db", data={"rows": 3})
+    odd = Notification(method="notifications/message", params={"level": "loud", "data": "x"})
+    session.receive_message(odd, NOW)
+    assert session.take_events()[0].level == "info"
+    session = ready()
+    with caplog.at_level("WARNING", logger="mcpcore.server"):
+        session.receive_message(note, NOW)
+    assert session.take_events() == [] and "[srv:db]" in caplog.text
+
+
+def test_F8_M21_the_2026_envelope_carries_the_log_level_only_when_given() -> None:
+    from mcpcore._modern import envelope
+
+    assert "io.modelcontextprotocol/logLevel" not in envelope({}, V, "c", "1")["_meta"]
+    assert envelope({}, V, "c", "1", "notice")["_meta"]["io.modelcontextprotocol/logLevel"] == "notice"
+    server = ModernFeatures()
+    link = connect(server, options=SessionOptions(server_name="srv", log_level="debug"), protocol="auto")  # type: ignore[arg-type]
+    outcome(link, link.engine.request(Ask(RESOURCES_READ, read_params("a://x"), "a://x"), link.now))
+    assert all(m["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "debug" for _, m in server.seen)
+    assert "logging/setLevel" not in server.methods()  # M71
+
+
+@pytest.mark.parametrize("level", ["verbose", "", 3, "DEBUG"])
+def test_F8_a_log_level_the_protocol_does_not_name_is_refused(level: Any) -> None:
+    from mcpcore import InvalidValue, prepare_client
+
+    with pytest.raises(InvalidValue, match="log_level"):
+        prepare_client("s", {"url": "http://127.0.0.1:9/mcp"}, {"log_level": level}, env={}, home="/")  # type: ignore[typeddict-item]
+    with pytest.raises(TypeError, match="on_log"):
+        prepare_client("s", {"url": "http://127.0.0.1:9/mcp"}, {"on_log": "print"}, env={}, home="/")  # type: ignore[typeddict-item]

@@ -114,3 +114,66 @@ async def test_F2_F5_F7_F9_resources_and_prompts_on_every_driver_in_both_eras(
             assert items.values == ("apple", "apricot") and not items.has_more
             # the tools keep working beside them
             assert (await face.call("peer/echo", {"text": "still here"})).text == "still here"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_F8_a_servers_log_messages_reach_on_log_on_every_driver_in_both_eras(
+    driver: str, peer: tuple[bool, Peer], protocol: str
+) -> None:
+    from mcpcore import LogMessage
+
+    json_answers, server = peer
+    if json_answers:
+        pytest.skip("n/a: a JSON reply carries only the result, no log message (as progress)")
+    got: list[LogMessage] = []
+    async with open_client(
+        driver, "peer", {"url": server.url}, protocol=protocol, log_level="debug", on_log=got.append
+    ) as face:
+        with anyio.fail_after(60):
+            assert (await face.ready(30)).ok
+            assert (await face.call("peer/shout", {"text": "hello log"})).text == "shouted hello log"
+            with anyio.fail_after(10):
+                while not got:
+                    await anyio.sleep(0.01)
+    assert got[0] == LogMessage(server="peer", level="info", logger=None, data="hello log")
+
+
+@pytest.mark.anyio
+async def test_F2_a_hub_lists_the_resources_of_every_ready_server_tagged_with_it(
+    driver: str, peer: tuple[bool, Peer]
+) -> None:
+    import mcpcore_anyio
+    import mcpcore_threaded
+    from mcpcore import ServerResource
+    from mcpcore_demo import DemoServer
+
+    _, server = peer
+    async with DemoServer().serve() as demo:
+        entries = {
+            "peer": {"url": server.url},
+            "demo": {"url": demo.url},  # offers no resources: not asked
+            "gone": {"url": "http://127.0.0.1:9/mcp"},  # never ready: left out
+        }
+        with anyio.fail_after(60):
+            if driver == "threaded":
+                hub = mcpcore_threaded.McpHub(
+                    {n: mcpcore_threaded.McpClient(n, e, startup_timeout=5) for n, e in entries.items()}
+                )
+                await anyio.to_thread.run_sync(hub.start)
+                try:
+                    await anyio.to_thread.run_sync(lambda: hub.clients["peer"].ready(30))
+                    await anyio.to_thread.run_sync(lambda: hub.clients["demo"].ready(30))
+                    items = await anyio.to_thread.run_sync(hub.list_resources)
+                finally:
+                    await anyio.to_thread.run_sync(hub.close)
+            else:
+                clients = {n: mcpcore_anyio.McpClient(n, e, startup_timeout=5) for n, e in entries.items()}
+                async with mcpcore_anyio.McpHub(clients) as async_hub:
+                    await async_hub.clients["peer"].ready(30)
+                    await async_hub.clients["demo"].ready(30)
+                    assert async_hub.clients["peer"].offers("resources")
+                    assert not async_hub.clients["demo"].offers("resources")
+                    items = await async_hub.list_resources()
+    assert items and all(isinstance(i, ServerResource) and i.server == "peer" for i in items)
+    assert {i.resource.uri for i in items} >= {"peer://greeting", "peer://blob"}

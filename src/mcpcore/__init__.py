@@ -106,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "StartProcess": "_events",
     "ProcessAction": "_events",
     "KillProcess": "_events",
+    "LogMessage": "_events",
     "CloseInput": "_events",
     "CallCancelled": "_events",
     "CallFailed": "_events",
@@ -167,6 +168,7 @@ _EXPORTS: dict[str, str] = {
     "ReadResult": "_resources",
     "Resource": "_resources",
     "ResourceTemplate": "_resources",
+    "ServerResource": "_resources",
     "TextContents": "_resources",
     "Prompt": "_prompts",
     "PromptArgument": "_prompts",
@@ -250,6 +252,7 @@ __all__ = [
     "LocalProtocolError",
     "LocalServer",
     "LockTokens",
+    "LogMessage",
     "MalformedResponse",
     "McpError",
     "MemoryTokenStore",
@@ -292,6 +295,7 @@ __all__ = [
     "SSEEvent",
     "SaveClient",
     "SaveTokens",
+    "ServerResource",
     "SessionOptions",
     "SessionReady",
     "SessionState",
@@ -426,6 +430,7 @@ if TYPE_CHECKING:
         Event,
         HttpRequest,
         KillProcess,
+        LogMessage,
         ProcessAction,
         ProgressReceived,
         RefreshFailed,
@@ -507,7 +512,14 @@ if TYPE_CHECKING:
         render_result,
     )
     from ._requests import Ask, RequestKind
-    from ._resources import BlobContents, ReadResult, Resource, ResourceTemplate, TextContents
+    from ._resources import (
+        BlobContents,
+        ReadResult,
+        Resource,
+        ResourceTemplate,
+        ServerResource,
+        TextContents,
+    )
     from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
     from ._setup import (
         ClientOptions,

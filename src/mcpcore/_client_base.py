@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._hooks import HookCall
     from ._http import HttpLimits
     from ._oauth import ClientRecord, TokenSet
+    from ._resources import Resource, ServerResource
     from ._session import SessionOptions
     from ._tools import SyncReport, Tool
 
@@ -185,6 +186,17 @@ class ClientBase:
             else engine.session.instructions
         )
 
+    def offers(self, feature: str) -> bool:
+        """Whether the server declared ``feature`` among its capabilities
+        (``"tools"``, ``"resources"``, ``"prompts"``, ``"completions"``,
+        ``"logging"``); ``False`` until it is ready."""
+        engine = self._engine
+        return (
+            engine is not None
+            and engine.state is SessionState.READY
+            and feature in engine.session.server_capabilities
+        )
+
     # --- the asks behind each driver's resources and prompts methods (F2, F5) -----
     # Each feature module loads here, on first use, never on import of a driver.
 
@@ -335,6 +347,16 @@ class HubBase(Generic[_C]):
     @property
     def tools(self) -> tuple[Tool, ...]:
         return tuple(tool for client in self.clients.values() for tool in client.tools)
+
+    def _tagged(self, listings: Mapping[str, Sequence[Resource]]) -> list[ServerResource]:
+        """F2: each server's resources tagged with its name, in the hub's order."""
+        from ._resources import ServerResource
+
+        return [
+            ServerResource(name, resource)
+            for name in self.clients
+            for resource in listings.get(name, ())
+        ]
 
     def client_for(self, tool_id: str) -> _C:
         """The client a tool id routes to; ``UnknownTool`` (with what was probably meant)

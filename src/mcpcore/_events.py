@@ -24,6 +24,7 @@ __all__ = [
     "Event",
     "HttpRequest",
     "KillProcess",
+    "LogMessage",
     "ProcessAction",
     "ProgressReceived",
     "RefreshFailed",
@@ -104,6 +105,21 @@ class ProgressReceived:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LogMessage:
+    """A server's ``notifications/message`` (F8), for a client given ``on_log=``.
+
+    ``level`` is one of RFC 5424's names (``"info"`` when the server sent none
+    this client knows); ``logger`` and ``data`` are as the server sent them:
+    untrusted, unescaped, ``data`` any JSON value.
+    """
+
+    server: str
+    level: str
+    logger: str | None
+    data: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolsListChanged:
     """The server sent ``notifications/tools/list_changed`` (P4)."""
 
@@ -133,6 +149,7 @@ Event = Union[
     CallFailed,
     CallCancelled,
     ProgressReceived,
+    LogMessage,
     ToolsListChanged,
     ToolsRefreshed,
     RefreshFailed,

@@ -50,6 +50,8 @@ DISCOVER = register(
 INITIALIZE = register(
     RequestKind(method="initialize", cancellable=False, typed_result=False, stamped=False)
 )
+# F8: the handshake era's log level (never sent at 2026-07-28, M71).
+SET_LEVEL = register(RequestKind(method="logging/setLevel"))
 
 
 class Handshake:
@@ -160,6 +162,29 @@ class Handshake:
         self._s.path.release()
         if self._s.modern or "tools" in self._s.server_capabilities:
             self._s.tools.queue_refresh(-1, now)
+        self._set_log_level(now)
+
+    def _set_log_level(self, now: float) -> None:
+        """F8: in the handshake era, ask for the host's log level once a session is
+        up, when the host gave one and the server logs (at 2026-07-28 every
+        request's envelope carries it instead)."""
+        level = self._s.options.log_level
+        if level is None or self._s.modern:
+            return
+        if "logging" not in self._s.server_capabilities:
+            _log.debug("%s the server declares no logging: no log level asked", self._s.tag)
+            return
+        self._s.path.issue(
+            SET_LEVEL,
+            {"level": level},
+            now,
+            on_done=_level_set,
+            on_failed=self._level_refused,
+            deadline=now + self._s.options.call_timeout,
+        )
+
+    def _level_refused(self, pending: Pending, error: McpError, now: float) -> None:
+        _log.info("server %r: logging/setLevel failed: %s", self._s.options.server_name, error)
 
     def _set_version(self, version: str | None) -> None:
         self._s.protocol_version = version
@@ -186,7 +211,13 @@ class Handshake:
         self._s.protocol_version = version  # the probe's headers and envelope use it
         self._s.path.issue(
             DISCOVER,
-            envelope(None, version, self._s.options.client_name, self._s.options.client_version),
+            envelope(
+                None,
+                version,
+                self._s.options.client_name,
+                self._s.options.client_version,
+                self._s.options.log_level,
+            ),
             now,
             on_done=self._discovered,
             on_failed=self._probe_failed,
@@ -404,6 +435,11 @@ class Handshake:
             )
         )
         self._s.listener.maybe_listen(now)
+        self._set_log_level(now)
+
+
+def _level_set(pending: Pending, result: object, now: float) -> None:
+    _log.debug("logging/setLevel id=%s answered", pending.request.id)
 
 
 def _parse_initialize_result(result: object) -> tuple[str, dict[str, Any], dict[str, Any]]:

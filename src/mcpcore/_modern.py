@@ -23,6 +23,7 @@ from ._escape import excerpt
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
+    "LOG_LEVELS",
     "MODERN_VERSIONS",
     "Verdict",
     "answer_input_requests",
@@ -43,6 +44,9 @@ RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+#: The levels a server's log messages carry, least severe first (RFC 5424's names).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 UNSUPPORTED_PROTOCOL_VERSION = -32022
@@ -71,19 +75,26 @@ class Verdict:
 
 
 def envelope(
-    params: Mapping[str, Any] | None, version: str, client_name: str, client_version: str
+    params: Mapping[str, Any] | None,
+    version: str,
+    client_name: str,
+    client_version: str,
+    log_level: str | None = None,
 ) -> dict[str, Any]:
     """``params`` with the modern ``_meta`` envelope (M18–M22).
 
     Every modern request carries the protocol version, the client's
-    capabilities (``{}``: this client declares none) and its info; keys already
-    in ``_meta`` (a ``progressToken``) are kept. ``params`` itself is not changed.
+    capabilities (``{}``: this client declares none) and its info, and the log
+    level only when the host asked for one (M21, F8); keys already in ``_meta``
+    (a ``progressToken``) are kept. ``params`` itself is not changed.
     """
     out = dict(params or {})
     meta = dict(out.get("_meta") or {})
     meta[META_PROTOCOL_VERSION] = version
     meta[META_CLIENT_CAPABILITIES] = {}
     meta[META_CLIENT_INFO] = {"name": client_name, "version": client_version}
+    if log_level is not None:
+        meta[META_LOG_LEVEL] = log_level
     out["_meta"] = meta
     return out
 

@@ -166,8 +166,8 @@ class Pending:
 class RequestPath:
     """Ids, the pending table with deadlines, the outgoing queue, parking and re-sending."""
 
-    def __init__(self, client_name: str, client_version: str) -> None:
-        self._client = (client_name, client_version)
+    def __init__(self, client_name: str, client_version: str, log_level: str | None = None) -> None:
+        self._client = (client_name, client_version, log_level)
         self._next_id = 1
         self.pending: dict[int, Pending] = {}
         # Deadlines of pending requests as a heap of (deadline, request id). An entry

@@ -38,6 +38,7 @@ __all__ = [
     "ReadResult",
     "Resource",
     "ResourceTemplate",
+    "ServerResource",
     "TextContents",
     "read_params",
 ]
@@ -59,6 +60,16 @@ class Resource:
     size: int | None = None
     annotations: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerResource:
+    """One resource of a hub's ``list_resources``: the ``server`` (the client's
+    name in the hub) that listed it, and the ``resource``; read it with
+    ``hub.clients[server].read_resource(resource.uri)``."""
+
+    server: str
+    resource: Resource
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,7 @@ from ._events import (
     CallCancelled,
     CallFailed,
     Event,
+    LogMessage,
     ProgressReceived,
     RequestSucceeded,
     ToolsListChanged,
@@ -125,6 +126,10 @@ class SessionOptions:
     protocol: str = "auto"
     # V4: the include/exclude filter (None: every tool the server lists)
     tool_filter: ToolFilter | None = None
+    # F8: the log level asked of the server (None: nothing asked, M21), and whether
+    # its log messages go to the host as LogMessage events rather than to logging.
+    log_level: str | None = None
+    log_events: bool = False
 
 
 class ClientSession:
@@ -142,7 +147,9 @@ class ClientSession:
         self.instructions: str | None = None
         self.failures = 0
         self.last_error: McpError | None = None
-        self.path = RequestPath(self.options.client_name, self.options.client_version)
+        self.path = RequestPath(
+            self.options.client_name, self.options.client_version, self.options.log_level
+        )
         self.events: list[Event] = []
         self.tools = ToolsFeature(self)
         self.era: Literal["modern", "legacy"] | None = None
@@ -650,7 +657,10 @@ class ClientSession:
         elif note.method == "notifications/subscriptions/acknowledged":
             self.listener.acknowledged()
         elif note.method == "notifications/message":
-            _forward_server_log(self.options.server_name, params)
+            if self.options.log_events:
+                self.events.append(_log_message(self.options.server_name, params))
+            else:
+                _forward_server_log(self.options.server_name, params)
         else:
             _log.debug("ignored notification %r", escape_text(note.method[:100]))
 
@@ -724,6 +734,17 @@ _LEVELS = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
+
+
+def _log_message(server: str, params: Mapping[str, Any]) -> LogMessage:
+    level = params.get("level")
+    origin = params.get("logger")
+    return LogMessage(
+        server=server,
+        level=level if level in _LEVELS else "info",
+        logger=origin if isinstance(origin, str) else None,
+        data=params.get("data"),
+    )
 
 
 def _forward_server_log(server: str, params: Mapping[str, Any]) -> None:

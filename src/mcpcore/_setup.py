@@ -10,7 +10,7 @@ environment and home directory are arguments: the core never reads them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -25,9 +25,10 @@ from ._config import (
 )
 from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
+from ._events import LogMessage
 from ._filters import tool_filter
 from ._http import HttpLimits
-from ._modern import MODERN_VERSIONS
+from ._modern import LOG_LEVELS, MODERN_VERSIONS
 from ._outbound import OutboundPolicy, choose_proxy
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
 from ._stdio import DEFAULT_GRACE, child_environment
@@ -141,6 +142,19 @@ class ClientOptions(TypedDict, total=False):
         does not. A hidden tool is never listed, registered or callable
         (calling it raises ``UnknownTool`` naming the filter). For a hub, either
         option may map server names to lists, one list per entry.
+    ``log_level`` (None)
+        Ask the server for its log messages from this level up (F8): one of
+        ``"debug"``, ``"info"``, ``"notice"``, ``"warning"``, ``"error"``,
+        ``"critical"``, ``"alert"``, ``"emergency"``. In the handshake era it is
+        sent as ``logging/setLevel`` once each session is up (when the server
+        declares ``logging``); at 2026-07-28 every request carries it. Left
+        out, nothing is asked.
+    ``on_log`` (None)
+        Receives each of the server's log messages as a ``LogMessage`` (F8):
+        a function (a coroutine function too, in ``mcpcore_anyio``); what it
+        raises is logged. Its ``logger`` and ``data`` are untrusted server
+        values. Left out, the messages go to the ``mcpcore.server`` logger,
+        escaped and cut short.
     """
 
     call_timeout: float
@@ -166,6 +180,8 @@ class ClientOptions(TypedDict, total=False):
     auth: AuthOptions | None
     include: Sequence[str] | Mapping[str, Sequence[str]] | None
     exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
+    log_level: str
+    on_log: Callable[[LogMessage], object] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +243,8 @@ def prepare_client(
         tool_filter=tool_filter(
             options.get("include"), options.get("exclude"), server=lowered, separator=separator
         ),
+        log_level=_log_level(options.get("log_level")),
+        log_events=_on_log(options.get("on_log")) is not None,
     )
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")
@@ -390,3 +408,18 @@ def hub_entries(
 
 
 ClientOptions.__module__ = "mcpcore"  # documented and exported as mcpcore.ClientOptions
+
+
+def _log_level(level: object) -> str | None:
+    """F8: a log level the protocol names, or None; anything else is the caller's mistake."""
+    if level is None or level in LOG_LEVELS:
+        return level
+    raise InvalidValue(
+        f"log_level must be one of {', '.join(LOG_LEVELS)}, not {excerpt(repr(level), 40)}"
+    )
+
+
+def _on_log(callback: object) -> object:
+    if callback is not None and not callable(callback):
+        raise TypeError(f"on_log must be a function, not {type(callback).__name__}")
+    return callback

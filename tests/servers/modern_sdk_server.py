@@ -87,6 +87,7 @@ Tools:
 ``ask confirm``, ``tool-added <name>``, ``tool-removed <name>``,
 ``notified tools/list_changed``
     tool activity.
+``call shout`` (``shout(text)`` logs ``text`` at info first),
 ``read greeting``, ``read blob``, ``get review``
     resource and prompt activity.
 
@@ -535,6 +536,13 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
         events.record(f"tool-removed {name}")
         await _tools_changed(ctx)
         return f"removed {name}"
+
+    @mcp.tool(structured_output=False)
+    async def shout(text: str, ctx: Context) -> str:
+        """Send `text` as a log message (info) before answering (F8)."""
+        events.record("call shout")
+        await ctx.info(text)
+        return f"shouted {text}"
 
     # Resources and prompts (F2-F5): two fixed resources (text, binary), a template
     # and a prompt with arguments.

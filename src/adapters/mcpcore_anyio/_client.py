@@ -50,6 +50,7 @@ from mcpcore import (
     InvalidState,
     KillProcess,
     LocalServer,
+    LogMessage,
     McpError,
     ProcessAction,
     ProgressReceived,
@@ -260,6 +261,7 @@ class McpClient(ClientBase):
         self._authorize = authorize
         self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
+        self._on_log = options.get("on_log")  # F8: checked by prepare_client
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._limits = setup.limits
@@ -532,6 +534,8 @@ class McpClient(ClientBase):
                 waiter = self._calls.get(event.call_id)
                 if waiter is not None and waiter.on_progress is not None:
                     self._report_progress(waiter.on_progress, event)
+            elif isinstance(event, LogMessage) and self._on_log is not None:
+                self._report_log(self._on_log, event)
             elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
                 if event.refresh_id is None:
                     continue
@@ -544,6 +548,24 @@ class McpClient(ClientBase):
                 else:
                     refresh.report = refreshed
                 refresh.done.set()
+
+    def _report_log(self, callback: Callable[[LogMessage], object], event: LogMessage) -> None:
+        """F8: the host's on_log, a function or a coroutine function; what it raises
+        is logged, never the host's task group's end."""
+        try:
+            result = callback(event)
+        except Exception:
+            _log.exception("on_log callback failed")
+            return
+        if isinstance(result, Awaitable) and self._task_group is not None:
+
+            async def finish() -> None:
+                try:
+                    await result
+                except Exception:
+                    _log.exception("on_log callback failed")
+
+            self._task_group.start_soon(finish)
 
     def _report_progress(self, callback: ProgressCallback, event: ProgressReceived) -> None:
         try:

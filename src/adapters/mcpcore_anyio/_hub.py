@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -13,14 +14,20 @@ from mcpcore import (
     Availability,
     ConfigError,
     HubBase,
+    McpError,
     ToolOutput,
     hub_entries,
     looks_like_document,
 )
 
+if TYPE_CHECKING:
+    from mcpcore import Listing, Resource, ServerResource
+
 from ._client import McpClient, ProgressCallback
 
 __all__ = ["McpHub", "read_file", "read_mcp_json"]
+
+_log = logging.getLogger("mcpcore.anyio")
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
@@ -120,6 +127,25 @@ class McpHub(HubBase[McpClient]):
             group, self._own_task_group = self._own_task_group, None
             if group is not None:
                 await group.__aexit__(None, None, None)
+
+    async def list_resources(self, *, timeout: float | None = None) -> list[ServerResource]:
+        """F2: the resources of every ready server that offers them, each tagged with
+        its server, listed at once. A server whose listing fails is left out, with a
+        warning naming it and why; read one with
+        ``hub.clients[item.server].read_resource(item.resource.uri)``."""
+        listings: dict[str, Listing[Resource]] = {}
+
+        async def one(name: str, client: McpClient) -> None:
+            try:
+                listings[name] = await client.list_resources(timeout=timeout)
+            except McpError as exc:
+                _log.warning("server %r: its resources could not be listed: %s", name, exc)
+
+        async with anyio.create_task_group() as group:
+            for name, client in self.clients.items():
+                if client.offers("resources"):
+                    group.start_soon(one, name, client)
+        return self._tagged(listings)
 
     async def ready(self, timeout: float | None = None) -> dict[str, Availability]:
         results: dict[str, Availability] = {}

@@ -44,6 +44,7 @@ from mcpcore import (
     InvalidState,
     KillProcess,
     LocalServer,
+    LogMessage,
     McpError,
     ProcessAction,
     ProgressReceived,
@@ -297,6 +298,7 @@ class McpClient(ClientBase):
         self._authorize = authorize
         self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
+        self._on_log = options.get("on_log")  # F8: checked by prepare_client
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._limits = setup.limits
@@ -718,6 +720,8 @@ class McpClient(ClientBase):
                 handle = self._calls.get(event.call_id)
                 if handle is not None and handle.on_progress is not None:
                     self._deliveries.append(partial(_report_progress, handle.on_progress, event))
+            elif isinstance(event, LogMessage) and self._on_log is not None:
+                self._deliveries.append(partial(_report_log, self._on_log, event))
             elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
                 waiter = self._refreshes.get(event.refresh_id or 0)
                 if waiter is None:
@@ -824,9 +828,7 @@ class McpClient(ClientBase):
             if self._closing:
                 raise Unavailable("the client was closed", server=self.name)
             if isinstance(tool_id, str):
-                call_id = engine.call(
-                    tool_id, arguments, self._now(), timeout=timeout, meta=meta
-                )
+                call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout, meta=meta)
             else:
                 call_id = engine.request(tool_id, self._now(), timeout=timeout)
             handle = CallHandle(self, call_id, on_progress)
@@ -966,6 +968,14 @@ class McpClient(ClientBase):
         registrations of unchanged tools are kept. Returns what changed."""
         self.refresh()
         return self._mirror_into(registry)
+
+
+def _report_log(callback: Callable[[LogMessage], object], event: LogMessage) -> None:
+    """F8: the host's on_log, run unlocked and in order; what it raises is logged."""
+    try:
+        callback(event)
+    except Exception:
+        _log.exception("on_log callback failed")
 
 
 def _report_progress(callback: ProgressCallback, event: ProgressReceived) -> None:

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcpcore import Availability, ConfigError, HubBase, ToolOutput, hub_entries, looks_like_document
+from mcpcore import (
+    Availability,
+    ConfigError,
+    HubBase,
+    McpError,
+    ToolOutput,
+    hub_entries,
+    looks_like_document,
+)
+
+if TYPE_CHECKING:
+    from mcpcore import Listing, Resource, ServerResource
 
 from ._client import McpClient, ProgressCallback
 
 __all__ = ["McpHub", "read_file", "read_mcp_json"]
+
+_log = logging.getLogger("mcpcore.threaded")
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
@@ -100,6 +114,21 @@ class McpHub(HubBase[McpClient]):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def list_resources(self, *, timeout: float | None = None) -> list[ServerResource]:
+        """F2: the resources of every ready server that offers them, each tagged with
+        its server, one server after another. A server whose listing fails is left
+        out, with a warning naming it and why; read one with
+        ``hub.clients[item.server].read_resource(item.resource.uri)``."""
+        listings: dict[str, Listing[Resource]] = {}
+        for name, client in self.clients.items():
+            if not client.offers("resources"):
+                continue
+            try:
+                listings[name] = client.list_resources(timeout=timeout)
+            except McpError as exc:
+                _log.warning("server %r: its resources could not be listed: %s", name, exc)
+        return self._tagged(listings)
 
     def ready(self, timeout: float | None = None) -> dict[str, Availability]:
         # Every client connects on its own thread already; waiting in turn with
