@@ -12,6 +12,10 @@ driver reports what came back through ``response_started`` / ``response_data``
 comes out of ``take_upward`` (messages, failed requests, expiry) and what the
 driver must do out of ``take_actions``.
 
+This module builds requests and owns the exchanges, sessions, timers and
+closing; reading what comes back is ``_http_responses.ResponseReader``'s, a
+part of the same mapping with no state of its own.
+
 X4: at DEBUG, ``mcpcore.http`` traces every exchange — what each POST carries
 (method and request id, body size), each GET and DELETE, the status and content
 type of each response with the time it took, every message received (kind,
@@ -35,12 +39,11 @@ from urllib.parse import urlsplit, urlunsplit
 from ._errors import (
     LimitExceeded,
     McpError,
-    RemoteProtocolError,
     TransportError,
 )
 from ._escape import excerpt
 from ._events import AbortExchange, Action, HttpRequest
-from ._failure import TransportFailure, legacy_sse_reason
+from ._failure import TransportFailure
 from ._jsonrpc import (
     ErrorResponse,
     Message,
@@ -51,7 +54,7 @@ from ._jsonrpc import (
     describe_message,
     encode_message,
 )
-from ._sse import SSEDecoder, SSEEvent
+from ._sse import SSEDecoder
 
 __all__ = ["HttpLimits", "HttpMapping", "MessageArrived", "RequestFailed", "SessionExpired"]
 
@@ -233,6 +236,10 @@ class HttpMapping:
         # E1: the endpoint speaks 2026-07-28: no session, no GET stream, no
         # resumption; each request's own headers come with it (M23–M27, M69–M72).
         self.modern = False
+        # Imported here: the reader's module reads this one's types (no import cycle).
+        from ._http_responses import ResponseReader
+
+        self._reader = ResponseReader(self)
 
     # --- outputs -------------------------------------------------------------------
 
@@ -534,207 +541,26 @@ class HttpMapping:
             self._listening = False  # start_listening() opens one on the new session
 
     # --- inputs from the driver --------------------------------------------------------
+    # Reading a response is the ResponseReader's (_http_responses.py); these hand on.
 
     def response_started(
         self, exchange_id: int, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
     ) -> None:
         """The status line and headers arrived. ``headers`` are ``(bytes, bytes)`` pairs,
         as HTTP libraries give them (``TypeError`` otherwise)."""
-        headers = _header_pairs(headers)
-        self._last_now = now
-        ex = self._exchanges.get(exchange_id)
-        if ex is None:
-            return
-        ex.status = status
-        if _log.isEnabledFor(_DEBUG):
-            self._log_response(ex, status, headers, now)
-        if ex.kind is _Kind.DELETE or self._closing_at is not None:
-            ex.mode = _Mode.IGNORE  # closing: only the end of a reply matters
-            return
-        if 300 <= status < 400:
-            # H5: never follow; the configured headers must not reach another server.
-            self._fail(
-                ex,
-                TransportError(
-                    f"{self.display_url} answered HTTP {status} (a redirect); "
-                    "redirects are not followed"
-                ),
-                now,
-            )
-            return
-        if status == 404 and ex.sent_session_id is not None:
-            self._expired(ex, now)
-            return
-        if ex.kind is _Kind.LISTEN and status >= 300:
-            # H8: 405 means no GET stream; 409 means one is open already. Neither is fatal.
-            _log.debug("%s GET stream not available (HTTP %d)", self._tag, status)
-            self._listen_refused_for = ex.sent_session_id
-            self._finish(ex)
-            return
-        if status >= 400 or status < 200:
-            ex.mode = _Mode.ERROR
-            media = _header(headers, b"content-type").split(";", 1)[0].strip().lower()
-            ex.json_error = media == "application/json"
-            return
-        if ex.kind is _Kind.POST and not isinstance(ex.message, Request):
-            ex.mode = _Mode.IGNORE  # H3: any 2xx accepts a notification or response
-            return
-        content_type = _header(headers, b"content-type")
-        media = content_type.split(";", 1)[0].strip().lower()
-        if media == "text/event-stream":
-            ex.mode = _Mode.SSE
-            ex.decoder = SSEDecoder(
-                max_line_size=self._sse_line_limit(),
-                max_event_size=self.limits.max_message_size,
-            )
-        elif media == "application/json" and ex.kind is _Kind.POST:
-            ex.mode = _Mode.JSON
-        elif status == 202 and ex.kind is _Kind.POST:
-            self._fail(
-                ex,
-                RemoteProtocolError(
-                    "the server accepted a request (HTTP 202) without answering it"
-                ),
-                now,
-            )
-            return
-        else:
-            shown = excerpt(content_type, 80) if content_type else "none"
-            error = TransportError(
-                f"{self.display_url} answered HTTP {status} with an unexpected "
-                f"content type ({shown})"
-            )
-            error.status = status  # an answer, not an outage (M8)
-            self._fail(ex, error, now)
-            return
-        if (
-            ex.kind is _Kind.POST
-            and isinstance(ex.message, Request)
-            and ex.message.method == "initialize"
-        ):
-            # H2: remembered now, adopted only if the reply is a result (not an error).
-            ex.candidate_session_id = _header(headers, b"mcp-session-id") or None
-
-    def _log_response(
-        self, ex: _Exchange, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
-    ) -> None:
-        content_type = _header(headers, b"content-type")
-        _log.debug(
-            "%s HTTP %d %s for exchange %d (%s) after %.1f ms",
-            self._tag,
-            status,
-            excerpt(content_type, 80) if content_type else "(no content type)",
-            ex.id,
-            _exchange_what(ex),
-            (now - ex.opened_at) * 1000,
-        )
+        self._reader.response_started(exchange_id, status, headers, now)
 
     def response_data(self, exchange_id: int, data: bytes, now: float) -> None:
-        self._last_now = now
-        ex = self._exchanges.get(exchange_id)
-        if ex is None or not data:
-            return
-        if ex.mode is _Mode.SSE:
-            assert ex.decoder is not None
-            try:
-                events = ex.decoder.feed(data)
-            except LimitExceeded as exc:
-                self._fail(ex, self._sse_limit(exc), now)
-                return
-            except McpError as exc:
-                self._fail(ex, exc, now)
-                return
-            for event in events:
-                if not self._on_event(ex, event, now):
-                    return
-        elif ex.mode is _Mode.JSON:
-            if len(ex.body) + len(data) > self.limits.max_message_size:
-                self._fail(
-                    ex,
-                    LimitExceeded(
-                        "max_message_size", self.limits.max_message_size, "a JSON response body"
-                    ),
-                    now,
-                )
-                return
-            ex.body += data
-        elif ex.mode is _Mode.ERROR:
-            limit = _ERROR_JSON_BYTES if ex.json_error else _ERROR_EXCERPT_BYTES
-            room = limit - len(ex.body)
-            ex.body += data[:room]
-            if len(ex.body) >= limit:
-                ex.json_error = False  # too long to be a JSON-RPC error: an excerpt
-                self._http_error(ex, now)
+        """A piece of the body arrived."""
+        self._reader.response_data(exchange_id, data, now)
 
     def response_ended(self, exchange_id: int, now: float) -> None:
-        self._last_now = now
-        ex = self._exchanges.get(exchange_id)
-        if ex is None:
-            return
-        if self._closing_at is not None:
-            self._finish(ex)
-            return
-        if ex.mode is _Mode.JSON:
-            # Decoded from the buffer itself, which is released before parsing:
-            # copying it to bytes first held a large body three times over.
-            body, ex.body = ex.body, bytearray()
-            size = len(body)
-            try:
-                message = decode_message(body, release=True)
-            except McpError as exc:
-                self._fail(ex, exc, now)
-                return
-            self._deliver(ex, message, now, size)
-            if not self._response_seen(ex):
-                self._fail(
-                    ex,
-                    RemoteProtocolError("the JSON reply did not carry the response"),
-                    now,
-                )
-                return
-            self._finish(ex)
-        elif ex.mode is _Mode.SSE:
-            assert ex.decoder is not None
-            try:
-                for event in ex.decoder.end():
-                    if not self._on_event(ex, event, now):
-                        return
-            except McpError as exc:
-                self._fail(ex, exc, now)
-                return
-            self._stream_broke(ex, "the event stream ended", now)
-        elif ex.mode is _Mode.ERROR:
-            self._http_error(ex, now)
-        elif ex.mode is _Mode.WAITING:
-            self._stream_broke(ex, "the response ended before its headers", now)
-        else:
-            self._finish(ex)
+        """The body ended."""
+        self._reader.response_ended(exchange_id, now)
 
     def response_failed(self, exchange_id: int, failure: TransportFailure, now: float) -> None:
         """The exchange could not be performed or broke: the core words why (X5)."""
-        self._last_now = now
-        if not isinstance(failure, TransportFailure):
-            raise TypeError(
-                "response_failed takes a TransportFailure (its kind and safe text), "
-                f"not {type(failure).__name__}: build one with "
-                "TransportFailure.from_exception(exc)"
-            )
-        ex = self._exchanges.get(exchange_id)
-        if ex is None:
-            return
-        if _log.isEnabledFor(_DEBUG):
-            _log.debug(
-                "%s exchange %d (%s) broke after %.1f ms: %s",
-                self._tag,
-                ex.id,
-                _exchange_what(ex),
-                (now - ex.opened_at) * 1000,
-                failure.describe(),
-            )
-        if ex.kind is _Kind.DELETE or ex.mode is _Mode.IGNORE or self._closing_at is not None:
-            self._finish(ex)
-            return
-        self._stream_broke(ex, failure.describe(), now)
+        self._reader.response_failed(exchange_id, failure, now)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -851,214 +677,10 @@ class HttpMapping:
             self._listen_refused_for = ex.sent_session_id
             _log.debug("GET stream failed: %s", error)
 
-    def _http_error(self, ex: _Exchange, now: float) -> None:
-        """H7: a transport error naming the status, with a short escaped excerpt.
-
-        M9: a JSON-RPC error object in the body is that request's answer instead
-        (its id may be null: it answers the request this POST carried).
-        """
-        if ex.json_error and isinstance(ex.message, Request) and ex.stream is not None:
-            answer = _json_rpc_error(bytes(ex.body), ex.message.id)
-            if answer is not None:
-                self._deliver(ex, answer, now, len(ex.body))
-                if self._response_seen(ex):
-                    self._finish(ex)
-                    return
-        body = bytes(ex.body[:_ERROR_EXCERPT_BYTES]).decode("utf-8", "replace")
-        shown = excerpt(self.redact(body), 200).strip()
-        detail = f": {shown}" if shown else ""
-        legacy = legacy_sse_reason(self.display_url) if ex.status == 405 else None
-        if legacy is not None and ex.kind is _Kind.POST:
-            error = TransportError(legacy)  # a wrong URL, not a failing server (C3)
-        else:
-            error = TransportError(f"{self.display_url} answered HTTP {ex.status}{detail}")
-        error.status = ex.status
-        self._fail(ex, error, now)
-
     def _redact_header_values(self, text: str) -> str:
         for value in self._header_values:
             text = text.replace(value, "[redacted]")
         return text
-
-    def _expired(self, ex: _Exchange, now: float) -> None:
-        """H6: a 404 on a request that carried a session id."""
-        if ex.id in self._exchanges:
-            self._actions.append(AbortExchange(exchange_id=ex.id))
-        self._finish(ex)
-        stale = ex.sent_session_id != self.session_id
-        _log.debug(
-            "%s HTTP 404 for exchange %d (%s), sent with session id %s: the session %s",
-            self._tag,
-            ex.id,
-            _exchange_what(ex),
-            _shown_session(ex.sent_session_id),
-            "had already been replaced" if stale else "expired",
-        )
-        if not stale:
-            self.session_id = None
-            self.protocol_version = None
-            self._listening = False
-            self._awaiting_session = True
-        request_id = ex.stream.request_id if ex.stream is not None else None
-        if ex.kind is _Kind.POST and isinstance(ex.message, Request):
-            assert request_id is not None
-            if request_id in self._resent:
-                self._upward.append(
-                    RequestFailed(
-                        request_id,
-                        TransportError("the server ended the new session too (HTTP 404 again)"),
-                    )
-                )
-                if not stale:
-                    # The session id is gone: later requests need a new session.
-                    self._upward.append(SessionExpired([]))
-                return
-            self._resent.add(request_id)
-            if stale and self.session_id is not None:
-                self.send(ex.message, now)  # a new session is already up: resend on it
-            else:
-                self._upward.append(SessionExpired([ex.message]))
-        elif ex.kind is _Kind.RESUME and request_id is not None:
-            # The call was already running: it may have run, so it is never replayed.
-            self._upward.append(RequestFailed(request_id, _may_have_run()))
-            if not stale:
-                self._upward.append(SessionExpired([]))
-        elif not stale:
-            self._upward.append(SessionExpired([]))
-
-    def _on_event(self, ex: _Exchange, event: SSEEvent, now: float) -> bool:
-        """One SSE event. Returns False when it ended the exchange."""
-        stream = ex.stream
-        assert stream is not None and ex.decoder is not None
-        event_id, data = event.id, event.data
-        if event_id is not None:
-            # H4: only an id not seen before counts as progress, so a server that
-            # re-sends the same priming event on every resume still hits the bound.
-            # The id dispatched with this event, not the decoder's buffer: later
-            # lines of the same chunk may already hold the id of an unfinished event.
-            if event_id != stream.last_event_id:
-                ex.new_event = True
-            stream.last_event_id = event_id
-        if ex.decoder.retry is not None:
-            stream.retry = ex.decoder.retry / 1000.0
-        if not data:
-            return True  # H4: a priming event carries an id and no message
-        ex.new_event = True
-        if event.event != "message":
-            # P5: only `message` events carry JSON-RPC; others (a `ping`, say) are
-            # skipped, though their id and retry above still count.
-            _log.debug("skipped an SSE event of type %r", excerpt(event.event, 40))
-            return True
-        try:
-            message = decode_message(data)
-        except McpError as exc:
-            self._fail(ex, exc, now)
-            return False
-        self._deliver(ex, message, now, len(data))
-        return True
-
-    def _deliver(self, ex: _Exchange, message: Message, now: float, size: int) -> None:
-        if _log.isEnabledFor(_DEBUG):
-            _log.debug(
-                "%s received %s (%d %s, exchange %d)",
-                self._tag,
-                describe_message(message),
-                size,
-                "characters in an SSE event" if ex.mode is _Mode.SSE else "bytes of JSON",
-                ex.id,
-            )
-        stream = ex.stream
-        if (
-            stream is not None
-            and stream.request_id is not None
-            and isinstance(message, (Result, ErrorResponse))
-            and message.id == stream.request_id
-        ):
-            stream.got_response = True
-            self._resent.discard(stream.request_id)
-            if (
-                isinstance(message, Result)
-                and isinstance(ex.message, Request)
-                and ex.message.method == "initialize"
-            ):
-                # H2: a session id only from a result; H6: the new session is up.
-                self._awaiting_session = False
-                if ex.candidate_session_id is not None:
-                    self.session_id = ex.candidate_session_id
-                _log.debug(
-                    "%s session id %s",
-                    self._tag,
-                    _shown_session(ex.candidate_session_id)
-                    if ex.candidate_session_id is not None
-                    else "none given (a stateless server)",
-                )
-            if ex.mode is _Mode.SSE:
-                # The server should now end the stream; one that keeps it open
-                # would hold a pooled connection forever, so it gets a short grace.
-                self._bound_exchange(ex.id, now + self.limits.response_linger)
-        elif isinstance(message, (Result, ErrorResponse)) and isinstance(message.id, int):
-            # A response that came on another stream ends its own request: stop
-            # waiting on that request's stream and forget its pending resume.
-            self.abandon(message.id)
-        self._upward.append(MessageArrived(message))
-
-    def _response_seen(self, ex: _Exchange) -> bool:
-        return ex.stream is None or ex.stream.got_response
-
-    def _stream_broke(self, ex: _Exchange, what: str, now: float) -> None:
-        """H4: a stream ended or broke. Resume it if it still owes us something."""
-        self._finish(ex)
-        stream = ex.stream
-        if stream is None or stream.got_response:
-            return
-        if ex.kind is _Kind.LISTEN and self.session_id is None:
-            return
-        if (self.modern or not stream.last_event_id) and ex.kind is not _Kind.LISTEN:
-            # M72: a 2026-07-28 stream is never resumed: the request is lost.
-            if stream.request_id is not None:
-                self._upward.append(
-                    RequestFailed(
-                        stream.request_id,
-                        TransportError(f"{what} before the response arrived"),
-                    )
-                )
-            return
-        stream.quiet_reconnects = 0 if ex.new_event else stream.quiet_reconnects + 1
-        if stream.quiet_reconnects > self.limits.max_reconnects:
-            error = LimitExceeded(
-                "max_reconnects",
-                self.limits.max_reconnects,
-                "the number of reconnects that brought no new event",
-            )
-            if stream.request_id is not None:
-                self._upward.append(RequestFailed(stream.request_id, error))
-            else:
-                self._listen_refused_for = ex.sent_session_id
-                _log.debug("GET stream given up: %s", error)
-            return
-        if ex.decoder is not None and ex.decoder.retry is not None:
-            # `retry` may come in a block of its own, which dispatches no event.
-            stream.retry = ex.decoder.retry / 1000.0
-        delay = stream.retry if stream.retry is not None else self.limits.default_retry
-        if _log.isEnabledFor(_DEBUG):
-            quiet = stream.quiet_reconnects
-            _log.debug(
-                "%s %s on exchange %d; reconnecting in %g s%s%s",
-                self._tag,
-                what,
-                ex.id,
-                delay,
-                f" after event '{excerpt(stream.last_event_id, 40)}'"
-                if stream.last_event_id
-                else "",
-                f" ({quiet} in a row without a new event, at most {self.limits.max_reconnects})"
-                if quiet
-                else "",
-            )
-        kind = _Kind.LISTEN if stream.request_id is None else _Kind.RESUME
-        if kind is _Kind.LISTEN:
-            self._listening = True
-        self._schedule(_Timer(at=now + delay, stream=stream, kind=kind))
 
 
 def _json_rpc_error(body: bytes, request_id: object) -> ErrorResponse | None:
