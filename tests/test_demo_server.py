@@ -217,7 +217,12 @@ async def test_initialize_negotiates_and_sets_session(json_response: bool) -> No
             message = await client.initialize("2025-06-18")
             result = message["result"]
             assert result["protocolVersion"] == "2025-06-18"
-            assert result["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
+            assert result["capabilities"] == {
+                "tools": {"listChanged": True},
+                "logging": {},
+                "resources": {},
+                "prompts": {},
+            }
             assert result["serverInfo"]["name"] == "mcpcore-demo"
             assert client.session_id is not None
             assert len(client.session_id) == 32
@@ -323,7 +328,7 @@ async def test_each_tool_returns_its_content_shape(json_response: bool) -> None:
 
             unknown = await client.request("tools/call", {"name": "nope"})
             assert unknown["error"]["code"] == -32602
-            missing = await client.request("resources/list")
+            missing = await client.request("completion/complete")  # not offered
             assert missing["error"]["code"] == -32601
 
 
@@ -921,3 +926,34 @@ async def test_official_sdk_client_interop(anyio_backend: str) -> None:
             result = await session.call_tool("echo", {"text": "from the sdk"})
             assert result.content[0].text == "from the sdk"  # type: ignore[union-attr]
             assert result.is_error is False
+
+
+async def test_F10_the_demo_server_offers_resources_a_template_and_prompts() -> None:
+    """F10: two resources (text, binary), a template and two prompts, read by mcpcore."""
+    import mcpcore_anyio
+    from mcpcore import InvalidArguments, ResourceNotFound
+    from mcpcore_demo._tools import IMAGE_PNG
+
+    async with DemoServer().serve() as running:
+        async with mcpcore_anyio.McpClient("demo", {"url": running.url}) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                resources = await client.list_resources()
+                assert [(r.uri, r.mime_type) for r in resources] == [
+                    ("demo://readme", "text/markdown"),
+                    ("demo://logo.png", "image/png"),
+                ]
+                assert (await client.read_resource("demo://readme")).text.startswith("# The mcpcore")
+                [logo] = (await client.read_resource("demo://logo.png")).contents
+                assert logo.data == IMAGE_PNG  # type: ignore[union-attr]
+                [template] = await client.list_resource_templates()
+                uri = template.expand({"name": "Ada L"})
+                assert uri == "demo://greeting/Ada%20L"
+                assert (await client.read_resource(uri)).text == "Hello, Ada L!"
+                with pytest.raises(ResourceNotFound):
+                    await client.read_resource("demo://nothing")
+                assert [p.name for p in await client.list_prompts()] == ["summarize", "translate"]
+                got = await client.get_prompt("summarize", {"text": "a long story"})
+                assert got.messages[0].text == "Summarize this in one sentence:\n\na long story"
+                with pytest.raises(InvalidArguments):
+                    await client.get_prompt("summarize", {"text": 3})  # type: ignore[dict-item]

@@ -152,7 +152,7 @@ async def test_F2_a_hub_lists_the_resources_of_every_ready_server_tagged_with_it
     async with DemoServer().serve() as demo:
         entries = {
             "peer": {"url": server.url},
-            "demo": {"url": demo.url},  # offers no resources: not asked
+            "demo": {"url": demo.url},
             "gone": {"url": "http://127.0.0.1:9/mcp"},  # never ready: left out
         }
         with anyio.fail_after(60):
@@ -173,7 +173,10 @@ async def test_F2_a_hub_lists_the_resources_of_every_ready_server_tagged_with_it
                     await async_hub.clients["peer"].ready(30)
                     await async_hub.clients["demo"].ready(30)
                     assert async_hub.clients["peer"].offers("resources")
-                    assert not async_hub.clients["demo"].offers("resources")
+                    assert not async_hub.clients["gone"].offers("resources")
                     items = await async_hub.list_resources()
-    assert items and all(isinstance(i, ServerResource) and i.server == "peer" for i in items)
-    assert {i.resource.uri for i in items} >= {"peer://greeting", "peer://blob"}
+    assert all(isinstance(i, ServerResource) for i in items)
+    assert [i.server for i in items] == sorted((i.server for i in items), key=["peer", "demo"].index)
+    by_server = {s: {i.resource.uri for i in items if i.server == s} for s in ("peer", "demo")}
+    assert by_server["peer"] >= {"peer://greeting", "peer://blob"}
+    assert by_server["demo"] == {"demo://readme", "demo://logo.png"}

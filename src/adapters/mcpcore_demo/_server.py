@@ -21,6 +21,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import h11
 
+from . import _resources
 from ._tools import LOG_LEVELS, default_tools
 from ._types import (
     LATEST_PROTOCOL_VERSION,
@@ -49,6 +50,14 @@ _TRANSPORT_ERRORS = (
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
+# F10: the resources, template and prompts every demo server offers
+_FEATURES: dict[str, Callable[[dict[str, Any]], dict[str, Any] | tuple[int, str]]] = {
+    "resources/list": _resources.list_resources,
+    "resources/templates/list": _resources.list_templates,
+    "resources/read": _resources.read_resource,
+    "prompts/list": _resources.list_prompts,
+    "prompts/get": _resources.get_prompt,
+}
 INVALID_PARAMS = -32602
 REQUEST_CANCELLED = -32800
 
@@ -616,6 +625,8 @@ class DemoServer:
                 self._finish_with(stream, rid, {})
         elif method == "tools/call":
             self._call_tool(session, stream, rid, params)
+        elif method in _FEATURES:
+            self._finish_with(stream, rid, _FEATURES[method](params))
         else:
             self._finish_with(stream, rid, (METHOD_NOT_FOUND, f"Method not found: {method}"))
         return stream, None
@@ -636,7 +647,12 @@ class DemoServer:
         version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            "capabilities": {
+                "tools": {"listChanged": True},
+                "logging": {},
+                "resources": {},
+                "prompts": {},
+            },
             "serverInfo": dict(self.server_info),
         }
         if self.instructions is not None:
