@@ -127,7 +127,19 @@ DEFAULT_LOGIN_TIMEOUT = 300.0
 #: How long login waits, beyond the person's time, for discovery, registration,
 #: the token request and the first connection.
 LOGIN_MARGIN = 60.0
-COMMANDS = ("demo", "tools", "call", "check", "login", "logout", "auth")
+COMMANDS = (
+    "demo",
+    "tools",
+    "call",
+    "resources",
+    "read",
+    "prompts",
+    "prompt",
+    "check",
+    "login",
+    "logout",
+    "auth",
+)
 #: Why a local entry is not started when --allow-local is not given (C6).
 LOCAL_NEEDS_FLAG = "a local server (an entry with a 'command'): --allow-local starts it"
 #: ... and for login and logout, which have no such flag.
@@ -246,6 +258,8 @@ def exit_status(exc: BaseException) -> int:
         return EXIT_TOOL_ERROR
     if isinstance(exc, (ConfigError, UnknownTool, LocalProtocolError, UsageError)):
         return EXIT_USAGE
+    if isinstance(exc, mcpcore.ResourceNotFound):
+        return EXIT_USAGE  # F10: the URI given names nothing there
     if isinstance(exc, (Unavailable, TransportError, RemoteProtocolError, McpError)):
         return EXIT_UNAVAILABLE
     return EXIT_UNAVAILABLE
@@ -332,6 +346,11 @@ def _top_parser() -> _Parser:
             "          typed by the tool's schema, checked before sending) and print its\n"
             "          result (--json: text, structured content and content blocks;\n"
             "          --save DIR: write images, audio and binary resources to files)\n"
+            "  resources  list a server's resources and resource templates\n"
+            "  read    read one resource by URI and print it (--save DIR: binary parts\n"
+            "          to files)\n"
+            "  prompts list a server's prompts and their arguments\n"
+            "  prompt  get one prompt's messages (arguments: a JSON object of strings)\n"
             "  check   validate an mcp.json and probe every server in it at once: one\n"
             "          row per server (ready, unavailable or invalid, and why)\n"
             "  login   sign in to a server that needs authorization (OAuth): opens the\n"
@@ -350,7 +369,10 @@ def _top_parser() -> _Parser:
         nargs="?",
         choices=COMMANDS,
         metavar="COMMAND",
-        help="demo, tools, call, check, login, logout or auth (described below)",
+        help=(
+            "demo, tools, call, resources, read, prompts, prompt, check, login, logout "
+            "or auth (described below)"
+        ),
     )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
@@ -529,6 +551,17 @@ def _command_parser(command: str) -> _Parser:
                 "(created if missing; never overwrites: a taken name gets a number)"
             ),
         )
+    elif command in _FEATURE_USAGE:
+        usage, description = _FEATURE_USAGE[command]
+        parser = _Parser(prog=f"mcpcore {command}", usage=usage, description=_wrapped(description))
+        parser.add_argument("operands", nargs="*", help=argparse.SUPPRESS)
+        _connection(parser, server_flag=True)
+        if command == "read":
+            parser.add_argument(
+                "--save",
+                metavar="DIR",
+                help="write the binary parts to files in DIR (created if missing; never overwrites)",
+            )
     elif command in ("login", "logout", "auth"):
         parser = _auth_parser(command)
     else:
@@ -2059,10 +2092,52 @@ def _demo_progress(cli: Cli) -> Callable[[float, float | None, str | None], None
 
 # --- entry point -----------------------------------------------------------------------
 
+
+def _feature(name: str) -> Callable[[Cli, argparse.Namespace], int]:
+    """F10's commands, loaded when run (a quick --help)."""
+
+    def run(cli: Cli, args: argparse.Namespace) -> int:
+        from . import _features
+
+        command: Callable[[Cli, argparse.Namespace], int] = getattr(_features, f"cmd_{name}")
+        return command(cli, args)
+
+    return run
+
+
+_SERVER_FORMS = "(URL | --config FILE [--server NAME])"
+_FLAGS = "[-H 'Name: value']... [--json] [--timeout S] [--allow-local] [--allow-http] [-v]"
+_FEATURE_USAGE = {
+    "resources": (
+        f"mcpcore resources {_SERVER_FORMS} {_FLAGS}",
+        "List the resources and resource templates of one server (URL) or of the servers "
+        "of an mcp.json: URI, MIME type, name and description.",
+    ),
+    "read": (
+        f"mcpcore read {_SERVER_FORMS} URI [--save DIR] {_FLAGS}",
+        "Read one resource and print its text parts; binary parts are summed up, or "
+        "written to files with --save DIR. With --config, --server NAME says which server.",
+    ),
+    "prompts": (
+        f"mcpcore prompts {_SERVER_FORMS} {_FLAGS}",
+        "List the prompts of one server (URL) or of the servers of an mcp.json, with "
+        "their arguments (a trailing ? marks an optional one).",
+    ),
+    "prompt": (
+        f"mcpcore prompt {_SERVER_FORMS} NAME [ARGS_JSON] {_FLAGS}",
+        "Get one prompt's messages; ARGS_JSON is a JSON object of strings, e.g. "
+        '\'{"text": "hello"}\'. With --config, --server NAME says which server.',
+    ),
+}
+
 _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
     "demo": cmd_demo,
     "tools": cmd_tools,
     "call": cmd_call,
+    "resources": _feature("resources"),
+    "read": _feature("read"),
+    "prompts": _feature("prompts"),
+    "prompt": _feature("prompt"),
     "check": cmd_check,
     "login": cmd_login,
     "logout": cmd_logout,
@@ -2131,7 +2206,8 @@ def _run(cli: Cli, arguments: list[str]) -> int:
             if ns.command is None:
                 top.print_usage(cli.stderr)
                 raise UsageError(
-                    "a command is required (demo, tools, call, check, login, logout, auth)"
+                    "a command is required (demo, tools, call, resources, read, prompts, "
+                    "prompt, check, login, logout, auth)"
                 )
             command = ns.command
             cli.json_errors = command == "call" and "--json" in ns.rest
