@@ -1012,17 +1012,17 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     result = run("check", config, "--timeout", "10")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATUS", "PROTOCOL", "TOOLS", "REASON"]
+    assert lines[0].split() == ["NAME", "STATUS", "PROTOCOL", "TOOLS", "RESOURCES", "PROMPTS", "REASON"]
     rows = {
-        line.split()[0]: line.split(None, 4) for line in lines[1:] if not line.startswith("Bad")
+        line.split()[0]: line.split(None, 6) for line in lines[1:] if not line.startswith("Bad")
     }
     # E1: the demo server speaks a legacy revision (found by the probe's fallback): the
     # era's word is the API's (protocol="legacy", client.era == "legacy")
-    assert rows["good"][1:5] == ["ready", "2025-11-25", "(legacy)", "11"]
-    down = next(line for line in lines if line.startswith("down")).split(None, 4)
-    assert down[1] == "unavailable" and down[2] == "-" and "connection" in down[4]
-    plain = next(line for line in lines if line.startswith("plain")).split(None, 4)
-    assert plain[1] == "invalid" and "plain http" in plain[4]
+    assert rows["good"][1:7] == ["ready", "2025-11-25", "(legacy)", "11", "2", "2"]  # F10
+    down = next(line for line in lines if line.startswith("down")).split(None, 6)
+    assert down[1] == "unavailable" and down[2] == "-" and "connection" in down[6]
+    plain = next(line for line in lines if line.startswith("plain")).split(None, 6)
+    assert plain[1] == "invalid" and "plain http" in plain[6]
     assert any(line.startswith("Bad Name") and "invalid" in line for line in lines)
 
     result = run("check", config, "--json", "--timeout", "10")
@@ -1030,14 +1030,17 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     rows_json = json.loads(result.stdout)
     assert [r["name"] for r in rows_json] == ["good", "down", "plain", "Bad Name"]
     for row in rows_json:
-        assert set(row) == {"name", "status", "protocol", "tools", "reason"}
+        assert set(row) == {"name", "status", "protocol", "tools", "resources", "prompts", "reason"}
     assert rows_json[0] == {
         "name": "good",
         "status": "ready",
         "protocol": "2025-11-25",
         "tools": 11,
+        "resources": 2,
+        "prompts": 2,
         "reason": None,
     }
+    assert rows_json[1]["resources"] is None and rows_json[1]["prompts"] is None
     assert [r["status"] for r in rows_json] == ["ready", "unavailable", "invalid", "invalid"]
 
 

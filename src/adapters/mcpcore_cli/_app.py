@@ -1690,6 +1690,8 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             "status": "invalid",
             "protocol": None,
             "tools": 0,
+            "resources": None,
+            "prompts": None,
             "reason": None,
         }
         if isinstance(outcome, ConfigError):
@@ -1709,6 +1711,8 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             row["status"] = "ready" if availability.ok else "unavailable"
             row["protocol"] = client.protocol_version if availability.ok else None  # E1
             row["tools"] = len(client.tools) if availability.ok else 0
+            if availability.ok:
+                row["resources"], row["prompts"] = _feature_counts(client, budget)
             row["reason"] = None if availability.ok else (availability.reason or "unavailable")
             server = servers[row["name"]]
             if _needs_login(availability):
@@ -1729,15 +1733,17 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
                 row["status"],
                 _era_shown(row["protocol"]),
                 str(row["tools"]) if row["status"] == "ready" else "-",
+                _count_shown(row["resources"]),
+                _count_shown(row["prompts"]),
                 one_line(row["reason"] or ""),
             )
             for row in rows
         ]
         lines = table(
-            ("NAME", "STATUS", "PROTOCOL", "TOOLS", "REASON"),
+            ("NAME", "STATUS", "PROTOCOL", "TOOLS", "RESOURCES", "PROMPTS", "REASON"),
             body,
             style=cli.style,
-            right=(3,),
+            right=(3, 4, 5),
             paint={1: lambda status: colour[status](status)},
         )
         for line in lines:
@@ -1747,6 +1753,31 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
     _hint_refusals(cli, outcomes.values(), args)
     bad = sum(1 for row in rows if row["status"] != "ready")
     return EXIT_TOOL_ERROR if bad else EXIT_OK
+
+
+def _feature_counts(client: McpClient, budget: float) -> tuple[int | None, int | None]:
+    """F10: how many resources and prompts a ready server lists (``None`` when it does
+    not offer them, or its listing failed: that is logged, and the row stays ready)."""
+    counts: list[int | None] = []
+    for feature, listing in (
+        ("resources", client.list_resources),
+        ("prompts", client.list_prompts),
+    ):
+        if not client.offers(feature):
+            counts.append(None)
+            continue
+        try:
+            counts.append(len(listing(timeout=budget)))
+        except McpError as exc:
+            logging.getLogger("mcpcore.cli").info(
+                "server %r: its %s could not be listed: %s", client.name, feature, exc
+            )
+            counts.append(None)
+    return counts[0], counts[1]
+
+
+def _count_shown(count: int | None) -> str:
+    return "-" if count is None else str(count)
 
 
 def _era_shown(version: str | None) -> str:
