@@ -172,6 +172,12 @@ def test_demo_runs_end_to_end() -> None:
     assert "error (expected): this tool always fails (on purpose)" in out
     assert "progress 1/3 step 1 of 3" in out and "progress 3/3 step 3 of 3" in out
     assert "[image omitted: image/png]" in out
+    # F10: resources, a template and a prompt, listed and read
+    assert "> list resources and templates\n  demo://readme  text/markdown\n" in out
+    assert "> read demo://logo.png\n  [binary: image/png, 70 bytes]" in out
+    assert "> read demo://greeting/Ada (the template, expanded)\n  Hello, Ada!" in out
+    assert "  summarize(text)\n  translate(text, language?)" in out
+    assert "  user:\n    Summarize this in one sentence:" in out
     assert "called 11 tools; client closed and server stopped" in out
     assert "\x1b" not in out  # not a terminal: no colour
 
@@ -934,6 +940,8 @@ def test_local_server_recipe_from_the_readme(recipe: dict[str, Any]) -> None:
         "2025-11-25",
         "(legacy)",
         "1",
+        "-",  # F10: no resources offered
+        "-",  # nor prompts
     ]
     result = run("tools", "--config", config, "--allow-local", "--json", env=env)
     assert result.returncode == 0, result.stderr

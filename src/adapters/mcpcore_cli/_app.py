@@ -1,4 +1,5 @@
-"""The ``mcpcore`` commands: demo, tools, call, check, login, logout, auth status.
+"""The ``mcpcore`` commands: demo, tools, call, resources, read, prompts, prompt,
+check, login, logout, auth status.
 
 Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
 found a server not ready; 2 bad usage, an unknown tool or server, arguments
@@ -338,7 +339,8 @@ def _top_parser() -> _Parser:
         epilog=(
             "commands:\n"
             "  demo    start the bundled demo server on a free loopback port, connect,\n"
-            "          list its tools, call each one and print what happened\n"
+            "          list its tools, call each one, read its resources, get a prompt\n"
+            "          and print what happened\n"
             "  tools   list the tools of a server (URL) or of the servers of an mcp.json\n"
             "          (--config FILE): a table, or JSON with --json; 'tools URL TOOL'\n"
             "          shows one tool's parameters\n"
@@ -479,7 +481,8 @@ def _command_parser(command: str) -> _Parser:
             prog="mcpcore demo",
             description=(
                 "Start the bundled demo MCP server on a free loopback port, connect, "
-                "list its tools, call each one and print what happened."
+                "list its tools, call each one, list and read its resources, get a prompt "
+                "and print what happened."
             ),
         )
     elif command == "tools":
@@ -2104,12 +2107,55 @@ def cmd_demo(cli: Cli, args: argparse.Namespace) -> int:
                 if tool.name in _EXPECTED_ERRORS:
                     cli.out(f"  {style.red('expected an error, got a result')}")
                     problems += 1
+            problems += _demo_resources_and_prompts(cli, client)
     cli.out()
     if problems:
         cli.out(f"{problems} of {len(tools)} calls went wrong; the server is stopped")
         return EXIT_TOOL_ERROR
     cli.out(f"called {len(tools)} tools; client closed and server stopped")
     return EXIT_OK
+
+
+def _demo_resources_and_prompts(cli: Cli, client: McpClient) -> int:
+    """F10: list the demo's resources, read a text one, a blob and an expanded template,
+    get a prompt; the number of steps that went wrong."""
+    bold = cli.style.bold
+    try:
+        cli.out()
+        cli.out(bold("> list resources and templates"))
+        for resource in client.list_resources():
+            mime = show(resource.mime_type or "-", keep_newlines=False)
+            cli.out(f"  {show(resource.uri, keep_newlines=False)}  {mime}")
+        [template] = client.list_resource_templates()
+        cli.out(f"  {show(template.uri_template, keep_newlines=False)} (template)")
+        cli.out()
+        cli.out(bold("> read demo://readme"))
+        for line in show(client.read_resource("demo://readme").text).splitlines():
+            cli.out(f"  {line}".rstrip())
+        cli.out()
+        cli.out(bold("> read demo://logo.png"))
+        [logo] = client.read_resource("demo://logo.png").contents
+        cli.out(f"  [binary: {show(logo.mime_type or '-')}, {len(logo.data)} bytes]")  # type: ignore[union-attr]
+        uri = template.expand({"name": "Ada"})
+        cli.out()
+        cli.out(bold(f"> read {show(uri)} (the template, expanded)"))
+        cli.out(f"  {show(client.read_resource(uri).text, keep_newlines=False)}")
+        cli.out()
+        cli.out(bold("> list prompts"))
+        for prompt in client.list_prompts():
+            names = ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments)
+            cli.out(f"  {show(prompt.name, keep_newlines=False)}({show(names)})")
+        arguments = {"text": "MCP connects models to tools and data."}
+        cli.out()
+        cli.out(bold(f"> get prompt summarize {json.dumps(arguments)}"))
+        for message in client.get_prompt("summarize", arguments).messages:
+            cli.out(f"  {show(message.role, keep_newlines=False)}:")
+            for line in show(message.text).splitlines():
+                cli.out(f"    {line}".rstrip())
+    except (McpError, ValueError) as exc:
+        cli.out(f"  {cli.style.red('failed')}: {_describe(exc)}")
+        return 1
+    return 0
 
 
 def _demo_progress(cli: Cli) -> Callable[[float, float | None, str | None], None]:
