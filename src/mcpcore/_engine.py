@@ -24,14 +24,26 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ._config import LocalServer, RemoteServer
 from ._errors import InvalidState, InvalidValue, McpError, TransportError
 from ._escape import excerpt
-from ._events import Action, Event, ProcessAction, StartFailed
+from ._events import (
+    Action,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    Event,
+    ProcessAction,
+    RequestSucceeded,
+    StartFailed,
+)
 from ._failure import TransportFailure
 from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
+from ._observe import RequestEnded, RequestStarted, error_type, safely_ended, safely_started
+from ._requests import Ask
 from ._session import ClientSession, SessionOptions, SessionState
 from ._stdio import DEFAULT_GRACE, ChildControl, LineFramer, frame_message
 from ._tools import Catalogue
@@ -41,7 +53,7 @@ if TYPE_CHECKING:
     from ._authorizing import AuthAction, AuthLayer, AuthOptions
     from ._hooks import HookFailure
     from ._oauth import ClientRecord, TokenSet
-    from ._requests import Ask
+    from ._observe import RequestObserver
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
 
@@ -72,6 +84,9 @@ class _EngineBase:
     def __init__(self, options: SessionOptions | None) -> None:
         self.session = ClientSession(options)
         self._events: list[Event] = []
+        # V2: told when each request of the host starts and ends (None: no one is).
+        self.observer: RequestObserver | None = None
+        self._observed: dict[int, None] = {}  # call ids told as started, not yet ended
 
     # --- commands --------------------------------------------------------------
 
@@ -90,6 +105,8 @@ class _EngineBase:
     ) -> int:
         """Start a ``tools/call``; the outcome arrives as an event with this call id.
         ``meta``: the host's own ``_meta`` keys for this call (V1)."""
+        if self.observer is not None:
+            return self._observed_call(tool_id, arguments, now, timeout, meta)
         call_id = self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta)
         self._pump(now)
         return call_id
@@ -97,9 +114,98 @@ class _EngineBase:
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Start one request of the host (a listing, a read, a prompt: F1); it ends
         with ``RequestSucceeded``, ``CallFailed`` or ``CallCancelled`` under this id."""
+        if self.observer is not None:
+            return self._observed_request(ask, now, timeout)
         call_id = self.session.request(ask, now, timeout=timeout)
         self._pump(now)
         return call_id
+
+    # --- V2: the observer's view of each request of the host ------------------------
+
+    def _observed_call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None,
+        now: float,
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+    ) -> int:
+        catalogue = self.session.catalogue
+        tool = catalogue.get(tool_id) if catalogue is not None else None
+        carrier = self._observe_start("tools/call", now, tool=None if tool is None else tool.name)
+        if carrier and (meta is None or isinstance(meta, Mapping)):
+            meta = {**carrier, **(meta or {})}  # the host's own keys win
+        return self._observed_issue(
+            lambda: self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta), now
+        )
+
+    def _observed_request(self, ask: Ask, now: float, timeout: float | None) -> int:
+        kind, params = ask.kind, ask.params
+        about = params.get(kind.name_param) if params and kind.name_param else None
+        about = about if isinstance(about, str) else None
+        if kind.name_param == "uri":
+            carrier = self._observe_start(kind.method, now, uri=about)
+        elif kind.method.startswith("prompts/"):
+            carrier = self._observe_start(kind.method, now, prompt=about)
+        else:
+            carrier = self._observe_start(kind.method, now, tool=about)
+        if carrier:
+            stamped = dict(params or {})
+            stamped["_meta"] = {**carrier, **(stamped.get("_meta") or {})}
+            ask = Ask(kind, stamped, ask.context)
+        return self._observed_issue(lambda: self.session.request(ask, now, timeout=timeout), now)
+
+    def _observe_start(self, method: str, now: float, **about: str | None) -> Mapping[str, Any]:
+        observer = self.observer
+        assert observer is not None
+        session = self.session
+        transport, address, port, session_id = self._wire()
+        started = RequestStarted(
+            call_id=session.path.peek_id,  # the id the request is about to take
+            method=method,
+            server=session.options.server_name,
+            protocol_version=session.protocol_version,
+            session_id=session_id,
+            transport=transport,
+            address=address,
+            port=port,
+            now=now,
+            **about,
+        )
+        return safely_started(observer, started) or {}
+
+    def _observed_issue(self, issue: Callable[[], int], now: float) -> int:
+        observer = self.observer
+        assert observer is not None
+        expected = self.session.path.peek_id
+        try:
+            call_id = issue()
+        except BaseException as exc:  # refused before sending: the request ends now
+            ended = RequestEnded(call_id=expected, error_type=error_type(exc), error=exc, now=now)
+            safely_ended(observer, ended)
+            raise
+        self._observed[call_id] = None
+        self._pump(now)
+        return call_id
+
+    def _observe_end(self, event: Event, now: float) -> None:
+        """An ending event of a request the observer was told about (V2)."""
+        if not isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
+            return
+        if self._observed.pop(event.call_id, 0) is not None or self.observer is None:
+            return
+        error: Exception | None = None
+        kind: str | None = None
+        if isinstance(event, CallFailed):
+            error, kind = event.error, error_type(event.error)
+        elif isinstance(event, CallCancelled):
+            kind = "cancelled"
+        ended = RequestEnded(call_id=event.call_id, error_type=kind, error=error, now=now)
+        safely_ended(self.observer, ended)
+
+    def _wire(self) -> tuple[str, str | None, int | None, str | None]:
+        """The transport, the server's address and port, and the session id (V2)."""
+        return ("pipe", None, None, None)
 
     def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
         cancelled = self.session.cancel(call_id, now, reason)
@@ -300,6 +406,14 @@ class HttpClientEngine(_EngineBase):
             or self.session.failures != self._login_failures
         )
 
+    def _wire(self) -> tuple[str, str | None, int | None, str | None]:
+        parts = urlsplit(self.http.url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            port = None
+        return ("tcp", parts.hostname, port, self.http.session_id)
+
     def _need_auth(self) -> AuthLayer:
         if self.auth is None:
             raise InvalidState("this client was not given auth=")
@@ -357,6 +471,7 @@ class HttpClientEngine(_EngineBase):
 
     def _pump(self, now: float) -> None:
         session, http, auth = self.session, self.http, self.auth
+        observed = self._observed  # V2: non-empty only while an observer waits for endings
         while True:
             moved = auth is not None and auth.step(now)
             if auth is not None and auth.authorized:
@@ -382,6 +497,8 @@ class HttpClientEngine(_EngineBase):
                 moved = True
                 if isinstance(event, StartFailed):
                     http.reset()
+                elif observed:
+                    self._observe_end(event, now)
                 self._events.append(event)
             if not moved:
                 # H8: (re)open the GET stream once a session is up, also after H6.
@@ -562,6 +679,7 @@ class StdioClientEngine(_EngineBase):
 
     def _pump(self, now: float) -> None:
         session, child = self.session, self._child
+        observed = self._observed  # V2: non-empty only while an observer waits for endings
         while True:
             moved = False
             session.take_abandoned()  # nothing to drop on stdio beyond the notice
@@ -584,6 +702,8 @@ class StdioClientEngine(_EngineBase):
                 moved = True
                 if isinstance(event, StartFailed) and child is not None:
                     child.stop(now, grace=0.0)  # the handshake failed: this child is done
+                elif observed:
+                    self._observe_end(event, now)
                 self._events.append(event)
             if not moved:
                 return

@@ -155,6 +155,14 @@ class ClientOptions(TypedDict, total=False):
         raises is logged. Its ``logger`` and ``data`` are untrusted server
         values. Left out, the messages go to the ``mcpcore.server`` logger,
         escaped and cut short.
+    ``tracing`` (False)
+        OpenTelemetry for every request the host makes (V2; the ``otel`` extra,
+        ``opentelemetry-api``): a CLIENT span named ``{method} {target}`` as a
+        child of the caller's current span, the ``mcp.client.operation.duration``
+        histogram, and the caller's W3C trace context (``traceparent``,
+        ``tracestate``, ``baggage``) in the request's ``params._meta``. Spans go
+        to the global tracer and meter providers. Without the package installed,
+        ``tracing=True`` raises ``InvalidValue``; off, nothing of it is loaded.
     """
 
     call_timeout: float
@@ -182,6 +190,7 @@ class ClientOptions(TypedDict, total=False):
     exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
     log_level: str
     on_log: Callable[[LogMessage], object] | None
+    tracing: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +219,8 @@ class ClientSetup:
     outbound: OutboundPolicy | None = None
     # S3: seconds a local server gets to exit on its own once its stdin closed.
     close_grace: float = DEFAULT_GRACE
+    # V2: the driver gives the engine an OpenTelemetry observer (mcpcore_otel).
+    tracing: bool = False
 
 
 def prepare_client(
@@ -314,7 +325,14 @@ def prepare_client(
         outbound=outbound,
         auth=_auth(options.get("auth"), resolved),
         close_grace=positive_seconds(options.get("close_grace", DEFAULT_GRACE), "close_grace"),
+        tracing=_flag(options.get("tracing", False), "tracing"),
     )
+
+
+def _flag(value: object, option: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidValue(f"{option} must be True or False, not a {type(value).__name__}")
+    return value
 
 
 def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptions | None:
