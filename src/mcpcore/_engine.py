@@ -40,7 +40,7 @@ from ._events import (
     StartFailed,
 )
 from ._failure import TransportFailure
-from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
+from ._http import HeaderSource, HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
 from ._observe import RequestEnded, RequestStarted, error_type, safely_ended, safely_started
 from ._requests import Ask
@@ -268,11 +268,14 @@ class HttpClientEngine(_EngineBase):
         interactive: bool = False,
         tokens: TokenSet | None = None,
         clients: Sequence[ClientRecord] = (),
+        headers: HeaderSource | None = None,
     ) -> None:
         """``auth``: run OAuth for this server (A1); then ``token_bytes`` is the
         entropy (``secrets.token_bytes``), ``wall_offset`` the wall clock minus
         the driver's ``now`` clock, ``interactive`` whether the driver has an
-        ``authorize`` hook, and ``tokens``/``clients`` what the store held."""
+        ``authorize`` hook, and ``tokens``/``clients`` what the store held.
+        ``headers``: the host's ``headers(method, server)`` callable (V3), called
+        for each HTTP request as it is built (see ``HttpMapping``)."""
         if options is None:
             options = SessionOptions(server_name=server.name)
         super().__init__(options)
@@ -284,6 +287,7 @@ class HttpClientEngine(_EngineBase):
             limits=limits,
             listen=listen,
             name=options.server_name,
+            dynamic_headers=headers,
         )
         self.auth: AuthLayer | None = None
         if auth is not None:

@@ -318,6 +318,7 @@ class McpClient(ClientBase):
         self._config_error = setup.config_error
         self._server = setup.server
         self._observer = _tracing() if setup.tracing else None
+        self._header_source = setup.headers  # V3: headers computed per request
         self._auth = setup.auth
         if authorize is None and setup.auth is not None:
             # A ready sign-in brings its own hook; one of the wrong kind is the
