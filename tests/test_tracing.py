@@ -31,10 +31,11 @@ from mcpcore import (
     InvalidValue,
     RequestEnded,
     RequestStarted,
+    ResourceNotFound,
     UnknownTool,
 )
 from mcpcore_demo import DemoServer
-from peers import sdk_server
+from peers import MODERN_PROTOCOL_VERSION, modern_sdk_server, sdk_server
 
 pytestmark = pytest.mark.anyio
 
@@ -251,3 +252,44 @@ async def test_V2_an_observer_that_raises_never_fails_the_request(driver: str) -
             (ended,) = recorder.ended
             assert ended.call_id == started.call_id and ended.error_type is None
             assert "tenant" not in _meta_of_calls(running.server)[0]
+
+
+@pytest.mark.realpeer
+@pytest.mark.parametrize("protocol", ["legacy", "modern"])
+async def test_V2_reads_listings_and_prompts_get_spans_named_after_their_target(
+    driver: str, protocol: str, spans: InMemorySpanExporter
+) -> None:
+    with modern_sdk_server("dual") as peer:
+        async with open_client(
+            driver, "peer", {"url": peer.url}, tracing=True, protocol=protocol
+        ) as face:
+            client = face.client
+
+            async def run(name: str, *args: Any) -> Any:
+                return await face._run(getattr(client, name), *args)
+
+            assert (await face.ready(30)).ok
+            await run("list_resources")
+            await run("read_resource", "peer://greeting")
+            await run("get_prompt", "review", {"code": "x = 1", "language": "rust"})
+            with pytest.raises(ResourceNotFound):
+                await run("read_resource", "peer://nowhere")
+            listed, read, prompt, missing = _client_spans(spans)
+    assert listed.name == "resources/list"
+    # a URI is an attribute, never part of the name (its cardinality has no bound)
+    assert read.name == "resources/read"
+    assert read.attributes is not None
+    assert read.attributes["mcp.resource.uri"] == "peer://greeting"
+    assert prompt.name == "prompts/get review"
+    assert prompt.attributes is not None
+    assert prompt.attributes["gen_ai.prompt.name"] == "review"
+    assert "gen_ai.operation.name" not in prompt.attributes
+    # the server's JSON-RPC error answer: its code is the error type
+    assert missing.attributes is not None
+    code = missing.attributes["rpc.response.status_code"]
+    assert missing.attributes["error.type"] == code and int(str(code)) < 0
+    for span in (listed, read, prompt, missing):
+        assert span.attributes is not None
+        assert span.attributes["mcp.protocol.version"] == (
+            MODERN_PROTOCOL_VERSION if protocol == "modern" else "2025-11-25"
+        )

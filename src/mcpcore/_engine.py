@@ -194,13 +194,19 @@ class _EngineBase:
             return
         if self._observed.pop(event.call_id, 0) is not None or self.observer is None:
             return
-        error: Exception | None = None
+        error: McpError | None = None
         kind: str | None = None
         if isinstance(event, CallFailed):
             error, kind = event.error, error_type(event.error)
         elif isinstance(event, CallCancelled):
             kind = "cancelled"
-        ended = RequestEnded(call_id=event.call_id, error_type=kind, error=error, now=now)
+        ended = RequestEnded(
+            call_id=event.call_id,
+            error_type=kind,
+            rpc_code=None if error is None else error.rpc_code,
+            error=error,
+            now=now,
+        )
         safely_ended(self.observer, ended)
 
     def _wire(self) -> tuple[str, str | None, int | None, str | None]:

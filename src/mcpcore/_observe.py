@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ._errors import BackendError
+from ._errors import BackendError, McpError
 
 __all__ = ["RequestEnded", "RequestObserver", "RequestStarted", "error_type"]
 
@@ -69,14 +69,16 @@ class RequestEnded:
     """The request ``call_id`` ended: ``error_type`` is ``None`` when it succeeded.
 
     ``error_type`` follows OpenTelemetry's ``error.type``: ``"tool_error"`` for a
-    tool's own error result (``isError``), ``"cancelled"`` for a request its
-    caller (or closing) gave up, else the error's class name (``CallTimeout``,
-    ``TransportError``, ``BackendError`` for a JSON-RPC error answer...).
+    tool's own error result (``isError``), the JSON-RPC error code (as text)
+    for the server's error answer, ``"cancelled"`` for a request its caller
+    (or closing) gave up, else the error's class name (``CallTimeout``,
+    ``TransportError``...). ``rpc_code`` is that JSON-RPC code, if any.
     ``error`` is the error itself (its text may hold server text: untrusted).
     """
 
     call_id: int
     error_type: str | None
+    rpc_code: int | None = None
     error: BaseException | None = None
     now: float = 0.0
 
@@ -95,6 +97,8 @@ def error_type(error: BaseException) -> str:
     """OpenTelemetry's ``error.type`` for a request that failed with ``error``."""
     if isinstance(error, BackendError) and error.output is not None:
         return "tool_error"  # the tool answered, with isError
+    if isinstance(error, McpError) and error.rpc_code is not None:
+        return str(error.rpc_code)  # the server's JSON-RPC error answer
     return type(error).__name__
 
 

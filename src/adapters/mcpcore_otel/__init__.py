@@ -15,7 +15,9 @@ semantic conventions for MCP:
   ``jsonrpc.request.id``, ``mcp.session.id``, ``mcp.protocol.version``,
   ``network.transport`` (``tcp``, ``pipe``), ``network.protocol.name``,
   ``server.address`` / ``server.port``, and ``error.type`` with an error
-  status when it fails;
+  status when it fails (``tool_error`` for a tool's ``isError`` result, the
+  JSON-RPC code for an error answer, which ``rpc.response.status_code`` also
+  holds);
 * the ``mcp.client.operation.duration`` histogram (seconds, measured with
   the driver's own clock) with the same low-cardinality attributes;
 * the trace context, injected with the global propagator (W3C
@@ -118,6 +120,10 @@ class Tracing:
         if request.error_type is not None:
             measured = {**measured, "error.type": request.error_type}
             span.set_attribute("error.type", request.error_type)
+            if request.rpc_code is not None:
+                code = str(request.rpc_code)
+                measured["rpc.response.status_code"] = code
+                span.set_attribute("rpc.response.status_code", code)
             span.set_status(Status(StatusCode.ERROR, request.error_type))
         self._duration.record(max(0.0, request.now - started), attributes=measured)
         span.end()
