@@ -227,3 +227,37 @@ def test_V3_no_value_of_a_headers_callable_ever_shows(data: st.DataObject, secre
         logger.setLevel(level)
     for text in [*shown, *records]:
         assert secret not in text, (how, text)
+
+
+async def test_V3_a_hub_gives_each_entry_its_own_callable(driver: str) -> None:
+    import json as _json
+
+    import anyio
+
+    import mcpcore_anyio
+    import mcpcore_threaded
+
+    first, second = _Headers(), _Headers()
+    with DemoServer().serve_in_thread() as running:
+        text = _json.dumps(
+            {"mcpServers": {"one": {"url": running.url}, "two": {"url": running.url}}}
+        )
+        options: dict[str, Any] = {"headers": {"one": first}, "tracing": False}
+        if driver == "threaded":
+
+            def blocking() -> None:
+                with mcpcore_threaded.McpHub.from_text(text, **options) as hub:
+                    assert all(a.ok for a in hub.ready(10).values())
+                    hub.call("one/echo", {"text": "1"})
+                    hub.call("two/echo", {"text": "2"})
+
+            await anyio.to_thread.run_sync(blocking)
+        else:
+            async with mcpcore_anyio.McpHub.from_text(text, **options) as hub:
+                assert all(a.ok for a in (await hub.ready(10)).values())
+                await hub.call("one/echo", {"text": "1"})
+                await hub.call("two/echo", {"text": "2"})
+        calls = _received(running.server, "tools/call")
+    assert [h.get("x-tenant") for h in calls] == ["nobody", None]
+    assert {server for _, server in first.asked} == {"one"}
+    assert second.asked == []

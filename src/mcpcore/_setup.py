@@ -165,8 +165,9 @@ class ClientOptions(TypedDict, total=False):
         It runs synchronously where each request is built: for a call (a read, a
         listing...) in the caller's own thread or task, before anything is sent,
         so a value the caller set in a ``contextvars.ContextVar`` (the tenant) is
-        seen; a request the client sends of its own (the handshake, a re-list,
-        an ``input_required`` round, a re-send) runs it in the client's task. It
+        seen; a request the client sends of its own (the handshake, a re-list)
+        runs it in the client's task, and so may a further round, page or
+        re-send of a call, which is built where the previous answer arrived. It
         must be quick and must not block (it is not a hook the client waits on:
         keep a token cache it reads, refreshed elsewhere). What it returns passes
         the checks of configured headers (C5); a callable that raises or returns
