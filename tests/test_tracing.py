@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import mcpcore_threaded
-from drivers import DRIVERS, backend_of, open_client
+from drivers import DRIVERS, backend_of, open_client, wait_for
 from mcpcore import (
     InvalidValue,
     RequestEnded,
@@ -293,3 +294,42 @@ async def test_V2_reads_listings_and_prompts_get_spans_named_after_their_target(
         assert span.attributes["mcp.protocol.version"] == (
             MODERN_PROTOCOL_VERSION if protocol == "modern" else "2025-11-25"
         )
+
+
+async def test_V2_a_local_server_s_spans_say_pipe(
+    driver: str, spans: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    server = Path(__file__).parent / "servers" / "stdio_server.py"
+    script = tmp_path / "run-server"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{server}" "$@"\n')
+    script.chmod(0o755)
+    options = {"allow_local": True, "plugin_root": str(tmp_path), "tracing": True}
+    tracer = trace.get_tracer("test")
+    async with open_client(driver, "local", {"command": "./run-server"}, **options) as client:
+        assert (await client.ready(20)).ok
+        with tracer.start_as_current_span("agent step") as parent:
+            assert (await client.call("local/echo", {"text": "p"})).text == "p"
+    (span,) = _client_spans(spans)
+    assert span.name == "tools/call echo"
+    assert span.parent is not None
+    assert span.parent.span_id == parent.get_span_context().span_id
+    attributes = dict(span.attributes or {})
+    assert attributes["network.transport"] == "pipe"
+    assert "server.address" not in attributes and "mcp.session.id" not in attributes
+
+
+async def test_V2_a_cancelled_call_s_span_ends_with_error_type_cancelled(
+    driver: str, spans: InMemorySpanExporter
+) -> None:
+    with DemoServer().serve_in_thread() as running:
+        async with open_client(driver, "demo", {"url": running.url}, tracing=True) as client:
+            assert (await client.ready(10)).ok
+
+            def started() -> bool:
+                return any(r.rpc_method == "tools/call" for r in running.server.received)
+
+            await client.call_and_cancel("demo/slow", {"steps": 100, "delay": 0.1}, started)
+            await wait_for(lambda: bool(_client_spans(spans)), 10)
+    (span,) = _client_spans(spans)
+    assert span.name == "tools/call slow"
+    assert span.attributes is not None and span.attributes["error.type"] == "cancelled"
