@@ -261,3 +261,24 @@ async def test_V3_a_hub_gives_each_entry_its_own_callable(driver: str) -> None:
     assert [h.get("x-tenant") for h in calls] == ["nobody", None]
     assert {server for _, server in first.asked} == {"one"}
     assert second.asked == []
+
+
+async def test_V3_a_call_sent_again_elsewhere_still_runs_the_callable_in_its_callers_context(
+    driver: str,
+) -> None:
+    """H6 re-sends the call after a new session is set up, from wherever the new
+    session's answer arrived (a worker thread on the threaded driver): the callable
+    still sees the caller's context, so the call keeps its tenant's headers."""
+    source = _Headers()
+    with DemoServer().serve_in_thread() as running:
+        async with open_client(driver, "demo", {"url": running.url}, headers=source) as client:
+            assert (await client.ready(10)).ok
+            running.server.expire_sessions()
+            token = TENANT.set("acme")
+            try:
+                assert (await client.call("demo/echo", {"text": "again"})).text == "again"
+            finally:
+                TENANT.reset(token)
+            sent = _received(running.server, "tools/call")
+    assert len(sent) == 2  # refused with the expired session, then sent again
+    assert [h["x-tenant"] for h in sent] == ["acme", "acme"]

@@ -19,6 +19,7 @@ Driving one by hand (see docs/engine.md for a runnable version)::
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -87,6 +88,9 @@ class _EngineBase:
         # V2: told when each request of the host starts and ends (None: no one is).
         self.observer: RequestObserver | None = None
         self._observed: dict[int, None] = {}  # call ids told as started, not yet ended
+        # V3: with a headers callable, each request of the host's caller context (by
+        # call id), so every wire request of it runs the callable there (None: none).
+        self._contexts: dict[int, contextvars.Context] | None = None
 
     # --- commands --------------------------------------------------------------
 
@@ -108,6 +112,8 @@ class _EngineBase:
         if self.observer is not None:
             return self._observed_call(tool_id, arguments, now, timeout, meta)
         call_id = self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta)
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)
         return call_id
 
@@ -117,6 +123,8 @@ class _EngineBase:
         if self.observer is not None:
             return self._observed_request(ask, now, timeout)
         call_id = self.session.request(ask, now, timeout=timeout)
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)
         return call_id
 
@@ -185,6 +193,8 @@ class _EngineBase:
             safely_ended(observer, ended)
             raise
         self._observed[call_id] = None
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)
         return call_id
 
@@ -192,6 +202,8 @@ class _EngineBase:
         """An ending event of a request the observer was told about (V2)."""
         if not isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
             return
+        if self._contexts:
+            self._contexts.pop(event.call_id, None)
         if self._observed.pop(event.call_id, 0) is not None or self.observer is None:
             return
         error: McpError | None = None
@@ -295,6 +307,8 @@ class HttpClientEngine(_EngineBase):
             name=options.server_name,
             dynamic_headers=headers,
         )
+        if headers is not None:
+            self._contexts = {}
         self.auth: AuthLayer | None = None
         if auth is not None:
             if token_bytes is None:
@@ -482,6 +496,7 @@ class HttpClientEngine(_EngineBase):
     def _pump(self, now: float) -> None:
         session, http, auth = self.session, self.http, self.auth
         observed = self._observed  # V2: non-empty only while an observer waits for endings
+        contexts = self._contexts  # V3: None without a headers callable
         while True:
             moved = auth is not None and auth.step(now)
             if auth is not None and auth.authorized:
@@ -502,12 +517,16 @@ class HttpClientEngine(_EngineBase):
             http.modern = session.modern
             for message, body in session.take_outgoing_encoded():
                 moved = True
-                http.send(message, now, body, session.headers_for(message))
+                context = None
+                if contexts and isinstance(message, Request):
+                    pending = session.path.pending.get(message.id)  # type: ignore[arg-type]
+                    context = None if pending is None else contexts.get(pending.call_id)
+                http.send(message, now, body, session.headers_for(message), context)
             for event in session.take_events():
                 moved = True
                 if isinstance(event, StartFailed):
                     http.reset()
-                elif observed:
+                elif observed or contexts:
                     self._observe_end(event, now)
                 self._events.append(event)
             if not moved:

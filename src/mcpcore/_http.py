@@ -26,6 +26,7 @@ URL's query, an argument value or a result body.
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import itertools
 import logging
@@ -242,6 +243,8 @@ class HttpMapping:
         # H8: the session whose GET stream was refused or gave up; not retried.
         self._listen_refused_for: str | None = None
         self._held: list[Message] = []
+        # V3: the caller's context of each held request, for its headers callable
+        self._held_contexts: dict[object, contextvars.Context] = {}
         # Requests abandoned while held: their cancel notice, which follows, is dropped.
         self._never_sent: set[int] = set()
         # L6: when closing must be over (set by begin_close); None while open.
@@ -317,15 +320,19 @@ class HttpMapping:
         now: float,
         body: bytes | None = None,
         headers: Sequence[tuple[bytes, bytes]] | None = None,
+        context: contextvars.Context | None = None,
     ) -> None:
         """H1: one message per POST. ``body``: the message already encoded, if it was.
 
         ``headers``: the 2026-07-28 headers of this very body (M24–M27); with them
         no session id or version header of the handshake era is added.
+        ``context``: the caller's context the ``headers=`` callable runs in (V3).
         """
         self._last_now = now
         if self._gate is not None:
             self._held.append(message)
+            if context is not None and isinstance(message, Request):
+                self._held_contexts[message.id] = context
             return
         is_request = isinstance(message, Request)
         if self._never_sent and _cancels(message, self._never_sent):
@@ -349,7 +356,7 @@ class HttpMapping:
         if self._dynamic_headers is not None:
             method = message.method if isinstance(message, (Request, Notification)) else None
             try:
-                configured = self._with_dynamic(method)
+                configured = self._with_dynamic(method, context)
             except InvalidValue as exc:
                 self._dynamic_failed(message, exc)
                 return
@@ -418,6 +425,7 @@ class HttpMapping:
         for index, message in enumerate(self._held):
             if isinstance(message, Request) and message.id == request_id:
                 del self._held[index]
+                self._held_contexts.pop(request_id, None)
                 self._never_sent.add(request_id)
                 break
         xid = self._by_request.pop(request_id, None)
@@ -454,6 +462,7 @@ class HttpMapping:
         self._listening = False
         self._gate = None
         self._held.clear()
+        self._held_contexts.clear()
         self._never_sent.clear()
         self._answers_waiting.clear()
 
@@ -593,14 +602,19 @@ class HttpMapping:
 
     # --- internals -----------------------------------------------------------------------
 
-    def _with_dynamic(self, method: str | None) -> list[tuple[bytes, bytes]]:
+    def _with_dynamic(
+        self, method: str | None, context: contextvars.Context | None = None
+    ) -> list[tuple[bytes, bytes]]:
         """V3: the configured headers with what the ``headers=`` callable gives for this
         request (its names replace configured ones). ``InvalidValue`` naming no value
         when it raises or gives something C5 refuses."""
         source = self._dynamic_headers
         assert source is not None
         try:
-            given = source(method, self._server)
+            if context is None:
+                given = source(method, self._server)
+            else:  # the caller's context, wherever this request is built
+                given = context.run(source, method, self._server)
         except Exception as exc:  # the host's callable: its text may hold a secret
             raise InvalidValue(f"the headers callable raised {type(exc).__name__}") from None
         checked = check_dynamic_headers(self._server, given)
@@ -717,8 +731,10 @@ class HttpMapping:
         if ex.id == self._gate:
             self._gate = None
             held, self._held = self._held, []
+            contexts, self._held_contexts = self._held_contexts, {}
             for message in held:
-                self.send(message, self._last_now)
+                context = contexts.get(message.id) if isinstance(message, Request) else None
+                self.send(message, self._last_now, context=context)
         request_id = ex.stream.request_id if ex.stream is not None else None
         if request_id is not None and self._by_request.get(request_id) == ex.id:
             del self._by_request[request_id]

@@ -162,12 +162,15 @@ class ClientOptions(TypedDict, total=False):
         the HTTP request carries (``None`` for the GET stream, the ``DELETE`` on
         close and an answer to the server); ``server`` is the client's name. For a
         hub, a mapping of server names to callables gives each entry its own.
-        It runs synchronously where each request is built: for a call (a read, a
-        listing...) in the caller's own thread or task, before anything is sent,
-        so a value the caller set in a ``contextvars.ContextVar`` (the tenant) is
-        seen; a request the client sends of its own (the handshake, a re-list)
-        runs it in the client's task, and so may a further round, page or
-        re-send of a call, which is built where the previous answer arrived. It
+        It runs synchronously as each request is built, and for a request of
+        the host (a call, a read, a listing...) always in its caller's context:
+        the engine keeps a copy of it (``contextvars.copy_context()``) for every
+        HTTP request that carries the call, wherever it is built (a further
+        ``input_required`` round, a page, a re-send after a new session), so a
+        value the caller set in a ``contextvars.ContextVar`` (the tenant) is
+        always seen. A request the client sends of its own (the handshake, a
+        re-list, a notice, the GET stream, ``DELETE``) runs it in the client's
+        own context. It
         must be quick and must not block (it is not a hook the client waits on:
         keep a token cache it reads, refreshed elsewhere). What it returns passes
         the checks of configured headers (C5); a callable that raises or returns
