@@ -32,7 +32,12 @@ PUBLIC_PACKAGES = (
     "mcpcore_tooling",
 )
 # Need their framework (an extra), so they are only checked to be in the wheel.
-FRAMEWORK_ADAPTERS = ("mcpcore_langchain", "mcpcore_pydantic_ai", "mcpcore_openai_agents")
+FRAMEWORK_ADAPTERS = (
+    "mcpcore_langchain",
+    "mcpcore_pydantic_ai",
+    "mcpcore_openai_agents",
+    "mcpcore_otel",  # the otel extra (opentelemetry-api)
+)
 BUILD_TIMEOUT = 240.0
 INSTALL_TIMEOUT = 240.0
 RUN_TIMEOUT = 60.0
@@ -97,7 +102,7 @@ def test_installed_without_editable_imports_and_runs_the_demo(
         "    module = importlib.import_module(name)\n"
         f"    assert {str(ROOT)!r} not in (module.__file__ or ''), module.__file__\n"
         "import importlib.util\n"
-        "frameworks = ('langchain_core', 'pydantic_ai', 'agents', 'openai', 'mcp')\n"
+        "frameworks = ('langchain_core', 'pydantic_ai', 'agents', 'openai', 'mcp', 'opentelemetry')\n"
         "assert not [f for f in frameworks if importlib.util.find_spec(f)], 'the base install grew'\n"
         "print('imported', len(sys.modules))\n"
     )

@@ -152,6 +152,9 @@ _EXPORTS: dict[str, str] = {
     "HubBase": "_client_base",
     "looks_like_document": "_client_base",
     "RegistrationContract": "_registry",
+    "RequestEnded": "_observe",
+    "RequestObserver": "_observe",
+    "RequestStarted": "_observe",
     "Action": "_events",
     "Event": "_events",
     "SSEDecoder": "_sse",
@@ -282,7 +285,10 @@ __all__ = [
     "RemoteProtocolError",
     "RemoteServer",
     "Request",
+    "RequestEnded",
     "RequestKind",
+    "RequestObserver",
+    "RequestStarted",
     "RequestSucceeded",
     "Resource",
     "ResourceBlock",
@@ -496,6 +502,7 @@ if TYPE_CHECKING:
         UnlockTokens,
         compact_jws,
     )
+    from ._observe import RequestEnded, RequestObserver, RequestStarted
     from ._outcome import call_outcome, closed_outcome, refresh_outcome
     from ._prompts import Prompt, PromptArgument, PromptMessage, PromptResult
     from ._registry import RegistrationContract

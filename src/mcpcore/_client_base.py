@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ._config import RemoteServer
     from ._engine import HttpClientEngine, StdioClientEngine
     from ._hooks import HookCall
-    from ._http import HttpLimits
+    from ._http import HeaderSource, HttpLimits
     from ._oauth import ClientRecord, TokenSet
     from ._resources import Resource, ServerResource
     from ._session import SessionOptions
@@ -75,6 +75,7 @@ class ClientBase:
     _store: TokenStore | None
     _authorize: Callable[..., object] | None
     _sign_assertion: Callable[..., object] | None
+    _header_source: HeaderSource | None = None  # V3: the headers= callable, if any
 
     # --- OAuth's part of a remote client (A3, D2) ---------------------------------------
 
@@ -109,6 +110,7 @@ class ClientBase:
             interactive=self._authorize is not None,
             tokens=tokens,
             clients=clients,
+            headers=self._header_source,
         )
 
     def _hook_call(self, action: AuthAction) -> HookCall:

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Literal, NoReturn
 from urllib.parse import urlsplit
 
-from ._errors import ConfigError
+from ._errors import ConfigError, InvalidValue
 
 __all__ = [
     "CLIENT_OWNED_HEADERS",
@@ -36,6 +36,7 @@ __all__ = [
     "LocalServer",
     "Origin",
     "RemoteServer",
+    "check_dynamic_headers",
     "check_remote_headers",
     "expand",
     "load_mcp_json",
@@ -586,6 +587,21 @@ def check_remote_headers(server: RemoteServer) -> None:
     :class:`ConfigError` naming the server and the header, never the value.
     """
     _checked_headers(_Entry(server.name, {}, "", None, None), server.headers, expand=False)
+
+
+def check_dynamic_headers(server: str, headers: object) -> dict[str, str]:
+    """V3: what a ``headers=`` callable returned for one request, checked as C5 checks
+    configured headers. Raises :class:`InvalidValue` naming the header (or the type
+    of what came back), never a value: that request fails, nothing else."""
+    if not isinstance(headers, Mapping):
+        raise InvalidValue(
+            f"the headers callable returned a value of type {type(headers).__name__}, "
+            "not a mapping of header names to values"
+        )
+    try:
+        return _checked_headers(_Entry(server, {}, "", None, None), headers, expand=False)
+    except ConfigError as exc:
+        raise InvalidValue(f"the headers callable's result: {exc.reason}") from None
 
 
 def _checked_headers(ctx: _Entry, headers: Mapping[str, object], *, expand: bool) -> dict[str, str]:

@@ -19,19 +19,32 @@ Driving one by hand (see docs/engine.md for a runnable version)::
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ._config import LocalServer, RemoteServer
 from ._errors import InvalidState, InvalidValue, McpError, TransportError
 from ._escape import excerpt
-from ._events import Action, Event, ProcessAction, StartFailed
+from ._events import (
+    Action,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    Event,
+    ProcessAction,
+    RequestSucceeded,
+    StartFailed,
+)
 from ._failure import TransportFailure
-from ._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed
+from ._http import HeaderSource, HttpLimits, HttpMapping, MessageArrived, RequestFailed
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
+from ._observe import RequestEnded, RequestStarted, error_type, safely_ended, safely_started
+from ._requests import Ask
 from ._session import ClientSession, SessionOptions, SessionState
 from ._stdio import DEFAULT_GRACE, ChildControl, LineFramer, frame_message
 from ._tools import Catalogue
@@ -41,7 +54,7 @@ if TYPE_CHECKING:
     from ._authorizing import AuthAction, AuthLayer, AuthOptions
     from ._hooks import HookFailure
     from ._oauth import ClientRecord, TokenSet
-    from ._requests import Ask
+    from ._observe import RequestObserver
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
 
@@ -72,6 +85,12 @@ class _EngineBase:
     def __init__(self, options: SessionOptions | None) -> None:
         self.session = ClientSession(options)
         self._events: list[Event] = []
+        # V2: told when each request of the host starts and ends (None: no one is).
+        self.observer: RequestObserver | None = None
+        self._observed: dict[int, None] = {}  # call ids told as started, not yet ended
+        # V3: with a headers callable, each request of the host's caller context (by
+        # call id), so every wire request of it runs the callable there (None: none).
+        self._contexts: dict[int, contextvars.Context] | None = None
 
     # --- commands --------------------------------------------------------------
 
@@ -90,16 +109,121 @@ class _EngineBase:
     ) -> int:
         """Start a ``tools/call``; the outcome arrives as an event with this call id.
         ``meta``: the host's own ``_meta`` keys for this call (V1)."""
+        if self.observer is not None:
+            return self._observed_call(tool_id, arguments, now, timeout, meta)
         call_id = self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta)
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)
         return call_id
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Start one request of the host (a listing, a read, a prompt: F1); it ends
         with ``RequestSucceeded``, ``CallFailed`` or ``CallCancelled`` under this id."""
+        if self.observer is not None:
+            return self._observed_request(ask, now, timeout)
         call_id = self.session.request(ask, now, timeout=timeout)
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)
         return call_id
+
+    # --- V2: the observer's view of each request of the host ------------------------
+
+    def _observed_call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None,
+        now: float,
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+    ) -> int:
+        catalogue = self.session.catalogue
+        tool = catalogue.get(tool_id) if catalogue is not None else None
+        carrier = self._observe_start("tools/call", now, tool=None if tool is None else tool.name)
+        if carrier and (meta is None or isinstance(meta, Mapping)):
+            meta = {**carrier, **(meta or {})}  # the host's own keys win
+        return self._observed_issue(
+            lambda: self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta), now
+        )
+
+    def _observed_request(self, ask: Ask, now: float, timeout: float | None) -> int:
+        kind, params = ask.kind, ask.params
+        about = params.get(kind.name_param) if params and kind.name_param else None
+        about = about if isinstance(about, str) else None
+        if kind.name_param == "uri":
+            carrier = self._observe_start(kind.method, now, uri=about)
+        elif kind.method.startswith("prompts/"):
+            carrier = self._observe_start(kind.method, now, prompt=about)
+        else:
+            carrier = self._observe_start(kind.method, now, tool=about)
+        if carrier:
+            stamped = dict(params or {})
+            stamped["_meta"] = {**carrier, **(stamped.get("_meta") or {})}
+            ask = Ask(kind, stamped, ask.context)
+        return self._observed_issue(lambda: self.session.request(ask, now, timeout=timeout), now)
+
+    def _observe_start(self, method: str, now: float, **about: str | None) -> Mapping[str, Any]:
+        observer = self.observer
+        assert observer is not None
+        session = self.session
+        transport, address, port, session_id = self._wire()
+        started = RequestStarted(
+            call_id=session.path.peek_id,  # the id the request is about to take
+            method=method,
+            server=session.options.server_name,
+            protocol_version=session.protocol_version,
+            session_id=session_id,
+            transport=transport,
+            address=address,
+            port=port,
+            now=now,
+            **about,
+        )
+        return safely_started(observer, started) or {}
+
+    def _observed_issue(self, issue: Callable[[], int], now: float) -> int:
+        observer = self.observer
+        assert observer is not None
+        expected = self.session.path.peek_id
+        try:
+            call_id = issue()
+        except BaseException as exc:  # refused before sending: the request ends now
+            ended = RequestEnded(call_id=expected, error_type=error_type(exc), error=exc, now=now)
+            safely_ended(observer, ended)
+            raise
+        self._observed[call_id] = None
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
+        self._pump(now)
+        return call_id
+
+    def _observe_end(self, event: Event, now: float) -> None:
+        """An ending event of a request the observer was told about (V2)."""
+        if not isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
+            return
+        if self._contexts:
+            self._contexts.pop(event.call_id, None)
+        if self._observed.pop(event.call_id, 0) is not None or self.observer is None:
+            return
+        error: McpError | None = None
+        kind: str | None = None
+        if isinstance(event, CallFailed):
+            error, kind = event.error, error_type(event.error)
+        elif isinstance(event, CallCancelled):
+            kind = "cancelled"
+        ended = RequestEnded(
+            call_id=event.call_id,
+            error_type=kind,
+            rpc_code=None if error is None else error.rpc_code,
+            error=error,
+            now=now,
+        )
+        safely_ended(self.observer, ended)
+
+    def _wire(self) -> tuple[str, str | None, int | None, str | None]:
+        """The transport, the server's address and port, and the session id (V2)."""
+        return ("pipe", None, None, None)
 
     def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
         cancelled = self.session.cancel(call_id, now, reason)
@@ -162,11 +286,14 @@ class HttpClientEngine(_EngineBase):
         interactive: bool = False,
         tokens: TokenSet | None = None,
         clients: Sequence[ClientRecord] = (),
+        headers: HeaderSource | None = None,
     ) -> None:
         """``auth``: run OAuth for this server (A1); then ``token_bytes`` is the
         entropy (``secrets.token_bytes``), ``wall_offset`` the wall clock minus
         the driver's ``now`` clock, ``interactive`` whether the driver has an
-        ``authorize`` hook, and ``tokens``/``clients`` what the store held."""
+        ``authorize`` hook, and ``tokens``/``clients`` what the store held.
+        ``headers``: the host's ``headers(method, server)`` callable (V3), called
+        for each HTTP request as it is built (see ``HttpMapping``)."""
         if options is None:
             options = SessionOptions(server_name=server.name)
         super().__init__(options)
@@ -178,7 +305,10 @@ class HttpClientEngine(_EngineBase):
             limits=limits,
             listen=listen,
             name=options.server_name,
+            dynamic_headers=headers,
         )
+        if headers is not None:
+            self._contexts = {}
         self.auth: AuthLayer | None = None
         if auth is not None:
             if token_bytes is None:
@@ -300,6 +430,14 @@ class HttpClientEngine(_EngineBase):
             or self.session.failures != self._login_failures
         )
 
+    def _wire(self) -> tuple[str, str | None, int | None, str | None]:
+        parts = urlsplit(self.http.url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            port = None
+        return ("tcp", parts.hostname, port, self.http.session_id)
+
     def _need_auth(self) -> AuthLayer:
         if self.auth is None:
             raise InvalidState("this client was not given auth=")
@@ -357,6 +495,8 @@ class HttpClientEngine(_EngineBase):
 
     def _pump(self, now: float) -> None:
         session, http, auth = self.session, self.http, self.auth
+        observed = self._observed  # V2: non-empty only while an observer waits for endings
+        contexts = self._contexts  # V3: None without a headers callable
         while True:
             moved = auth is not None and auth.step(now)
             if auth is not None and auth.authorized:
@@ -377,11 +517,17 @@ class HttpClientEngine(_EngineBase):
             http.modern = session.modern
             for message, body in session.take_outgoing_encoded():
                 moved = True
-                http.send(message, now, body, session.headers_for(message))
+                context = None
+                if contexts and isinstance(message, Request):
+                    pending = session.path.pending.get(message.id)  # type: ignore[arg-type]
+                    context = None if pending is None else contexts.get(pending.call_id)
+                http.send(message, now, body, session.headers_for(message), context)
             for event in session.take_events():
                 moved = True
                 if isinstance(event, StartFailed):
                     http.reset()
+                elif observed or contexts:
+                    self._observe_end(event, now)
                 self._events.append(event)
             if not moved:
                 # H8: (re)open the GET stream once a session is up, also after H6.
@@ -562,6 +708,7 @@ class StdioClientEngine(_EngineBase):
 
     def _pump(self, now: float) -> None:
         session, child = self.session, self._child
+        observed = self._observed  # V2: non-empty only while an observer waits for endings
         while True:
             moved = False
             session.take_abandoned()  # nothing to drop on stdio beyond the notice
@@ -584,6 +731,8 @@ class StdioClientEngine(_EngineBase):
                 moved = True
                 if isinstance(event, StartFailed) and child is not None:
                     child.stop(now, grace=0.0)  # the handshake failed: this child is done
+                elif observed:
+                    self._observe_end(event, now)
                 self._events.append(event)
             if not moved:
                 return

@@ -45,7 +45,13 @@ __all__ = [
 
 
 class McpError(Exception):
-    """Base of every error raised by mcpcore and its drivers."""
+    """Base of every error raised by mcpcore and its drivers.
+
+    ``rpc_code`` is the JSON-RPC error code when the error is the server's
+    error answer to a request (``None`` otherwise).
+    """
+
+    rpc_code: int | None = None
 
     def __reduce__(self) -> tuple[object, ...]:
         # Rebuilt from its message and attributes as they are: the constructors

@@ -26,17 +26,20 @@ URL's query, an argument value or a result body.
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NoReturn, Union
 from urllib.parse import urlsplit, urlunsplit
 
+from ._config import check_dynamic_headers
 from ._errors import (
+    InvalidValue,
     LimitExceeded,
     McpError,
     TransportError,
@@ -111,6 +114,14 @@ class SessionExpired:
 
 Upward = Union[MessageArrived, RequestFailed, SessionExpired]
 
+#: V3: ``headers=`` as a callable: (the JSON-RPC method the request carries, or
+#: None for the GET stream, DELETE and an answer; the server's name) -> headers.
+HeaderSource = Callable[[Union[str, None], str], Mapping[str, str]]
+
+# V3: distinct values a headers callable gave that are still cut out of server text
+# (the newest kept; a value that rotates per request leaves the oldest behind).
+_DYNAMIC_VALUES_KEPT = 64
+
 
 class _Kind(Enum):
     POST = "post"  # a message of ours
@@ -183,6 +194,7 @@ class HttpMapping:
         limits: HttpLimits | None = None,
         listen: bool = True,
         name: str | None = None,
+        dynamic_headers: HeaderSource | None = None,
     ) -> None:
         self.url = url
         self.display_url = display_url or _strip_query(url)
@@ -192,9 +204,13 @@ class HttpMapping:
         self.listen = listen
         self._extra_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in headers]
         self._header_values = sorted({v for _, v in headers if len(v) >= 4}, key=len, reverse=True)
+        self._dynamic_values: list[str] = []  # V3: redacted too, the newest kept
         # X3, A4: server text worded into errors, with secrets it may echo cut out
         # (configured header values here; the OAuth layer adds the tokens it holds).
         self.redact: Callable[[str], str] = self._redact_header_values
+        # V3: the host's headers=(method, server) callable, called for each request sent.
+        self._dynamic_headers = dynamic_headers
+        self._server = name if name is not None else self.display_url
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._next_xid = 1
@@ -227,6 +243,8 @@ class HttpMapping:
         # H8: the session whose GET stream was refused or gave up; not retried.
         self._listen_refused_for: str | None = None
         self._held: list[Message] = []
+        # V3: the caller's context of each held request, for its headers callable
+        self._held_contexts: dict[object, contextvars.Context] = {}
         # Requests abandoned while held: their cancel notice, which follows, is dropped.
         self._never_sent: set[int] = set()
         # L6: when closing must be over (set by begin_close); None while open.
@@ -302,15 +320,19 @@ class HttpMapping:
         now: float,
         body: bytes | None = None,
         headers: Sequence[tuple[bytes, bytes]] | None = None,
+        context: contextvars.Context | None = None,
     ) -> None:
         """H1: one message per POST. ``body``: the message already encoded, if it was.
 
         ``headers``: the 2026-07-28 headers of this very body (M24–M27); with them
         no session id or version header of the handshake era is added.
+        ``context``: the caller's context the ``headers=`` callable runs in (V3).
         """
         self._last_now = now
         if self._gate is not None:
             self._held.append(message)
+            if context is not None and isinstance(message, Request):
+                self._held_contexts[message.id] = context
             return
         is_request = isinstance(message, Request)
         if self._never_sent and _cancels(message, self._never_sent):
@@ -330,6 +352,14 @@ class HttpMapping:
             else:
                 self._drop_answer()
             return
+        configured = self._extra_headers
+        if self._dynamic_headers is not None:
+            method = message.method if isinstance(message, (Request, Notification)) else None
+            try:
+                configured = self._with_dynamic(method, context)
+            except InvalidValue as exc:
+                self._dynamic_failed(message, exc)
+                return
         stream = None
         if is_request and isinstance(message.id, int):  # type: ignore[union-attr]
             stream = _Stream(request_id=message.id, session_id=self.session_id)  # type: ignore[union-attr]
@@ -337,9 +367,9 @@ class HttpMapping:
             body = encode_message(message)
         xid = self._open(_Kind.POST, message, stream)
         if headers is None:
-            request_headers = self._headers(_ACCEPT_BOTH)
+            request_headers = self._headers(_ACCEPT_BOTH, configured)
         else:
-            request_headers = [(b"accept", _ACCEPT_BOTH), *self._extra_headers, *headers]
+            request_headers = [(b"accept", _ACCEPT_BOTH), *configured, *headers]
         request_headers.append((b"content-type", b"application/json"))
         self._actions.append(
             HttpRequest(
@@ -395,6 +425,7 @@ class HttpMapping:
         for index, message in enumerate(self._held):
             if isinstance(message, Request) and message.id == request_id:
                 del self._held[index]
+                self._held_contexts.pop(request_id, None)
                 self._never_sent.add(request_id)
                 break
         xid = self._by_request.pop(request_id, None)
@@ -431,6 +462,7 @@ class HttpMapping:
         self._listening = False
         self._gate = None
         self._held.clear()
+        self._held_contexts.clear()
         self._never_sent.clear()
         self._answers_waiting.clear()
 
@@ -484,6 +516,12 @@ class HttpMapping:
             self._delete_waits = True
             return
         self._delete_waits = False
+        try:
+            headers = self._headers(None)
+        except InvalidValue as exc:  # V3: the headers callable failed: no DELETE
+            _log.warning("%s the session's DELETE not sent: %s", self._tag, exc)
+            self.session_id = None
+            return
         xid = self._open(_Kind.DELETE, None, None)
         _log.debug(
             "%s DELETE session %s (exchange %d)", self._tag, _shown_session(self.session_id), xid
@@ -493,7 +531,7 @@ class HttpMapping:
                 exchange_id=xid,
                 method="DELETE",
                 url=self.url,
-                headers=self._headers(None),
+                headers=headers,
                 timeout=self.limits.close_timeout,
             )
         )
@@ -564,11 +602,58 @@ class HttpMapping:
 
     # --- internals -----------------------------------------------------------------------
 
-    def _headers(self, accept: bytes | None) -> list[tuple[bytes, bytes]]:
+    def _with_dynamic(
+        self, method: str | None, context: contextvars.Context | None = None
+    ) -> list[tuple[bytes, bytes]]:
+        """V3: the configured headers with what the ``headers=`` callable gives for this
+        request (its names replace configured ones). ``InvalidValue`` naming no value
+        when it raises or gives something C5 refuses."""
+        source = self._dynamic_headers
+        assert source is not None
+        try:
+            if context is None:
+                given = source(method, self._server)
+            else:  # the caller's context, wherever this request is built
+                given = context.run(source, method, self._server)
+        except Exception as exc:  # the host's callable: its text may hold a secret
+            raise InvalidValue(f"the headers callable raised {type(exc).__name__}") from None
+        checked = check_dynamic_headers(self._server, given)
+        if not checked:
+            return self._extra_headers
+        values = self._header_values
+        for value in checked.values():
+            if len(value) >= 4 and value not in values:
+                values.append(value)
+                values.sort(key=len, reverse=True)
+                self._dynamic_values.append(value)
+                if len(self._dynamic_values) > _DYNAMIC_VALUES_KEPT:
+                    values.remove(self._dynamic_values.pop(0))
+        names = {name.lower().encode("latin-1") for name in checked}
+        return [
+            *(pair for pair in self._extra_headers if pair[0].lower() not in names),
+            *((name.encode("latin-1"), value.encode("utf-8")) for name, value in checked.items()),
+        ]
+
+    def _dynamic_failed(self, message: Message, error: InvalidValue) -> None:
+        """V3: the headers callable failed for ``message``: a request fails alone; a
+        notice or an answer, which nothing waits for, is not sent."""
+        if isinstance(message, Request) and isinstance(message.id, int):
+            _log.debug("%s %s not sent: %s", self._tag, describe_message(message), error)
+            self._upward.append(RequestFailed(message.id, error))
+            return
+        _log.warning("%s %s not sent: %s", self._tag, describe_message(message), error)
+
+    def _headers(
+        self, accept: bytes | None, configured: list[tuple[bytes, bytes]] | None = None
+    ) -> list[tuple[bytes, bytes]]:
         headers: list[tuple[bytes, bytes]] = []
         if accept is not None:
             headers.append((b"accept", accept))
-        headers.extend(self._extra_headers)
+        if configured is None:
+            configured = self._extra_headers
+            if self._dynamic_headers is not None:
+                configured = self._with_dynamic(None)  # raises InvalidValue
+        headers.extend(configured)
         if self.session_id is not None:
             headers.append((b"mcp-session-id", self.session_id.encode("latin-1")))
         if self.protocol_version is not None:
@@ -607,8 +692,17 @@ class HttpMapping:
         return xid
 
     def _open_get(self, stream: _Stream, kind: _Kind) -> None:
+        try:
+            headers = self._headers(b"text/event-stream")
+        except InvalidValue as exc:  # V3: the headers callable failed for this GET
+            if stream.request_id is not None:
+                self._upward.append(RequestFailed(stream.request_id, exc))
+                return
+            _log.warning("%s the server's message stream not opened: %s", self._tag, exc)
+            self._listening = False
+            self._listen_refused_for = stream.session_id
+            return
         xid = self._open(kind, None, stream)
-        headers = self._headers(b"text/event-stream")
         if stream.last_event_id:  # an empty id means none (WHATWG sends no header)
             headers.append((b"last-event-id", stream.last_event_id.encode("utf-8")))
         if _log.isEnabledFor(_DEBUG):
@@ -637,8 +731,10 @@ class HttpMapping:
         if ex.id == self._gate:
             self._gate = None
             held, self._held = self._held, []
+            contexts, self._held_contexts = self._held_contexts, {}
             for message in held:
-                self.send(message, self._last_now)
+                context = contexts.get(message.id) if isinstance(message, Request) else None
+                self.send(message, self._last_now, context=context)
         request_id = ex.stream.request_id if ex.stream is not None else None
         if request_id is not None and self._by_request.get(request_id) == ex.id:
             del self._by_request[request_id]

@@ -537,7 +537,10 @@ class ClientSession:
                 )
             if pending.on_refused is not None and pending.on_refused(pending, message, now):
                 return
-            pending.on_failed(pending, pending.kind.refused(message, pending, self.modern), now)
+            error = pending.kind.refused(message, pending, self.modern)
+            if error.rpc_code is None and type(message.code) is int:
+                error.rpc_code = message.code
+            pending.on_failed(pending, error, now)
             return
         self._answered(pending, message.result, now)
 

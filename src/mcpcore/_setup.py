@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from ._config import (
     LOCAL_NOT_SUPPORTED,
@@ -27,7 +27,7 @@ from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
 from ._events import LogMessage
 from ._filters import tool_filter
-from ._http import HttpLimits
+from ._http import HeaderSource, HttpLimits
 from ._modern import LOG_LEVELS, MODERN_VERSIONS
 from ._outbound import OutboundPolicy, choose_proxy
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
@@ -155,6 +155,36 @@ class ClientOptions(TypedDict, total=False):
         raises is logged. Its ``logger`` and ``data`` are untrusted server
         values. Left out, the messages go to the ``mcpcore.server`` logger,
         escaped and cut short.
+    ``headers`` (None)
+        Headers computed per request (V3): a callable ``headers(method, server)``
+        → a mapping of header names to values, added to the entry's own headers
+        (a name it gives replaces the entry's). ``method`` is the JSON-RPC method
+        the HTTP request carries (``None`` for the GET stream, the ``DELETE`` on
+        close and an answer to the server); ``server`` is the client's name. For a
+        hub, a mapping of server names to callables gives each entry its own.
+        It runs synchronously as each request is built, and for a request of
+        the host (a call, a read, a listing...) always in its caller's context:
+        the engine keeps a copy of it (``contextvars.copy_context()``) for every
+        HTTP request that carries the call, wherever it is built (a further
+        ``input_required`` round, a page, a re-send after a new session), so a
+        value the caller set in a ``contextvars.ContextVar`` (the tenant) is
+        always seen. A request the client sends of its own (the handshake, a
+        re-list, a notice, the GET stream, ``DELETE``) runs it in the client's
+        own context. It
+        must be quick and must not block (it is not a hook the client waits on:
+        keep a token cache it reads, refreshed elsewhere). What it returns passes
+        the checks of configured headers (C5); a callable that raises or returns
+        anything else fails that request alone, with a reason that names the
+        header or the exception's type, never a value. Its values are secrets:
+        never shown, and cut out of server text (C8).
+    ``tracing`` (False)
+        OpenTelemetry for every request the host makes (V2; the ``otel`` extra,
+        ``opentelemetry-api``): a CLIENT span named ``{method} {target}`` as a
+        child of the caller's current span, the ``mcp.client.operation.duration``
+        histogram, and the caller's W3C trace context (``traceparent``,
+        ``tracestate``, ``baggage``) in the request's ``params._meta``. Spans go
+        to the global tracer and meter providers. Without the package installed,
+        ``tracing=True`` raises ``InvalidValue``; off, nothing of it is loaded.
     """
 
     call_timeout: float
@@ -182,6 +212,8 @@ class ClientOptions(TypedDict, total=False):
     exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
     log_level: str
     on_log: Callable[[LogMessage], object] | None
+    tracing: bool
+    headers: HeaderSource | Mapping[str, HeaderSource] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +242,10 @@ class ClientSetup:
     outbound: OutboundPolicy | None = None
     # S3: seconds a local server gets to exit on its own once its stdin closed.
     close_grace: float = DEFAULT_GRACE
+    # V2: the driver gives the engine an OpenTelemetry observer (mcpcore_otel).
+    tracing: bool = False
+    # V3: the headers= callable for this server (its repr may hold a secret: never shown).
+    headers: HeaderSource | None = field(default=None, repr=False)
 
 
 def prepare_client(
@@ -314,7 +350,35 @@ def prepare_client(
         outbound=outbound,
         auth=_auth(options.get("auth"), resolved),
         close_grace=positive_seconds(options.get("close_grace", DEFAULT_GRACE), "close_grace"),
+        tracing=_flag(options.get("tracing", False), "tracing"),
+        headers=_header_source(options.get("headers"), lowered),
     )
+
+
+def _header_source(value: object, server: str) -> HeaderSource | None:
+    """V3: ``headers=`` for the client named ``server``: a callable, or a hub's
+    mapping of server names to callables (an entry not named there has none)."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        for name, chosen in value.items():
+            if not callable(chosen):  # fixed headers belong in the server's entry
+                raise InvalidValue(
+                    f"headers[{excerpt(repr(name), 40)}] must be a callable (method, server)"
+                )
+        return cast("HeaderSource | None", value.get(server))
+    if not callable(value):
+        raise InvalidValue(
+            "headers must be a callable (method, server) -> headers, or a mapping of "
+            "server names to such callables"
+        )
+    return cast("HeaderSource", value)
+
+
+def _flag(value: object, option: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidValue(f"{option} must be True or False, not a {type(value).__name__}")
+    return value
 
 
 def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptions | None:

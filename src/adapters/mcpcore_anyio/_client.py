@@ -48,6 +48,7 @@ from mcpcore import (
     HttpClientEngine,
     HttpRequest,
     InvalidState,
+    InvalidValue,
     KillProcess,
     LocalServer,
     LogMessage,
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
         Prompt,
         PromptResult,
         ReadResult,
+        RequestObserver,
         Resource,
         ResourceTemplate,
         SignAssertion,
@@ -278,6 +280,8 @@ class McpClient(ClientBase):
         )
         self._config_error = setup.config_error
         self._server = setup.server
+        self._observer = _tracing() if setup.tracing else None
+        self._header_source = setup.headers  # V3: headers computed per request
         self._auth = setup.auth
         if authorize is None and setup.auth is not None:
             # A ready sign-in brings its own hook; one of the wrong kind is the
@@ -348,6 +352,7 @@ class McpClient(ClientBase):
                 close_grace=self._close_grace,
             )
             self._children = _Children(self, task_group)
+        self._engine.observer = self._observer  # V2 (None: tracing off)
         task_group.start_soon(self._run, name=f"mcpcore:{self.name}")
 
     async def __aenter__(self) -> McpClient:
@@ -1056,3 +1061,14 @@ def _signal_group(process: anyio.abc.Process, *, terminate: bool) -> None:
             process.terminate()
         else:
             process.kill()
+
+
+def _tracing() -> RequestObserver:
+    """V2: the OpenTelemetry observer, loaded only for ``tracing=True``."""
+    try:
+        from mcpcore_otel import client_tracing
+    except ImportError:
+        raise InvalidValue(
+            "tracing=True needs OpenTelemetry: pip install 'mcpcore[otel]'"
+        ) from None
+    return client_tracing()
