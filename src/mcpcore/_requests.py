@@ -153,6 +153,7 @@ class Pending:
     budget: float = 0.0
     rounds: int = 0
     mismatch_retried: bool = False
+    version_retried: bool = False  # M74: sent once more after a -32022
     reissued: bool = False
     sent: bool = True
     # The host's own request (ends with an event under call_id; cancelled on close).
@@ -285,6 +286,7 @@ class RequestPath:
             budget=pending.budget,
             rounds=pending.rounds,
             mismatch_retried=pending.mismatch_retried,
+            version_retried=pending.version_retried,
             reissued=pending.reissued,
             hosted=pending.hosted,
             tool=pending.tool,
