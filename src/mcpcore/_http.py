@@ -182,6 +182,53 @@ class _Timer:
 _HeapEntry = tuple[float, int, "int | _Timer"]
 
 
+class _DynamicHeaders:
+    """V3: a ``headers=`` callable for one server. Runs it (in the caller's context
+    when given one), checks what it gives as configured headers are checked (C5),
+    and adds its values to those cut out of server text (the newest kept)."""
+
+    __slots__ = ("_kept", "_redacted", "_server", "_source")
+
+    def __init__(self, source: HeaderSource, server: str, redacted: list[str]) -> None:
+        self._source = source
+        self._server = server
+        self._redacted = redacted  # the mapping's own list: its redaction reads it
+        self._kept: list[str] = []
+
+    def headers(
+        self,
+        method: str | None,
+        context: contextvars.Context | None,
+        configured: list[tuple[bytes, bytes]],
+    ) -> list[tuple[bytes, bytes]]:
+        """``configured`` with what the callable gives for this request (its names
+        replace configured ones); ``InvalidValue`` naming no value when it raises
+        or gives something C5 refuses."""
+        try:
+            if context is None:
+                given = self._source(method, self._server)
+            else:  # the caller's context, wherever this request is built
+                given = context.run(self._source, method, self._server)
+        except Exception as exc:  # the host's callable: its text may hold a secret
+            raise InvalidValue(f"the headers callable raised {type(exc).__name__}") from None
+        checked = check_dynamic_headers(self._server, given)
+        if not checked:
+            return configured
+        values = self._redacted
+        for value in checked.values():
+            if len(value) >= 4 and value not in values:
+                values.append(value)
+                values.sort(key=len, reverse=True)
+                self._kept.append(value)
+                if len(self._kept) > _DYNAMIC_VALUES_KEPT:
+                    values.remove(self._kept.pop(0))
+        names = {name.lower().encode("latin-1") for name in checked}
+        return [
+            *(pair for pair in configured if pair[0].lower() not in names),
+            *((name.encode("latin-1"), value.encode("utf-8")) for name, value in checked.items()),
+        ]
+
+
 class HttpMapping:
     """Streamable HTTP client mapping for one server URL. See the module docstring."""
 
@@ -204,13 +251,15 @@ class HttpMapping:
         self.listen = listen
         self._extra_headers = [(k.encode("latin-1"), v.encode("utf-8")) for k, v in headers]
         self._header_values = sorted({v for _, v in headers if len(v) >= 4}, key=len, reverse=True)
-        self._dynamic_values: list[str] = []  # V3: redacted too, the newest kept
         # X3, A4: server text worded into errors, with secrets it may echo cut out
         # (configured header values here; the OAuth layer adds the tokens it holds).
         self.redact: Callable[[str], str] = self._redact_header_values
         # V3: the host's headers=(method, server) callable, called for each request sent.
-        self._dynamic_headers = dynamic_headers
-        self._server = name if name is not None else self.display_url
+        self._dynamic = (
+            None
+            if dynamic_headers is None
+            else _DynamicHeaders(dynamic_headers, name or self.display_url, self._header_values)
+        )
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._next_xid = 1
@@ -353,10 +402,10 @@ class HttpMapping:
                 self._drop_answer()
             return
         configured = self._extra_headers
-        if self._dynamic_headers is not None:
+        if self._dynamic is not None:
             method = message.method if isinstance(message, (Request, Notification)) else None
             try:
-                configured = self._with_dynamic(method, context)
+                configured = self._dynamic.headers(method, context, self._extra_headers)
             except InvalidValue as exc:
                 self._dynamic_failed(message, exc)
                 return
@@ -602,38 +651,6 @@ class HttpMapping:
 
     # --- internals -----------------------------------------------------------------------
 
-    def _with_dynamic(
-        self, method: str | None, context: contextvars.Context | None = None
-    ) -> list[tuple[bytes, bytes]]:
-        """V3: the configured headers with what the ``headers=`` callable gives for this
-        request (its names replace configured ones). ``InvalidValue`` naming no value
-        when it raises or gives something C5 refuses."""
-        source = self._dynamic_headers
-        assert source is not None
-        try:
-            if context is None:
-                given = source(method, self._server)
-            else:  # the caller's context, wherever this request is built
-                given = context.run(source, method, self._server)
-        except Exception as exc:  # the host's callable: its text may hold a secret
-            raise InvalidValue(f"the headers callable raised {type(exc).__name__}") from None
-        checked = check_dynamic_headers(self._server, given)
-        if not checked:
-            return self._extra_headers
-        values = self._header_values
-        for value in checked.values():
-            if len(value) >= 4 and value not in values:
-                values.append(value)
-                values.sort(key=len, reverse=True)
-                self._dynamic_values.append(value)
-                if len(self._dynamic_values) > _DYNAMIC_VALUES_KEPT:
-                    values.remove(self._dynamic_values.pop(0))
-        names = {name.lower().encode("latin-1") for name in checked}
-        return [
-            *(pair for pair in self._extra_headers if pair[0].lower() not in names),
-            *((name.encode("latin-1"), value.encode("utf-8")) for name, value in checked.items()),
-        ]
-
     def _dynamic_failed(self, message: Message, error: InvalidValue) -> None:
         """V3: the headers callable failed for ``message``: a request fails alone; a
         notice or an answer, which nothing waits for, is not sent."""
@@ -651,8 +668,8 @@ class HttpMapping:
             headers.append((b"accept", accept))
         if configured is None:
             configured = self._extra_headers
-            if self._dynamic_headers is not None:
-                configured = self._with_dynamic(None)  # raises InvalidValue
+            if self._dynamic is not None:  # raises InvalidValue
+                configured = self._dynamic.headers(None, None, configured)
         headers.extend(configured)
         if self.session_id is not None:
             headers.append((b"mcp-session-id", self.session_id.encode("latin-1")))
