@@ -274,7 +274,9 @@ async def test_calls_in_flight_share_pooled_connections(driver: str) -> None:
                     for i in range(40):
                         group.start_soon(one, i)
                 assert sorted(results, key=int) == [str(i) for i in range(40)]
-        assert running.server.connections_opened <= 4
+                # Counted before closing: closing aborts a stream still reading its
+                # tail, and the DELETE may then need a connection of its own.
+                assert running.server.connections_opened <= 4
 
 
 async def test_a_connection_the_server_closed_while_idle_is_not_reused(driver: str) -> None:
