@@ -281,6 +281,20 @@ def test_pydantic_ai_toolset_follows_list_changed() -> None:
             assert "demo__echo" not in after and "demo__add" in after
 
 
+def test_adapters_keep_the_clients_tool_filters(demo: RunningServer) -> None:
+    """V4 lives under the catalogue: a tool that include=/exclude= hides is offered by
+    none of the three adapters."""
+    with mcpcore_threaded.McpClient(
+        "demo", {"url": demo.url}, include=["e*", "add"], exclude=["embedded*"]
+    ) as client:
+        assert client.ready(timeout=READY).ok
+        expected = {"demo__echo", "demo__add"}
+        assert {tool.name for tool in langchain_tools(client)} == expected
+        assert {tool.name for tool in agents_tools(client)} == expected
+        toolset = McpcoreToolset(client)
+        assert set(asyncio.run(toolset.get_tools(None))) == expected  # type: ignore[arg-type]
+
+
 def test_pydantic_ai_hub_with_a_server_down(demo: RunningServer) -> None:
     entries = {"mcpServers": {"demo": {"url": demo.url}, "gone": {"url": _down_url()}}}
 
