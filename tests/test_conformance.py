@@ -41,7 +41,13 @@ AUTH_CORE = [
     "auth/2025-03-26-oauth-metadata-backcompat",
     "auth/2025-03-26-oauth-endpoint-fallback",
 ]
-IN_SCOPE = ["initialize", "tools_call", "sse-retry", *AUTH_CORE]
+IN_SCOPE = [
+    "initialize",
+    "tools_call",
+    "sse-retry",
+    "elicitation-sep1034-client-defaults",  # Q1: the elicit hook with elicit_defaults
+    *AUTH_CORE,
+]
 # 0.1.16's "draft" auth scenarios and the client-credentials extensions (A5).
 AUTH_MORE = [
     "auth/resource-mismatch",

@@ -169,6 +169,8 @@ def _instances() -> list[McpError]:
         mcpcore.RedirectRefused("redirected", status=302),
         mcpcore.OAuthTransientError("try later", status=503),
         mcpcore.HookError("the signer raised", hook="sign_assertion", outcome="raised"),
+        mcpcore.InputError("the elicit hook raised", hook="elicit", outcome="raised"),
+        mcpcore.UrlElicitationRequired("visit a URL first"),
     ]
 
 

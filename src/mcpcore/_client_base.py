@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
-from ._errors import InvalidState, UnknownTool
+from ._errors import InvalidState, InvalidValue, UnknownTool
 from ._registry import RegistrationContract, register_catalogue, sync_registry
 from ._requests import Ask
 from ._session import SessionState, positive_seconds
@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from ._engine import HttpClientEngine, StdioClientEngine
     from ._hooks import HookCall
     from ._http import HeaderSource, HttpLimits
+    from ._input import AskHost
     from ._oauth import ClientRecord, TokenSet
     from ._resources import Resource, ServerResource
+    from ._resume import Continuation
     from ._session import SessionOptions
     from ._tools import SyncReport, Tool
 
@@ -76,6 +78,47 @@ class ClientBase:
     _authorize: Callable[..., object] | None
     _sign_assertion: Callable[..., object] | None
     _header_source: HeaderSource | None = None  # V3: the headers= callable, if any
+    _elicit: Callable[..., object] | None = None
+    _roots_hook: Callable[..., object] | None = None
+    _sample: Callable[..., object] | None = None
+
+    def _offer_input(
+        self,
+        elicit: Callable[..., object] | None,
+        roots: object = None,
+        sample: Callable[..., object] | None = None,
+    ) -> None:
+        """Q1, Q3: keep the host's ``elicit`` and ``sample`` hooks and its roots (a
+        list, or a hook returning one); the session declares each capability
+        exactly when it was given (seed 000: none by default). A roots list that
+        is not one raises ``InvalidValue`` now."""
+        self._elicit, self._sample = elicit, sample
+        changes: dict[str, Any] = {"sampling": sample is not None}
+        if elicit is not None:
+            changes["elicit_form"] = True
+        changes.update(self._roots_options(roots))
+        self._options = replace(self._options, input=replace(self._options.input, **changes))
+
+    def _roots_options(self, roots: object) -> dict[str, Any]:
+        if roots is None:
+            return {"roots": None, "roots_hook": False}
+        if callable(roots):
+            self._roots_hook = roots
+            return {"roots": None, "roots_hook": True}
+        from ._roots import check_roots
+
+        self._roots_hook = None
+        return {"roots": check_roots(roots, hook=False), "roots_hook": False}
+
+    def _change_roots(self, roots: object) -> None:
+        """Q3: new roots (a list, or a hook) for a client given ``roots=``; the
+        driver then tells the engine (``roots_changed``)."""
+        current = self._options.input
+        if current.roots is None and not current.roots_hook:
+            raise InvalidState("this client offers no roots: give roots= when creating it")
+        if roots is None:
+            raise InvalidValue("roots are a list of file:// URIs, or a hook returning one")
+        self._set_options(input=replace(current, **self._roots_options(roots)))
 
     # --- OAuth's part of a remote client (A3, D2) ---------------------------------------
 
@@ -113,9 +156,16 @@ class ClientBase:
             headers=self._header_source,
         )
 
-    def _hook_call(self, action: AuthAction) -> HookCall:
+    def _hook_call(self, action: AuthAction | AskHost) -> HookCall:
         """What to run for a host hook action (D2): this client's hooks and store."""
-        from ._hooks import hook_call
+        from ._hooks import HookCall, hook_call
+        from ._input import AskHost
+
+        if isinstance(action, AskHost):
+            # Q1, Q3: the driver's own kind (a coroutine function in mcpcore_anyio).
+            hooks = {"elicit": self._elicit, "roots": self._roots_hook, "sample": self._sample}
+            arguments = () if action.request is None else (action.request,)
+            return HookCall(action.attempt, action.hook, hooks.get(action.hook), arguments)
 
         return hook_call(
             action,
@@ -123,6 +173,11 @@ class ClientBase:
             sign_assertion=self._sign_assertion,
             store=self._store,
         )
+
+    def owns(self, continuation: Continuation) -> bool:
+        """Whether ``continuation`` is of a call to this client's server (Q4)."""
+        engine = self._engine
+        return engine is not None and engine.session.input.endpoint == continuation.endpoint
 
     def _login_engine(self) -> HttpClientEngine:
         """The engine ``login()`` signs in with (``InvalidState`` without one)."""
@@ -318,6 +373,8 @@ _HUB_REPR_NAMES = 10  # server names a hub's repr shows
 class _NamedClient(Protocol):
     name: str
 
+    def owns(self, continuation: Continuation) -> bool: ...
+
     @property
     def tools(self) -> tuple[Tool, ...]: ...
 
@@ -359,6 +416,16 @@ class HubBase(Generic[_C]):
             for name in self.clients
             for resource in listings.get(name, ())
         ]
+
+    def client_for_continuation(self, continuation: Continuation) -> _C:
+        """The client whose server a paused call belongs to (Q4); ``InvalidValue`` when
+        none of this hub's servers is its endpoint."""
+        for client in self.clients.values():
+            if client.owns(continuation):
+                return client
+        from ._errors import InvalidValue
+
+        raise InvalidValue("this continuation belongs to a call to a server this hub does not have")
 
     def client_for(self, tool_id: str) -> _C:
         """The client a tool id routes to; ``UnknownTool`` (with what was probably meant)

@@ -24,7 +24,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ._config import LocalServer, RemoteServer
@@ -42,6 +42,7 @@ from ._events import (
 )
 from ._failure import TransportFailure
 from ._http import HeaderSource, HttpLimits, HttpMapping, MessageArrived, RequestFailed
+from ._input import INPUT_ATTEMPTS_FROM
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
 from ._observe import RequestEnded, RequestStarted, error_type, safely_ended, safely_started
 from ._requests import Ask
@@ -53,8 +54,10 @@ if TYPE_CHECKING:
     # OAuth loads only for a server with auth= (B5: a driver's import time).
     from ._authorizing import AuthAction, AuthLayer, AuthOptions
     from ._hooks import HookFailure
+    from ._input import AskHost
     from ._oauth import ClientRecord, TokenSet
     from ._observe import RequestObserver
+    from ._resume import Continuation
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
 
@@ -106,12 +109,33 @@ class _EngineBase:
         *,
         timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
     ) -> int:
         """Start a ``tools/call``; the outcome arrives as an event with this call id.
-        ``meta``: the host's own ``_meta`` keys for this call (V1)."""
+        ``meta``: the host's own ``_meta`` keys for this call (V1); ``on_input="return"``:
+        a question for the person ends it with an ``InputRequired`` (Q4)."""
         if self.observer is not None:
-            return self._observed_call(tool_id, arguments, now, timeout, meta)
-        call_id = self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta)
+            return self._observed_call(tool_id, arguments, now, timeout, meta, on_input)
+        call_id = self.session.call(
+            tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
+        )
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
+        self._pump(now)
+        return call_id
+
+    def resume(
+        self,
+        continuation: Continuation,
+        responses: Mapping[str, Any],
+        now: float,
+        *,
+        timeout: float | None = None,
+    ) -> int:
+        """Finish a paused call (Q4); it ends like a call, under the id returned."""
+        from ._resume import resume_call
+
+        call_id = resume_call(self.session, continuation, responses, now, timeout=timeout)
         if self._contexts is not None:
             self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)
@@ -137,6 +161,7 @@ class _EngineBase:
         now: float,
         timeout: float | None,
         meta: Mapping[str, Any] | None,
+        on_input: Literal["hook", "return"] = "hook",
     ) -> int:
         catalogue = self.session.catalogue
         tool = catalogue.get(tool_id) if catalogue is not None else None
@@ -144,7 +169,10 @@ class _EngineBase:
         if carrier and (meta is None or isinstance(meta, Mapping)):
             meta = {**carrier, **(meta or {})}  # the host's own keys win
         return self._observed_issue(
-            lambda: self.session.call(tool_id, arguments, now, timeout=timeout, meta=meta), now
+            lambda: self.session.call(
+                tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
+            ),
+            now,
         )
 
     def _observed_request(self, ask: Ask, now: float, timeout: float | None) -> int:
@@ -239,6 +267,32 @@ class _EngineBase:
         self.session.handle_timer(now)
         self._pump(now)
 
+    # --- the host's input hooks (Q1, D2) -------------------------------------------
+
+    def roots_changed(self, now: float) -> None:
+        """Q3: the host's roots changed (the session's options hold the new ones):
+        a handshake-era server is told with ``notifications/roots/list_changed``."""
+        self.session.input.roots_changed()
+        self._pump(now)
+
+    def take_input(self) -> list[AskHost]:
+        """Questions for the host's input hooks (``AskHost``): run each off the lock
+        (``HookCall``) and report its answer with ``hook_answered`` / ``hook_failed``."""
+        return self.session.input.take_actions()
+
+    def hook_answered(self, attempt: int, value: object, now: float) -> None:
+        """The hook action numbered ``attempt`` returned ``value`` (D2). For an
+        ``AskHost``: an ``ElicitResult``; anything else fails its call with
+        ``InputError``, and an answer past its deadline or after close is ignored."""
+        self.session.input.hook_answered(attempt, value, now)
+        self._pump(now)
+
+    def hook_failed(self, attempt: int, failure: HookFailure, now: float) -> None:
+        """The hook action numbered ``attempt`` raised, or was not given (D2): the
+        call it belongs to fails with ``InputError``."""
+        self.session.input.hook_failed(attempt, failure, now)
+        self._pump(now)
+
     # --- state -------------------------------------------------------------------
 
     def take_events(self) -> list[Event]:
@@ -298,6 +352,9 @@ class HttpClientEngine(_EngineBase):
             options = SessionOptions(server_name=server.name)
         super().__init__(options)
         self._closing = False
+        from ._resume import endpoint_digest
+
+        self.session.input.endpoint = endpoint_digest(server.url)  # Q4: continuations' owner
         self.http = HttpMapping(
             server.url,
             list(server.headers.items()),
@@ -394,13 +451,20 @@ class HttpClientEngine(_EngineBase):
         the method returned. An answer of the wrong kind (``bytes``, ``None``)
         fails the flow with ``HookError``; one for an attempt past its
         deadline, superseded or after close is ignored. See ``HookCall``.
+        An input hook's attempt (``AskHost``) goes to the session (Q1).
         """
+        if attempt >= INPUT_ATTEMPTS_FROM:
+            super().hook_answered(attempt, value, now)
+            return
         self._need_auth().hook_answered(attempt, value, now)
         self._pump(now)
 
     def hook_failed(self, attempt: int, failure: HookFailure, now: float) -> None:
         """The hook action numbered ``attempt`` raised, or no such hook was given (D2):
         the requests waiting for it fail (a store's failure only costs the write)."""
+        if attempt >= INPUT_ATTEMPTS_FROM:
+            super().hook_failed(attempt, failure, now)
+            return
         self._need_auth().hook_failed(attempt, failure, now)
         self._pump(now)
 
@@ -505,7 +569,7 @@ class HttpClientEngine(_EngineBase):
             for item in http.take_upward():
                 moved = True
                 if isinstance(item, MessageArrived):
-                    session.receive_message(item.message, now)
+                    session.receive_message(item.message, now, related=item.related)
                 elif isinstance(item, RequestFailed):
                     session.request_failed(item.request_id, item.error, now)
                 else:

@@ -21,6 +21,7 @@ __all__ = [
     "CallFailed",
     "CallSucceeded",
     "CloseInput",
+    "ElicitationCompleted",
     "Event",
     "HttpRequest",
     "KillProcess",
@@ -141,6 +142,16 @@ class RefreshFailed:
     error: McpError
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElicitationCompleted:
+    """Handshake era: the server says the URL question ``elicitation_id`` is done
+    (``notifications/elicitation/complete``, Q2); a call it held back may be
+    made again."""
+
+    server: str
+    elicitation_id: str
+
+
 Event = Union[
     SessionReady,
     StartFailed,
@@ -153,6 +164,7 @@ Event = Union[
     ToolsListChanged,
     ToolsRefreshed,
     RefreshFailed,
+    ElicitationCompleted,
 ]
 
 

@@ -217,6 +217,7 @@ class Handshake:
                 self._s.options.client_name,
                 self._s.options.client_version,
                 self._s.options.log_level,
+                capabilities=self._s.path.capabilities,
             ),
             now,
             on_done=self._discovered,
@@ -293,7 +294,7 @@ class Handshake:
     def _send_initialize(self, now: float, *, deadline: float | None) -> None:
         params = {
             "protocolVersion": self._handshake_version(),
-            "capabilities": {},
+            "capabilities": dict(self._s.path.capabilities),
             "clientInfo": {
                 "name": self._s.options.client_name,
                 "version": self._s.options.client_version,

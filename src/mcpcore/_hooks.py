@@ -23,7 +23,8 @@ late       any report for an attempt past its deadline, one the flow has moved
 A driver does no more than this: ``hook_call`` says which callable to run
 with which arguments; the driver runs it off its lock (a task, a thread) and
 hands what came back to ``HookCall.report``, which classifies it and feeds
-the engine. Elicitation, roots and sampling hooks will take the same path.
+the engine. The ``elicit`` hook takes the same path (``AskHost``, whose
+attempts the engine tells apart by number, Q1).
 """
 
 from __future__ import annotations
@@ -34,17 +35,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
-
-from ._oauth import (
-    DeleteClient,
-    DeleteTokens,
-    LockTokens,
-    OpenAuthorizationUrl,
-    SaveClient,
-    SaveTokens,
-    SignAssertion,
-    UnlockTokens,
-)
 
 if TYPE_CHECKING:
     from ._authorizing import AuthAction, TokenStore
@@ -137,6 +127,18 @@ def hook_call(
     store: TokenStore | None = None,
 ) -> HookCall:
     """What to run for ``action``, given the host's hooks (any of them may be absent)."""
+    # OAuth's module loads only for a client that signs in (an input hook needs none of it).
+    from ._oauth import (
+        DeleteClient,
+        DeleteTokens,
+        LockTokens,
+        OpenAuthorizationUrl,
+        SaveClient,
+        SaveTokens,
+        SignAssertion,
+        UnlockTokens,
+    )
+
     attempt = action.attempt
     if isinstance(action, OpenAuthorizationUrl):
         return HookCall(

@@ -97,6 +97,8 @@ class HttpLimits:
 @dataclass(frozen=True, slots=True)
 class MessageArrived:
     message: Message
+    # The id of our request whose response stream carried it (None: the GET stream).
+    related: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -403,7 +403,10 @@ class ResponseReader:
             # A response that came on another stream ends its own request: stop
             # waiting on that request's stream and forget its pending resume.
             self.m.abandon(message.id)
-        self.m._upward.append(MessageArrived(message))
+        related = stream.request_id if stream is not None else None
+        self.m._upward.append(
+            MessageArrived(message, related if isinstance(related, int) else None)
+        )
 
     def _response_seen(self, ex: _Exchange) -> bool:
         return ex.stream is None or ex.stream.got_response

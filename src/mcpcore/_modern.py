@@ -80,18 +80,19 @@ def envelope(
     client_name: str,
     client_version: str,
     log_level: str | None = None,
+    capabilities: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``params`` with the modern ``_meta`` envelope (M18–M22).
 
     Every modern request carries the protocol version, the client's
-    capabilities (``{}``: this client declares none) and its info, and the log
-    level only when the host asked for one (M21, F8); keys already in ``_meta``
-    (a ``progressToken``) are kept. ``params`` itself is not changed.
+    capabilities (``{}`` unless the host offers input hooks, Q1) and its info, and
+    the log level only when the host asked for one (M21, F8); keys already in
+    ``_meta`` (a ``progressToken``) are kept. ``params`` itself is not changed.
     """
     out = dict(params or {})
     meta = dict(out.get("_meta") or {})
     meta[META_PROTOCOL_VERSION] = version
-    meta[META_CLIENT_CAPABILITIES] = {}
+    meta[META_CLIENT_CAPABILITIES] = dict(capabilities or {})
     meta[META_CLIENT_INFO] = {"name": client_name, "version": client_version}
     if log_level is not None:
         meta[META_LOG_LEVEL] = log_level

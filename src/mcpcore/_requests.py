@@ -162,6 +162,9 @@ class Pending:
     pages: Pages | None = None
     # Kind-specific context (a resource's URI, a prompt's name, a refresh id).
     context: Any = None
+    # The client capabilities this request declares when they differ from the
+    # client's own (a call that may pause for a person declares elicitation, Q4).
+    capabilities: dict[str, Any] | None = None
 
 
 class RequestPath:
@@ -188,6 +191,8 @@ class RequestPath:
         self.parked: list[Request] = []
         # The era's stamping: None in the handshake era, else the modern version.
         self.modern_version: str | None = None
+        # Q1: the client capabilities the envelope declares (only what the host offers).
+        self.capabilities: dict[str, Any] = {}
 
     # --- ids and stamping ----------------------------------------------------------
 
@@ -200,11 +205,14 @@ class RequestPath:
     def peek_id(self) -> int:
         return self._next_id
 
-    def stamp(self, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    def stamp(
+        self, params: Mapping[str, Any] | None, capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
         """Params as the era wants them: with the modern envelope (M18), else as given."""
         if self.modern_version is None:
             return None if params is None else dict(params)
-        return envelope(params, self.modern_version, *self._client)
+        declared = self.capabilities if capabilities is None else capabilities
+        return envelope(params, self.modern_version, *self._client, capabilities=declared)
 
     # --- issuing --------------------------------------------------------------------
 
@@ -238,14 +246,34 @@ class RequestPath:
         self.enter(pending)
         return pending
 
-    def build(self, kind: RequestKind, request_id: int, params: dict[str, Any] | None) -> Request:
+    def build(
+        self,
+        kind: RequestKind,
+        request_id: int,
+        params: dict[str, Any] | None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> Request:
         """The request as it goes out: a progress token when the kind takes one, and
-        the era's envelope."""
+        the era's envelope (declaring ``capabilities`` when given, else the client's)."""
         if kind.progress:
             params = dict(params or {})
             params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
-        stamped = self.stamp(params) if kind.stamped else params
+        stamped = self.stamp(params, capabilities) if kind.stamped else params
         return Request(id=request_id, method=kind.method, params=stamped)
+
+    def declare(self, request_id: int, capabilities: dict[str, Any]) -> None:
+        """The pending request ``request_id`` (not yet taken out) declares
+        ``capabilities`` instead of the client's own, from now on."""
+        pending = self.pending[request_id]
+        pending.capabilities = capabilities
+        old = pending.request
+        params = _with(pending.base, pending.extra)
+        pending.request = self.build(pending.kind, request_id, params, capabilities)
+        self.encoded.pop(request_id, None)
+        for queue in (self.outgoing, self.parked):
+            for index, message in enumerate(queue):
+                if message is old:
+                    queue[index] = pending.request
 
     def enter(self, pending: Pending) -> bool:
         """Register ``pending``, then send it now, or park it until the new session
@@ -274,7 +302,9 @@ class RequestPath:
         request_id = self.new_id()
         again = Pending(
             kind=pending.kind,
-            request=self.build(pending.kind, request_id, _with(params, added)),
+            request=self.build(
+                pending.kind, request_id, _with(params, added), pending.capabilities
+            ),
             deadline=pending.deadline,
             on_done=pending.on_done,
             on_failed=pending.on_failed,
@@ -292,6 +322,7 @@ class RequestPath:
             tool=pending.tool,
             pages=pending.pages,
             context=pending.context,
+            capabilities=pending.capabilities,
         )
         self.enter(again)
         return again
@@ -325,7 +356,12 @@ class RequestPath:
                 continue
             waiting.sent = True
             params = _with(waiting.base, waiting.extra)
-            waiting.request = self.build(waiting.kind, request.id, params)  # type: ignore[arg-type]
+            waiting.request = self.build(
+                waiting.kind,
+                request.id,  # type: ignore[arg-type]
+                params,
+                waiting.capabilities,
+            )
             self.outgoing.append(waiting.request)
 
     # --- ending ---------------------------------------------------------------------

@@ -30,7 +30,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import (
@@ -57,6 +57,7 @@ from ._events import (
 from ._filters import ToolFilter
 from ._handshake import Handshake
 from ._headers import standard_headers
+from ._input import InputDesk, InputOptions, client_capabilities
 from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
 from ._lifecycle import TRANSITIONS, SessionInput, SessionState
 from ._modern import (
@@ -89,6 +90,7 @@ __all__ = [
     "SessionOptions",
     "SessionState",
     "positive_seconds",
+    "timeout_error",
 ]
 
 SUPPORTED_PROTOCOL_VERSIONS = HANDSHAKE_VERSIONS
@@ -132,6 +134,8 @@ class SessionOptions:
     # its log messages go to the host as LogMessage events rather than to logging.
     log_level: str | None = None
     log_events: bool = False
+    # Q1: what the host offers a server that asks for input (nothing by default)
+    input: InputOptions = field(default_factory=InputOptions)
 
 
 class ClientSession:
@@ -152,6 +156,8 @@ class ClientSession:
         self.path = RequestPath(
             self.options.client_name, self.options.client_version, self.options.log_level
         )
+        self.path.capabilities = client_capabilities(self.options.input)
+        self.input = InputDesk(self)
         self.events: list[Event] = []
         self.tools = ToolsFeature(self)
         self.era: Literal["modern", "legacy"] | None = None
@@ -208,6 +214,7 @@ class ClientSession:
                 self.path.earliest_deadline(),
                 self.handshake.next_deadline(),
                 self.listener.next_deadline(),
+                self.input.next_deadline(),
             )
             if t is not None
         ]
@@ -220,7 +227,7 @@ class ClientSession:
     @property
     def pending_call_ids(self) -> list[int]:
         """The ids of the host's requests that have not ended (calls and the rest)."""
-        return list(self.path.carriers)
+        return [*self.path.carriers, *self.input.call_ids]
 
     @property
     def modern(self) -> bool:
@@ -236,6 +243,7 @@ class ClientSession:
             and not path.parked
             and self.tools.listing is None
             and self.handshake.idle
+            and self.input.idle
         )
 
     @property
@@ -265,9 +273,13 @@ class ClientSession:
         *,
         timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
     ) -> int:
         """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7).
         ``meta`` adds the host's own keys to the request's ``_meta`` (V1).
+        ``on_input="return"``: at 2026-07-28, a question for the person ends the
+        call with ``RequestSucceeded`` carrying an ``InputRequired`` (Q4); in the
+        handshake era the questions go to the hook as always.
 
         Raises at once, with nothing sent: ``UnknownTool`` (naming the ids the
         caller may have meant), ``InvalidState`` before the session is ready,
@@ -277,8 +289,11 @@ class ClientSession:
         """
         if self.state is not SessionState.READY:
             raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
+        self.input.check_on_input(on_input)
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
-        return self.tools.call(tool_id, arguments, now, budget, meta)
+        call_id = self.tools.call(tool_id, arguments, now, budget, meta)
+        self.input.on_call(call_id, on_input)
+        return call_id
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Send one request of a feature's ``kind`` for the host (F1); returns its
@@ -340,7 +355,7 @@ class ClientSession:
         had already ended."""
         pending = self.path.carrier(call_id)
         if pending is None:
-            if not self.tools.cancel_waiting(call_id):
+            if not self.tools.cancel_waiting(call_id) and not self.input.cancel(call_id):
                 return False
         else:
             self._abandon(pending, reason)
@@ -360,18 +375,20 @@ class ClientSession:
             self.cancel(call_id, now, "the client is closing")
         self.transition(SessionInput.CLOSE)
         self.listener.close()
+        self.input.close()
         self.path.clear()
         self.handshake.closed()
         self.tools.clear()
 
     # --- inputs from the transport -------------------------------------------------
 
-    def receive_message(self, message: Message, now: float) -> None:
-        """Handle one decoded message from the server (P3a, P4, P5)."""
+    def receive_message(self, message: Message, now: float, *, related: int | None = None) -> None:
+        """Handle one decoded message from the server (P3a, P4, P5). ``related``: the
+        id of our request whose response stream carried it (None: another stream)."""
         if self.state is SessionState.CLOSED:
             return
         if isinstance(message, Request):
-            self._answer_server_request(message)
+            self._answer_server_request(message, related, now)
         elif isinstance(message, Notification):
             self._handle_notification(message, now)
         else:
@@ -453,21 +470,9 @@ class ClientSession:
         """Fire every deadline that is due at ``now``."""
         self.handshake.handle_timer(now)
         self.listener.handle_timer(now)
+        self.input.handle_timer(now)
         while (pending := self.path.pop_due(now)) is not None:
-            if pending.tool is not None:
-                error = CallTimeout(
-                    f"tool {pending.tool.id!r} did not finish within its "
-                    f"{pending.budget:g} s budget",
-                    tool=pending.tool.id,
-                    budget=pending.budget,
-                )
-            elif pending.hosted:
-                error = CallTimeout(
-                    f"{pending.kind.method} did not finish within its {pending.budget:g} s budget",
-                    budget=pending.budget,
-                )
-            else:
-                error = CallTimeout(f"{pending.kind.method} did not finish in time", budget=None)
+            error = timeout_error(pending)
             _log.debug(
                 "%s %s id=%s timed out after %g s",
                 self.tag,
@@ -477,6 +482,11 @@ class ClientSession:
             )
             self._abandon(pending, "timed out")
             pending.on_failed(pending, error, now)
+
+    def fail_request(self, pending: Pending, error: McpError, now: float, reason: str) -> None:
+        """End a request of ours with ``error``: abandoned (K6), then failed for its owner."""
+        self._abandon(pending, reason)
+        pending.on_failed(pending, error, now)
 
     # --- internals: the request path ---------------------------------------------------
 
@@ -546,7 +556,10 @@ class ClientSession:
                 return
             if pending.on_refused is not None and pending.on_refused(pending, message, now):
                 return
-            error = pending.kind.refused(message, pending, self.modern)
+            # Q2: a -32042 says the person must visit a URL first; the host sees which.
+            error = self.input.refusal(pending, message) or pending.kind.refused(
+                message, pending, self.modern
+            )
             if error.rpc_code is None and type(message.code) is int:
                 error.rpc_code = message.code
             pending.on_failed(pending, error, now)
@@ -630,20 +643,22 @@ class ClientSession:
             raise RemoteProtocolError(
                 f"the call needed more than {MAX_INPUT_ROUNDS} rounds of input_required"
             )
+        pending.rounds += 1
+        _log.debug(
+            "%s %s id=%d needs input (round %d)",
+            self.tag,
+            pending.kind.method,
+            pending.call_id,
+            pending.rounds,
+        )
+        if self.input.input_round(pending, requests, state, now):
+            return  # Q1: sent again once the host's hooks have answered
         answers = answer_input_requests(requests)
         extra: dict[str, Any] = {}
         if requests is not None:
             extra["inputResponses"] = answers
         if state is not None:
             extra["requestState"] = state  # M50: byte for byte; absent when absent
-        pending.rounds += 1
-        _log.debug(
-            "%s %s id=%d needs input (round %d): sent again",
-            self.tag,
-            pending.kind.method,
-            pending.call_id,
-            pending.rounds,
-        )
         self.path.again(pending, now, extra)
 
     def relisted(self) -> None:
@@ -657,7 +672,7 @@ class ClientSession:
 
     # --- internals: what the server sends of its own ----------------------------------
 
-    def _answer_server_request(self, request: Request) -> None:
+    def _answer_server_request(self, request: Request, related: int | None, now: float) -> None:
         if self.modern:
             # M29: a request on a 2026-07-28 response stream breaks that revision's
             # rules; it is not answered (there is nowhere to answer it).
@@ -665,10 +680,10 @@ class ClientSession:
                 "%s ignored a server request %r", self.tag, escape_text(request.method[:100])
             )
             return
-        # P3a, P4: ping is answered at any time; this client offers nothing else.
+        # P3a, P4: ping is answered at any time; the rest only when the host offers it (Q1).
         if request.method == "ping":
             self.path.outgoing.append(Result(id=request.id, result={}))
-        else:
+        elif not self.input.server_request(request, related, now):
             self.path.outgoing.append(
                 ErrorResponse(
                     id=request.id,
@@ -691,6 +706,8 @@ class ClientSession:
                 # The listing under way may already be out of date: list again
                 # once it is done rather than lose the change.
                 self.tools.relist_after_start = True
+        elif note.method == "notifications/elicitation/complete":
+            self.input.completed(params)
         elif note.method == "notifications/subscriptions/acknowledged":
             self.listener.acknowledged()
         elif note.method == "notifications/message":
@@ -740,6 +757,22 @@ class ClientSession:
 
 
 # --- pure helpers -----------------------------------------------------------------
+
+
+def timeout_error(pending: Pending) -> CallTimeout:
+    """The error of a request whose deadline passed (K2)."""
+    if pending.tool is not None:
+        return CallTimeout(
+            f"tool {pending.tool.id!r} did not finish within its {pending.budget:g} s budget",
+            tool=pending.tool.id,
+            budget=pending.budget,
+        )
+    if pending.hosted:
+        return CallTimeout(
+            f"{pending.kind.method} did not finish within its {pending.budget:g} s budget",
+            budget=pending.budget,
+        )
+    return CallTimeout(f"{pending.kind.method} did not finish in time", budget=None)
 
 
 def positive_seconds(value: object, what: str = "a call timeout") -> float:

@@ -28,6 +28,7 @@ from ._escape import excerpt
 from ._events import LogMessage
 from ._filters import tool_filter
 from ._http import HeaderSource, HttpLimits
+from ._input import InputOptions
 from ._modern import LOG_LEVELS, MODERN_VERSIONS
 from ._outbound import OutboundPolicy, choose_proxy
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
@@ -185,6 +186,18 @@ class ClientOptions(TypedDict, total=False):
         ``tracestate``, ``baggage``) in the request's ``params._meta``. Spans go
         to the global tracer and meter providers. Without the package installed,
         ``tracing=True`` raises ``InvalidValue``; off, nothing of it is loaded.
+    ``elicit_url`` (False)
+        With the driver's ``elicit`` hook: take URL questions too (declared as
+        ``elicitation.url``): the hook then also receives questions whose
+        ``mode`` is ``"url"``, to show and ask consent for, never opened by the
+        library (Q2).
+    ``elicit_defaults`` (False)
+        With the driver's ``elicit`` hook: fill the fields an accepted form
+        leaves out from the form's own defaults, and tell the server so
+        (``applyDefaults``, Q1).
+    ``input_timeout`` (600.0)
+        How long the ``elicit`` hook may take to answer one question before
+        the call it belongs to fails (Q5); the call's own time limit holds too.
     """
 
     call_timeout: float
@@ -214,6 +227,9 @@ class ClientOptions(TypedDict, total=False):
     on_log: Callable[[LogMessage], object] | None
     tracing: bool
     headers: HeaderSource | Mapping[str, HeaderSource] | None
+    elicit_url: bool
+    elicit_defaults: bool
+    input_timeout: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +297,11 @@ def prepare_client(
         ),
         log_level=_log_level(options.get("log_level")),
         log_events=_on_log(options.get("on_log")) is not None,
+        input=InputOptions(
+            elicit_url=bool(options.get("elicit_url", False)),
+            apply_defaults=bool(options.get("elicit_defaults", False)),
+            timeout=positive_seconds(options.get("input_timeout", 600.0), "input_timeout"),
+        ),
     )
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")

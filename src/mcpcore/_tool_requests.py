@@ -38,6 +38,7 @@ from ._tools import Catalogue
 
 if TYPE_CHECKING:
     from ._session import ClientSession
+    from ._tools import Tool
 
 __all__ = ["TOOLS_CALL", "TOOLS_LIST", "ToolsFeature"]
 
@@ -174,6 +175,52 @@ class ToolsFeature:
                 budget,
                 "" if pending.sent else ", waiting for the new session",
             )
+        return request_id
+
+    def resume(
+        self,
+        tool: Tool,
+        params: dict[str, Any],
+        extra: dict[str, Any],
+        now: float,
+        budget: float,
+        *,
+        rounds: int,
+        capabilities: dict[str, Any] | None,
+    ) -> int:
+        """Q4: a paused call's next round, from its continuation (the session checked
+        the state, the continuation and the answers): ``params`` as first sent,
+        ``extra`` the answers and the server's state."""
+        path = self._path
+        request_id = path.peek_id
+        merged = {**params, **extra}
+        request = path.build(TOOLS_CALL, request_id, merged, capabilities)
+        try:
+            encode_message(request)
+        except LocalProtocolError:
+            raise InvalidArguments("responses") from None
+        self._session.begin_host_request()
+        path.new_id()
+        path.enter(
+            Pending(
+                kind=TOOLS_CALL,
+                request=request,
+                deadline=now + budget,
+                on_done=self._call_done,
+                on_failed=self._session.host_failed,
+                on_refused=self.call_refused,
+                started=now,
+                call_id=request_id,
+                base=params,
+                extra=extra,
+                budget=budget,
+                rounds=rounds,
+                hosted=True,
+                tool=tool,
+                context=self._session.options.policy,
+                capabilities=capabilities,
+            )
+        )
         return request_id
 
     def _call_done(self, pending: Pending, output: object, now: float) -> None:

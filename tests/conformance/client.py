@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import httpcore
 
-from mcpcore import AuthOptions, McpError, PreRegisteredClient
+from mcpcore import AuthOptions, Elicitation, ElicitResult, McpError, PreRegisteredClient
 from mcpcore_anyio import McpClient
 from mcpcore_jwt import PrivateKeySigner, async_signer
 
@@ -68,6 +68,13 @@ async def authorize(url: str, redirect_uri: str) -> str:
     )
 
 
+async def elicit(question: Elicitation) -> ElicitResult:
+    """The host's person, done headlessly: they accept each form as it stands, so
+    the form's own defaults fill it (``elicit_defaults``)."""
+    print(f"[elicit] {question.server}: {len(question.fields)} fields", file=sys.stderr)
+    return ElicitResult.accept({})
+
+
 def _auth_for(scenario: str) -> tuple[AuthOptions, dict[str, Any]]:
     """OAuth options as a host would configure them for this scenario's server."""
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
@@ -101,7 +108,13 @@ def _auth_for(scenario: str) -> tuple[AuthOptions, dict[str, Any]]:
 async def run(url: str, scenario: str) -> int:
     auth, hooks = _auth_for(scenario)
     async with McpClient(
-        "conformance", {"url": url}, call_timeout=30.0, auth=auth, **hooks
+        "conformance",
+        {"url": url},
+        call_timeout=30.0,
+        auth=auth,
+        elicit=elicit,
+        elicit_defaults=True,
+        **hooks,
     ) as client:
         availability = await client.ready(30)
         if not availability.ok:

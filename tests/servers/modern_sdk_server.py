@@ -58,6 +58,10 @@ Tools:
     it; a client that declared no ``elicitation`` capability gets ``-32021``.
     In the legacy era it sends a standalone ``elicitation/create`` mid-call.
     Returns ``"<action>: accept confirmed=True"`` / ``"<action>: decline"`` / ...
+``visit(service)``, ``gated(service)``, ``roots()``, ``summarize(text)``
+    handshake era only: a URL elicitation (``elicitation/complete`` follows an
+    accept), ``-32042`` with one URL the first time per service, ``roots/list``,
+    ``sampling/createMessage``; each result shows the client's answer.
 ``add_tool(name)`` / ``remove_tool(name)``
     change the tool list at runtime and publish ``notifications/tools/list_changed``
     to ``subscriptions/listen`` streams (modern); on a legacy request it also
@@ -109,7 +113,8 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import Completion
+from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp_types import Completion, ElicitRequestURLParams, SamplingMessage, TextContent
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
@@ -499,6 +504,56 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
         if answer.action == "accept":
             return f"{action}: accept confirmed={answer.data.confirmed}"  # type: ignore[union-attr]
         return f"{action}: {answer.action}"
+
+    @mcp.tool(structured_output=False)
+    async def visit(service: str, ctx: Context) -> str:
+        """Handshake era: ask the person to visit a URL (URL elicitation); on accept,
+        announce ``notifications/elicitation/complete`` for ``visit-<service>``."""
+        events.record("call visit")
+        ident = f"visit-{service}"
+        result = await ctx.elicit_url(
+            f"Sign in to {service}", f"https://auth.example.test/{service}?code=hush", ident
+        )
+        if result.action == "accept":
+            await ctx.session.send_elicit_complete(ident, ctx.request_id)
+        return f"{service}: {result.action}"
+
+    visited: set[str] = set()
+
+    @mcp.tool(structured_output=False)
+    def gated(service: str) -> str:
+        """Refuse with -32042 (URL elicitation required) the first time per service."""
+        events.record("call gated")
+        if service not in visited:
+            visited.add(service)
+            raise UrlElicitationRequiredError(
+                [
+                    ElicitRequestURLParams(
+                        message=f"Connect {service}",
+                        url=f"https://auth.example.test/connect/{service}?state=hush",
+                        elicitation_id=f"gate-{service}",
+                    )
+                ]
+            )
+        return f"gated {service}: open"
+
+    @mcp.tool(structured_output=False)
+    async def roots(ctx: Context) -> str:
+        """Handshake era: ask the client for its roots (``roots/list``) and list their URIs."""
+        events.record("call roots")
+        listed = await ctx.session.list_roots()
+        return " ".join(str(root.uri) for root in listed.roots) or "no roots"
+
+    @mcp.tool(structured_output=False)
+    async def summarize(text: str, ctx: Context) -> str:
+        """Handshake era: ask the client's model to summarize ``text`` (sampling)."""
+        events.record("call summarize")
+        result = await ctx.session.create_message(
+            [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+            max_tokens=50,
+        )
+        content = result.content
+        return f"summary: {getattr(content, 'text', '?')} ({result.model})"
 
     async def _tools_changed(ctx: Context) -> None:
         await ctx.notify_tools_changed()

@@ -25,10 +25,11 @@ from collections.abc import (
     Callable,
     Mapping,
     MutableMapping,
+    Sequence,
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
 
 import anyio
 import anyio.abc
@@ -44,6 +45,7 @@ from mcpcore import (
     ClientOptions,
     CloseInput,
     ConfigError,
+    ElicitationCompleted,
     Event,
     HttpClientEngine,
     HttpRequest,
@@ -85,9 +87,14 @@ if TYPE_CHECKING:
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         Ask,
+        AskHost,
         AuthAction,
         Completion,
+        Continuation,
+        Elicitation,
+        ElicitResult,
         HookCall,
+        InputRequired,
         Listing,
         Prompt,
         PromptResult,
@@ -95,6 +102,8 @@ if TYPE_CHECKING:
         RequestObserver,
         Resource,
         ResourceTemplate,
+        SampleResult,
+        Sampling,
         SignAssertion,
         TokenStore,
     )
@@ -137,9 +146,10 @@ class ToolRegistration:
     async def __call__(
         self, arguments: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> ToolOutput:
-        return await self.client.call(
+        output: ToolOutput = await self.client.call(
             self.tool.id, arguments, timeout=self.contract.timeout, **kwargs
         )
+        return output
 
     def __repr__(self) -> str:
         return f"ToolRegistration({self.tool.id!r})"
@@ -254,11 +264,26 @@ class McpClient(ClientBase):
         asgi_app: AsgiApp | None = None,
         authorize: Callable[[str, str], Awaitable[str]] | None = None,
         sign_assertion: Callable[[SignAssertion], Awaitable[str]] | None = None,
+        elicit: Callable[[Elicitation], Awaitable[ElicitResult]] | None = None,
+        on_elicitation_complete: Callable[[str, str], Awaitable[None] | None] | None = None,
+        roots: Sequence[str | Mapping[str, str]]
+        | Callable[[], Awaitable[Sequence[str | Mapping[str, str]]]]
+        | None = None,
+        sample: Callable[[Sampling], Awaitable[SampleResult]] | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
         """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
         full URL the authorization server redirected them to (with ``auth=``);
-        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5)."""
+        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
+        ``elicit(question)``: put a server's question (``Elicitation``) to the
+        person and return their ``ElicitResult`` (Q1). Given, it is declared to
+        the server; left out, the client declares nothing and refuses questions.
+        ``on_elicitation_complete(server, elicitation_id)``: the server says a URL
+        question is done (Q2, with ``elicit_url=True``). ``roots``: the host's
+        roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a coroutine
+        function returning them; ``sample(request)``: a completion from the host's
+        model for a ``Sampling`` request, as a ``SampleResult`` (Q3). Each is
+        declared only when given."""
         self._asgi_app = asgi_app
         self._authorize = authorize
         self._sign_assertion = sign_assertion
@@ -266,6 +291,8 @@ class McpClient(ClientBase):
         self._on_log = options.get("on_log")  # F8: checked by prepare_client
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
+        self._offer_input(elicit, roots, sample)
+        self._on_elicitation_complete = on_elicitation_complete
         self._limits = setup.limits
         self._close_grace = setup.close_grace  # S3, for a local server
         self._max_connections = setup.max_connections
@@ -471,6 +498,8 @@ class McpClient(ClientBase):
                         self._task_group.start_soon(self._exchange, action, scope)
         elif self._children is not None:
             self._children.perform(engine.take_actions())
+        for question in engine.take_input():
+            self._perform_auth(question)
         self._route_events(engine.take_events())
         if self._login_waiting and isinstance(engine, HttpClientEngine) and engine.login_settled:
             self._state_changed.set()
@@ -485,8 +514,8 @@ class McpClient(ClientBase):
             self._wakeup.set()
         return here
 
-    def _perform_auth(self, action: AuthAction) -> None:
-        """D2: each hook in a task of its own, cancelled on close; a store method
+    def _perform_auth(self, action: AuthAction | AskHost) -> None:
+        """D2: each hook (sign-in or input) in a task of its own, cancelled on close; a store method
         (blocking by contract) on a worker thread, never in the event loop."""
         if not self._closed and self._task_group is not None:
             self._task_group.start_soon(self._run_hook, self._hook_call(action))
@@ -510,7 +539,7 @@ class McpClient(ClientBase):
         if scope.cancelled_caught:
             return  # closed meanwhile: nothing waits for the answer
         engine = self._engine
-        assert isinstance(engine, HttpClientEngine)
+        assert engine is not None
         call.report(engine, self._now(), value=value, error=error)
         await self._dispatch()
 
@@ -541,6 +570,9 @@ class McpClient(ClientBase):
                     self._report_progress(waiter.on_progress, event)
             elif isinstance(event, LogMessage) and self._on_log is not None:
                 self._report_log(self._on_log, event)
+            elif isinstance(event, ElicitationCompleted):
+                if self._on_elicitation_complete is not None:
+                    self._report_completed(self._on_elicitation_complete, event)
             elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
                 if event.refresh_id is None:
                     continue
@@ -553,6 +585,26 @@ class McpClient(ClientBase):
                 else:
                     refresh.report = refreshed
                 refresh.done.set()
+
+    def _report_completed(
+        self, callback: Callable[[str, str], Awaitable[None] | None], event: ElicitationCompleted
+    ) -> None:
+        """Q2: the host's on_elicitation_complete, a function or a coroutine function;
+        what it raises is logged."""
+        try:
+            result = callback(event.server, event.elicitation_id)
+        except Exception:
+            _log.exception("on_elicitation_complete callback failed")
+            return
+        if result is not None and self._task_group is not None:
+
+            async def finish() -> None:
+                try:
+                    await result
+                except Exception:
+                    _log.exception("on_elicitation_complete callback failed")
+
+            self._task_group.start_soon(finish)
 
     def _report_log(self, callback: Callable[[LogMessage], object], event: LogMessage) -> None:
         """F8: the host's on_log, a function or a coroutine function; what it raises
@@ -732,6 +784,7 @@ class McpClient(ClientBase):
         if not availability.ok:
             raise Unavailable(availability.reason or "unavailable", server=self.name)
 
+    @overload
     async def call(
         self,
         tool_id: str,
@@ -740,7 +793,31 @@ class McpClient(ClientBase):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> ToolOutput:
+        on_input: Literal["hook"] = "hook",
+    ) -> ToolOutput: ...
+
+    @overload
+    async def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["return"],
+    ) -> ToolOutput | InputRequired: ...
+
+    async def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> ToolOutput | InputRequired:
         """Call the tool ``tool_id`` (``server/tool``, as ``tools`` lists it) with
         ``arguments`` and wait until it finishes; returns its ``ToolOutput``.
         ``meta`` adds keys of your own to the request's ``_meta`` (a tenant or
@@ -752,12 +829,56 @@ class McpClient(ClientBase):
         client's ``call_timeout`` by default); ``Unavailable`` or ``TransportError``
         when the server cannot be reached. ``on_progress(progress, total, message)``
         is called for each progress report.
+        ``on_input="return"``: when a 2026-07-28 server asks the person something,
+        the call returns an ``InputRequired`` (its questions and a ``Continuation``)
+        instead of asking the ``elicit`` hook; ``resume()`` finishes it (Q4). In the
+        handshake era questions go to the hook as usual.
         """
         await self._ensure_ready()
         engine = self._engine
         assert engine is not None
-        call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout, meta=meta)
-        output: ToolOutput = await self._outcome(call_id, on_progress)
+        call_id = engine.call(
+            tool_id, arguments, self._now(), timeout=timeout, meta=meta, on_input=on_input
+        )
+        output: ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
+        return output
+
+    def set_roots(
+        self,
+        roots: Sequence[str | Mapping[str, str]]
+        | Callable[[], Awaitable[Sequence[str | Mapping[str, str]]]],
+    ) -> None:
+        """Q3: new roots (a list, or a coroutine function returning one) for a client
+        created with ``roots=``; a handshake-era server is told they changed.
+        ``InvalidState`` for a client given no roots, ``InvalidValue`` for a list
+        that is not one of ``file://`` URIs."""
+        self._change_roots(roots)
+        engine = self._engine
+        if engine is not None and not self._closing:
+            engine.roots_changed(self._now())
+            self._dispatch_soon()
+
+    async def resume(
+        self,
+        continuation: Continuation,
+        responses: Mapping[str, ElicitResult],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput | InputRequired:
+        """Finish a call that returned an ``InputRequired`` (Q4): ``responses`` maps
+        each question's key to the person's ``ElicitResult``. Any client of the same
+        server may resume it (a continuation read back with
+        ``Continuation.from_json``), once. Returns the tool's output, or another
+        ``InputRequired`` when the server asks again. Raises at once, with nothing
+        sent, for a continuation of another server or one resumed already, or
+        answers that do not fit (``InvalidValue``, ``InvalidState``, ``InputError``).
+        """
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.resume(continuation, responses, self._now(), timeout=timeout)
+        output: ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
         return output
 
     async def _ask(self, ask: Ask, timeout: float | None) -> Any:

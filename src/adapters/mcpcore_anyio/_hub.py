@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 import anyio.abc
@@ -21,7 +21,7 @@ from mcpcore import (
 )
 
 if TYPE_CHECKING:
-    from mcpcore import Listing, Resource, ServerResource
+    from mcpcore import Continuation, ElicitResult, InputRequired, Listing, Resource, ServerResource
 
 from ._client import McpClient, ProgressCallback
 
@@ -158,6 +158,7 @@ class McpHub(HubBase[McpClient]):
                 group.start_soon(one, name, client)
         return {name: results[name] for name in self.clients}
 
+    @overload
     async def call(
         self,
         tool_id: str,
@@ -166,9 +167,56 @@ class McpHub(HubBase[McpClient]):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> ToolOutput:
-        return await self.client_for(tool_id).call(
+        on_input: Literal["hook"] = "hook",
+    ) -> ToolOutput: ...
+
+    @overload
+    async def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["return"],
+    ) -> ToolOutput | InputRequired: ...
+
+    async def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> ToolOutput | InputRequired:
+        client = self.client_for(tool_id)
+        if on_input == "return":
+            return await client.call(
+                tool_id,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                meta=meta,
+                on_input="return",
+            )
+        return await client.call(
             tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta
+        )
+
+    async def resume(
+        self,
+        continuation: Continuation,
+        responses: Mapping[str, ElicitResult],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput | InputRequired:
+        """Finish a paused call (Q4) on the server it belongs to."""
+        return await self.client_for_continuation(continuation).resume(
+            continuation, responses, timeout=timeout, on_progress=on_progress
         )
 
     async def aclose(self) -> None:

@@ -73,6 +73,7 @@ from mcpcore import (
     suggest_ids,
 )
 
+from ._ask import TerminalAsker
 from ._term import (
     LogFormatter,
     Redactor,
@@ -517,7 +518,7 @@ def _command_parser(command: str) -> _Parser:
             prog="mcpcore call",
             usage=(
                 "mcpcore call (URL | --config FILE) TOOL [ARGS_JSON | key=value...] "
-                "[-H 'Name: value']... [--timeout S] [--json] [--save DIR] [--no-check] "
+                "[-H 'Name: value']... [--timeout S] [--json] [--save DIR] [--no-check] [--no-input] "
                 "[--name NAME] [--allow-local] [--allow-http] [--token-file PATH] [-v]"
             ),
             description=_wrapped(
@@ -565,6 +566,14 @@ def _command_parser(command: str) -> _Parser:
                 metavar="DIR",
                 help="write the binary parts to files in DIR (created if missing; never overwrites)",
             )
+        parser.add_argument(
+            "--no-input",
+            action="store_true",
+            help=(
+                "decline any question the server asks during the call (without a terminal "
+                "they are declined anyway; on one, each form field or URL is asked)"
+            ),
+        )
     elif command in ("login", "logout", "auth"):
         parser = _auth_parser(command)
     else:
@@ -832,7 +841,14 @@ def _outcome_name(key: str, outcome: Outcome) -> str:
     return key if isinstance(outcome, ConfigError) else outcome.name
 
 
-def _client(cli: Cli, server: Outcome, name: str, args: argparse.Namespace) -> McpClient:
+def _client(
+    cli: Cli,
+    server: Outcome,
+    name: str,
+    args: argparse.Namespace,
+    *,
+    elicit: TerminalAsker | None = None,
+) -> McpClient:
     from mcpcore_threaded import McpClient  # imported when needed: a quick --help
 
     timeout: float | None = args.timeout
@@ -851,6 +867,8 @@ def _client(cli: Cli, server: Outcome, name: str, args: argparse.Namespace) -> M
     auth = _stored_auth(cli, server, args)
     if auth is not None:
         options["auth"] = auth
+    if elicit is not None:  # Q6: questions during a call are asked, or declined
+        return McpClient(name, server, elicit=elicit, elicit_url=True, **options)
     return McpClient(name, server, **options)
 
 
@@ -1177,10 +1195,11 @@ class _Progress:
 
     SPINNER = "|/-\\"
 
-    def __init__(self, cli: Cli, label: str) -> None:
+    def __init__(self, cli: Cli, label: str, quiet: threading.Event | None = None) -> None:
         self.cli = cli
         self.label = label
         self.enabled = isatty(cli.stderr)
+        self.quiet = quiet  # set while a question is asked at the terminal (Q6)
         self.wake = threading.Event()
         self._lock = threading.Lock()
         self._latest: tuple[float, float | None, str | None] | None = None
@@ -1228,7 +1247,8 @@ class _Progress:
                 self.wake.wait(0.1 if self.enabled else 0.2)
                 self.wake.clear()
                 elapsed = time.monotonic() - start
-                if self.enabled and elapsed >= PROGRESS_AFTER and not handle.done:
+                asking = self.quiet is not None and self.quiet.is_set()
+                if self.enabled and elapsed >= PROGRESS_AFTER and not handle.done and not asking:
                     self.draw(elapsed)
         except BaseException:
             if not handle.done:
@@ -1642,12 +1662,18 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
         server = _configured_server(cli, args, tool)
 
     config = args.config if url is None else None
-    with _client(cli, server, server.name, args) as client:
+    asker = TerminalAsker(
+        sys.stdin,
+        cli.stderr,
+        interactive=not args.no_input and isatty(sys.stdin) and isatty(cli.stderr),
+        redact=cli.redact,
+    )
+    with _client(cli, server, server.name, args, elicit=asker) as client:
         _ensure_ready(cli, client, args.timeout, args=args, server=server, config=config)
         found = _find_tool(cli, args, client, server, tool, config=config)
         arguments = _call_arguments(cli, args, found, given, pairs, (server, config))
         tool_id = found.id
-        progress = _Progress(cli, show(tool_id, keep_newlines=False))
+        progress = _Progress(cli, show(tool_id, keep_newlines=False), quiet=asker.asking)
         failed = False
         try:
             handle = client.start_call(tool_id, arguments, on_progress=progress.update)

@@ -22,11 +22,11 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, Protocol, Unpack, cast
+from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, Unpack, cast, overload
 
 from mcpcore import (
     AbortExchange,
@@ -38,6 +38,7 @@ from mcpcore import (
     ClientOptions,
     CloseInput,
     ConfigError,
+    ElicitationCompleted,
     Event,
     HttpClientEngine,
     HttpRequest,
@@ -77,9 +78,14 @@ if TYPE_CHECKING:
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         Ask,
+        AskHost,
         AuthAction,
         Completion,
+        Continuation,
+        Elicitation,
+        ElicitResult,
         HookCall,
+        InputRequired,
         Listing,
         Prompt,
         PromptResult,
@@ -87,6 +93,8 @@ if TYPE_CHECKING:
         RequestObserver,
         Resource,
         ResourceTemplate,
+        SampleResult,
+        Sampling,
         SignAssertion,
         TokenStore,
     )
@@ -269,7 +277,10 @@ class ToolRegistration:
         self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
 
     def __call__(self, arguments: Mapping[str, Any] | None = None, **kwargs: Any) -> ToolOutput:
-        return self.client.call(self.tool.id, arguments, timeout=self.contract.timeout, **kwargs)
+        output: ToolOutput = self.client.call(
+            self.tool.id, arguments, timeout=self.contract.timeout, **kwargs
+        )
+        return output
 
     def __repr__(self) -> str:
         return f"ToolRegistration({self.tool.id!r})"
@@ -290,19 +301,35 @@ class McpClient(ClientBase):
         ssl_context: ssl.SSLContext | None = None,
         authorize: Callable[[str, str], str] | None = None,
         sign_assertion: Callable[[SignAssertion], str] | None = None,
+        elicit: Callable[[Elicitation], ElicitResult] | None = None,
+        on_elicitation_complete: Callable[[str, str], None] | None = None,
+        roots: Sequence[str | Mapping[str, str]]
+        | Callable[[], Sequence[str | Mapping[str, str]]]
+        | None = None,
+        sample: Callable[[Sampling], SampleResult] | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
         """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
         full URL the authorization server redirected them to (with ``auth=``);
-        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5).
-        Both block; each runs on a thread of its own, never under the client's lock,
-        as does each method of the token store (D2)."""
+        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
+        ``elicit(question)``: put a server's question (``Elicitation``) to the
+        person and return their ``ElicitResult`` (Q1; given, it is declared to the
+        server); ``on_elicitation_complete(server, elicitation_id)``: the server
+        says a URL question is done (Q2, with ``elicit_url=True``); ``roots``: the
+        host's roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a
+        function returning them; ``sample(request)``: a completion from the host's
+        model for a ``Sampling`` request, as a ``SampleResult`` (Q3; each declared
+        only when given). All block;
+        each hook runs on a thread of its own, never under the client's lock, as
+        does each method of the token store (D2)."""
         self._authorize = authorize
         self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
         self._on_log = options.get("on_log")  # F8: checked by prepare_client
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
+        self._offer_input(elicit, roots, sample)
+        self._on_elicitation_complete = on_elicitation_complete
         self._limits = setup.limits
         self._close_grace = setup.close_grace  # S3, for a local server
         self._max_connections = setup.max_connections
@@ -511,6 +538,9 @@ class McpClient(ClientBase):
         elif self._children is not None:
             for process_action in engine.take_actions():
                 self._children.perform(process_action)
+        if not self._closed:
+            for question in engine.take_input():
+                self._perform_auth(question)
         self._route_events(engine.take_events())
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
@@ -523,7 +553,7 @@ class McpClient(ClientBase):
             self._timer.notify()
         return here
 
-    def _perform_auth(self, action: AuthAction) -> None:
+    def _perform_auth(self, action: AuthAction | AskHost) -> None:
         """D2: each hook (a person, a signer, a store method) on a thread of its own,
         never under the lock and never joined: a person may take minutes, and an
         answer that comes after its deadline or after close changes nothing."""
@@ -542,7 +572,9 @@ class McpClient(ClientBase):
         except Exception as exc:  # the hook's own failure: the engine decides (D2)
             error = exc
         with self._turn():
-            call.report(self._engine_http(), self._now(), value=value, error=error)
+            engine = self._engine
+            assert engine is not None
+            call.report(engine, self._now(), value=value, error=error)
             self._dispatch()
 
     def _abort(self, xid: int) -> None:
@@ -727,6 +759,11 @@ class McpClient(ClientBase):
                     self._deliveries.append(partial(_report_progress, handle.on_progress, event))
             elif isinstance(event, LogMessage) and self._on_log is not None:
                 self._deliveries.append(partial(_report_log, self._on_log, event))
+            elif isinstance(event, ElicitationCompleted):
+                if self._on_elicitation_complete is not None:
+                    self._deliveries.append(
+                        partial(_report_completed, self._on_elicitation_complete, event)
+                    )
             elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
                 waiter = self._refreshes.get(event.refresh_id or 0)
                 if waiter is None:
@@ -807,10 +844,11 @@ class McpClient(ClientBase):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
     ) -> CallHandle:
         """Start a call and return its handle at once (after readiness)."""
         handle, _ = self._begin_call(
-            tool_id, arguments, timeout, on_progress, here=False, meta=meta
+            tool_id, arguments, timeout, on_progress, here=False, meta=meta, on_input=on_input
         )
         return handle
 
@@ -823,6 +861,8 @@ class McpClient(ClientBase):
         *,
         here: bool,
         meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+        resume: tuple[Continuation, Mapping[str, Any]] | None = None,
     ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
         """Start a call (or, given an ``Ask``, another request of the host: F1); with
         ``here``, its exchange is returned for this thread to perform."""
@@ -832,13 +872,41 @@ class McpClient(ClientBase):
             assert engine is not None
             if self._closing:
                 raise Unavailable("the client was closed", server=self.name)
-            if isinstance(tool_id, str):
-                call_id = engine.call(tool_id, arguments, self._now(), timeout=timeout, meta=meta)
+            if resume is not None:
+                call_id = engine.resume(*resume, self._now(), timeout=timeout)
+            elif isinstance(tool_id, str):
+                call_id = engine.call(
+                    tool_id, arguments, self._now(), timeout=timeout, meta=meta, on_input=on_input
+                )
             else:
                 call_id = engine.request(tool_id, self._now(), timeout=timeout)
             handle = CallHandle(self, call_id, on_progress)
             self._calls[call_id] = handle
             return handle, self._dispatch(perform_here=call_id if here else None)
+
+    @overload
+    def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook"] = "hook",
+    ) -> ToolOutput: ...
+
+    @overload
+    def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["return"],
+    ) -> ToolOutput | InputRequired: ...
 
     def call(
         self,
@@ -848,7 +916,8 @@ class McpClient(ClientBase):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> ToolOutput:
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> ToolOutput | InputRequired:
         """Call the tool ``tool_id`` (``server/tool``, as ``tools`` lists it) with
         ``arguments`` and block until it finishes; returns its ``ToolOutput``.
         ``meta`` adds keys of your own to the request's ``_meta`` (a tenant or
@@ -860,17 +929,63 @@ class McpClient(ClientBase):
         client's ``call_timeout`` by default); ``Unavailable`` or ``TransportError``
         when the server cannot be reached. ``on_progress(progress, total, message)``
         is called for each progress report.
+        ``on_input="return"``: when a 2026-07-28 server asks the person something,
+        the call returns an ``InputRequired`` (its questions and a ``Continuation``)
+        instead of asking the ``elicit`` hook; ``resume()`` finishes it (Q4). In the
+        handshake era questions go to the hook as usual.
         """
         handle, here = self._begin_call(
-            tool_id, arguments, timeout, on_progress, here=True, meta=meta
+            tool_id, arguments, timeout, on_progress, here=True, meta=meta, on_input=on_input
         )
+        return self._finish_call(handle, here)
+
+    def set_roots(
+        self,
+        roots: Sequence[str | Mapping[str, str]] | Callable[[], Sequence[str | Mapping[str, str]]],
+    ) -> None:
+        """Q3: new roots (a list, or a function returning one) for a client created
+        with ``roots=``; a handshake-era server is told they changed.
+        ``InvalidState`` for a client given no roots, ``InvalidValue`` for a list
+        that is not one of ``file://`` URIs."""
+        with self._turn():
+            self._change_roots(roots)
+            engine = self._engine
+            if engine is not None and not self._closing:
+                engine.roots_changed(self._now())
+                self._dispatch()
+
+    def resume(
+        self,
+        continuation: Continuation,
+        responses: Mapping[str, ElicitResult],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput | InputRequired:
+        """Finish a call that returned an ``InputRequired`` (Q4): ``responses`` maps
+        each question's key to the person's ``ElicitResult``. Any client of the same
+        server may resume it (a continuation read back with
+        ``Continuation.from_json``), once. Returns the tool's output, or another
+        ``InputRequired`` when the server asks again. Raises at once, with nothing
+        sent, for a continuation of another server or one resumed already, or
+        answers that do not fit (``InvalidValue``, ``InvalidState``, ``InputError``).
+        """
+        handle, here = self._begin_call(
+            "", None, timeout, on_progress, here=True, resume=(continuation, responses)
+        )
+        return self._finish_call(handle, here)
+
+    def _finish_call(
+        self, handle: CallHandle, here: tuple[HttpRequest, _Exchange] | None
+    ) -> ToolOutput | InputRequired:
         if here is not None:
             try:
                 self._exchange(*here, caller=handle)
             except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
                 handle.cancel()
                 raise
-        return handle.result()
+        output: ToolOutput | InputRequired = handle._wait(None)
+        return output
 
     def _ask(self, ask: Ask, timeout: float | None) -> Any:
         """Send one request of the host (F1) and block for what it reads.
@@ -973,6 +1088,13 @@ class McpClient(ClientBase):
         registrations of unchanged tools are kept. Returns what changed."""
         self.refresh()
         return self._mirror_into(registry)
+
+
+def _report_completed(callback: Callable[[str, str], None], event: ElicitationCompleted) -> None:
+    try:
+        callback(event.server, event.elicitation_id)
+    except Exception:
+        _log.exception("on_elicitation_complete callback failed")
 
 
 def _report_log(callback: Callable[[LogMessage], object], event: LogMessage) -> None:

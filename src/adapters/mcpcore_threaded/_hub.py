@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from mcpcore import (
     Availability,
@@ -19,7 +19,7 @@ from mcpcore import (
 )
 
 if TYPE_CHECKING:
-    from mcpcore import Listing, Resource, ServerResource
+    from mcpcore import Continuation, ElicitResult, InputRequired, Listing, Resource, ServerResource
 
 from ._client import McpClient, ProgressCallback
 
@@ -140,6 +140,7 @@ class McpHub(HubBase[McpClient]):
             results[name] = client.ready(remaining)
         return results
 
+    @overload
     def call(
         self,
         tool_id: str,
@@ -148,9 +149,54 @@ class McpHub(HubBase[McpClient]):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-    ) -> ToolOutput:
-        return self.client_for(tool_id).call(
-            tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta
+        on_input: Literal["hook"] = "hook",
+    ) -> ToolOutput: ...
+
+    @overload
+    def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["return"],
+    ) -> ToolOutput | InputRequired: ...
+
+    def call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> ToolOutput | InputRequired:
+        client = self.client_for(tool_id)
+        if on_input == "return":
+            return client.call(
+                tool_id,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                meta=meta,
+                on_input="return",
+            )
+        return client.call(tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta)
+
+    def resume(
+        self,
+        continuation: Continuation,
+        responses: Mapping[str, ElicitResult],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput | InputRequired:
+        """Finish a paused call (Q4) on the server it belongs to."""
+        return self.client_for_continuation(continuation).resume(
+            continuation, responses, timeout=timeout, on_progress=on_progress
         )
 
     def close(self) -> None:

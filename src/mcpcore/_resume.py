@@ -1,0 +1,282 @@
+"""Calls that pause for a person and resume later (Q4, 2026-07-28).
+
+At 2026-07-28 a server that needs input answers a ``tools/call`` with an
+``input_required`` result: questions and an opaque ``requestState``. A host
+that passes ``on_input="return"`` gets that moment as a value, an
+``InputRequired``, instead of a hook call: the questions, and a
+``Continuation`` that holds everything needed to finish the call (the
+request's params, the state, the questions, the round count) and serializes to
+JSON. ``resume(continuation, responses)`` finishes it, from the same client or
+from a new one in another process, as long as it talks to the same endpoint.
+
+This module owns the continuation's shape, its JSON form and the checks a
+resume passes before anything is sent: the endpoint it belongs to, every
+question answered (each answer checked against its form), nothing answered
+that was not asked. Whether a continuation was used already is the session's
+to remember (per client).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, get_type_hints
+
+from ._errors import InvalidState, InvalidValue, UnknownTool
+from ._escape import excerpt
+from ._input import Elicitation, check_answer, read_elicitation
+
+if TYPE_CHECKING:
+    from ._session import ClientSession
+
+__all__ = ["Continuation", "InputRequired", "endpoint_digest", "resume_call", "resume_params"]
+
+_FORMAT = 1
+# A continuation larger than this is refused when read back (a host's store may hold anything).
+_MAX_CONTINUATION = 4 * 1024 * 1024
+
+
+def endpoint_digest(url: str) -> str:
+    """What names an endpoint in a continuation: a digest of its URL, so that no
+    part of the URL (a key in its query) is written into what the host stores."""
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """Everything needed to finish a paused call (Q4); ``to_json()`` /
+    ``Continuation.from_json(text)`` keep it anywhere.
+
+    ``tool`` is the tool's name on the server; ``params`` the call's params as
+    first sent (its arguments: store them as carefully as the call itself);
+    ``request_state`` the server's opaque state, echoed byte for byte;
+    ``input_requests`` the questions as the server sent them; ``rounds`` how
+    many rounds of input the call took so far; ``endpoint`` a digest of the
+    server's URL. ``id`` names this continuation (a digest of all of it).
+    """
+
+    endpoint: str
+    tool: str
+    params: Mapping[str, Any] = field(repr=False)
+    request_state: str | None = field(repr=False)
+    input_requests: Mapping[str, Any] = field(repr=False)
+    rounds: int
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()[:32]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "mcpcoreContinuation": _FORMAT,
+                "endpoint": self.endpoint,
+                "tool": self.tool,
+                "params": self.params,
+                "requestState": self.request_state,
+                "inputRequests": self.input_requests,
+                "rounds": self.rounds,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Continuation:
+        """Read a continuation back; ``InvalidValue`` when ``text`` is not one."""
+        if len(text) > _MAX_CONTINUATION:
+            raise InvalidValue("the continuation is larger than any this client writes")
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            raise InvalidValue("the continuation is not JSON") from None
+        if not isinstance(data, dict) or data.get("mcpcoreContinuation") != _FORMAT:
+            raise InvalidValue("the text is not a continuation this client wrote")
+        endpoint, tool, params = data.get("endpoint"), data.get("tool"), data.get("params")
+        state, requests, rounds = (
+            data.get("requestState"),
+            data.get("inputRequests"),
+            data.get("rounds"),
+        )
+        if not (
+            isinstance(endpoint, str)
+            and isinstance(tool, str)
+            and isinstance(params, dict)
+            and params.get("name") == tool
+            and (state is None or isinstance(state, str))
+            and isinstance(requests, dict)
+            and isinstance(rounds, int)
+            and not isinstance(rounds, bool)
+            and rounds >= 1
+        ):
+            raise InvalidValue("the continuation is damaged (a field is missing or wrong)")
+        return cls(endpoint, tool, params, state, requests, rounds)
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequired:
+    """A call paused for a person (``call(..., on_input="return")``, Q4).
+
+    ``questions`` maps each key the server chose to an ``Elicitation`` (its
+    texts untrusted, as always); answer them, then ``resume(continuation,
+    {key: ElicitResult, ...})``. The continuation may be kept as JSON and
+    resumed later, even by another client in another process.
+    """
+
+    server: str
+    tool_id: str | None
+    questions: Mapping[str, Elicitation] = field(repr=False)
+    continuation: Continuation = field(repr=False)
+
+
+def paused_call(
+    *,
+    server: str,
+    tool_id: str | None,
+    tool: str,
+    endpoint: str,
+    params: Mapping[str, Any],
+    request_state: str | None,
+    input_requests: Mapping[str, Any],
+    rounds: int,
+    elicit_url: bool,
+) -> InputRequired | None:
+    """The ``InputRequired`` for a round that asks the person something, or
+    ``None`` when no question in it is for a person (roots only: answered as usual)."""
+    questions: dict[str, Elicitation] = {}
+    for key, ask in input_requests.items():
+        if isinstance(ask, Mapping) and ask.get("method") == "elicitation/create":
+            question = read_elicitation(
+                ask.get("params"), server=server, tool_id=tool_id, url=elicit_url
+            )
+            if isinstance(question, Elicitation):
+                questions[key] = question
+    if not questions:
+        return None
+    own = {k: v for k, v in params.items() if k != "_meta"}
+    meta = params.get("_meta")
+    if isinstance(meta, Mapping):
+        kept = {k: v for k, v in meta.items() if k != "progressToken"}
+        if kept:
+            own["_meta"] = kept
+    continuation = Continuation(
+        endpoint=endpoint,
+        tool=tool,
+        params=own,
+        request_state=request_state,
+        input_requests=dict(input_requests),
+        rounds=rounds,
+    )
+    return InputRequired(server, tool_id, questions, continuation)
+
+
+def resume_call(
+    session: ClientSession,
+    continuation: Continuation,
+    responses: Mapping[str, Any],
+    now: float,
+    *,
+    timeout: float | None = None,
+) -> int:
+    """Q4: finish a paused call: its next round with ``responses`` (key →
+    ``ElicitResult``); it ends like a call made with ``on_input="return"``.
+
+    Raises at once, with nothing sent: ``InvalidState`` before the session is
+    ready, outside 2026-07-28, or for a continuation this client resumed
+    already; ``InvalidValue`` for one of another server, or for answers that do
+    not match the questions; ``InputError`` for an answer that does not fit its
+    form; ``UnknownTool`` when the server no longer lists the tool.
+    """
+    from ._session import SessionState, positive_seconds
+
+    desk, options = session.input, session.options
+    if session.state is not SessionState.READY:
+        raise InvalidState(f"cannot resume a call while the session is {session.state.value!r}")
+    if not isinstance(continuation, Continuation):
+        raise InvalidValue("resume() takes the Continuation of an InputRequired")
+    if not session.modern:
+        raise InvalidState("resuming a paused call needs a server that speaks 2026-07-28")
+    if continuation.endpoint != desk.endpoint:
+        raise InvalidValue("this continuation belongs to a call to another server")
+    ident = continuation.id
+    if ident in desk.used:
+        raise InvalidState("this continuation was resumed already; a call resumes once")
+    catalogue = session.tools.catalogue
+    tools = catalogue.tools if catalogue is not None else ()
+    tool = next((t for t in tools if t.name == continuation.tool), None)
+    if tool is None:
+        raise UnknownTool(f"{options.server_name}{options.separator}{continuation.tool}")
+    budget = options.call_timeout if timeout is None else positive_seconds(timeout)
+    extra = resume_params(
+        continuation,
+        responses,
+        server=options.server_name,
+        tool_id=tool.id,
+        elicit_url=options.input.elicit_url,
+        apply_defaults=options.input.apply_defaults,
+    )
+    call_id = session.tools.resume(
+        tool,
+        dict(continuation.params),
+        extra,
+        now,
+        budget,
+        rounds=continuation.rounds,
+        capabilities=desk.pause_capabilities(),
+    )
+    desk.used.add(ident)
+    desk.pause(call_id)
+    return call_id
+
+
+def resume_params(
+    continuation: Continuation,
+    responses: Mapping[str, Any],
+    *,
+    server: str,
+    tool_id: str | None,
+    elicit_url: bool,
+    apply_defaults: bool,
+) -> dict[str, Any]:
+    """The params a resumed call adds (``inputResponses``, ``requestState``).
+
+    Raises before anything is sent: ``InvalidValue`` for a question left
+    unanswered, an answer to a question not asked, or responses that are not a
+    mapping; ``InputError`` for an answer that does not fit its question.
+    """
+    if not isinstance(responses, Mapping):
+        raise InvalidValue("responses map each question's key to its ElicitResult")
+    answers: dict[str, Any] = {}
+    for key, ask in continuation.input_requests.items():
+        method = ask.get("method") if isinstance(ask, Mapping) else None
+        if method == "roots/list":
+            answers[key] = {"roots": []}  # E4
+            continue
+        question = (
+            read_elicitation(ask.get("params"), server=server, tool_id=tool_id, url=elicit_url)
+            if isinstance(ask, Mapping) and method == "elicitation/create"
+            else "not a question"
+        )
+        if isinstance(question, str):
+            answers[key] = {"action": "cancel"}  # E4: no person could see it
+            continue
+        if key not in responses:
+            raise InvalidValue(f"the question {excerpt(key, 60)!r} has no answer")
+        answers[key] = check_answer(question, responses[key], apply_defaults=apply_defaults)
+    extra = [k for k in responses if k not in continuation.input_requests]
+    if extra:
+        shown = ", ".join(repr(excerpt(str(k), 60)) for k in extra[:5])
+        raise InvalidValue(f"answers to questions the server did not ask: {shown}")
+    added: dict[str, Any] = {"inputResponses": answers}
+    if continuation.request_state is not None:
+        added["requestState"] = continuation.request_state
+    return added
+
+
+for _public in (Continuation, InputRequired):
+    _public.__annotations__ = get_type_hints(_public)
+    _public.__module__ = "mcpcore"
+del _public
