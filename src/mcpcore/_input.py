@@ -39,6 +39,7 @@ from ._errors import McpError, RemoteProtocolError
 from ._escape import excerpt
 from ._events import ElicitationCompleted, RequestSucceeded
 from ._jsonrpc import ErrorResponse, Notification, Request, Result
+from ._modern import answer_input_requests
 
 if TYPE_CHECKING:
     from ._hooks import HookFailure
@@ -595,18 +596,24 @@ class InputDesk:
 
     def input_round(
         self, pending: Pending, requests: object, state: str | None, now: float
-    ) -> bool:
-        """2026-07-28: the ``inputRequests`` of an ``input_required`` result. False when
-        no hook is given (the session answers as a client that offers nothing);
-        raises ``RemoteProtocolError`` for a request this client cannot answer.
-        A call made with ``on_input="return"`` ends here with an ``InputRequired``
-        when the round asks the person something (Q4)."""
+    ) -> None:
+        """2026-07-28: the ``inputRequests`` of an ``input_required`` result, answered
+        from the host's hooks and lists, then the request sent again; a client that
+        offers nothing answers as E4 says. Raises ``RemoteProtocolError`` for a
+        request this client cannot answer. A call made with ``on_input="return"``
+        ends here with an ``InputRequired`` when the round asks the person (Q4)."""
         if requests is not None and not isinstance(requests, Mapping):
             raise RemoteProtocolError("the server's inputRequests is not a JSON object")
         if pending.call_id in self.pausing and requests and self._pause(pending, requests, state):
-            return True
+            return
         if not self.options.offered:
-            return False
+            extra: dict[str, Any] = {}
+            if requests is not None:
+                extra["inputResponses"] = answer_input_requests(requests)
+            if state is not None:
+                extra["requestState"] = state  # M50: byte for byte; absent when absent
+            self._s.path.again(pending, now, extra)
+            return
         tool_id = pending.tool.id if pending.tool is not None else None
         answers: dict[str, Any] = {}
         hooks: dict[str, tuple[str, Elicitation | Sampling | None]] = {}
@@ -639,7 +646,6 @@ class InputDesk:
             )
         if not waiting:
             self._finish_round(round_, now)
-        return True
 
     @staticmethod
     def check_on_input(on_input: object) -> None:
@@ -648,13 +654,16 @@ class InputDesk:
 
             raise InvalidValue(f"on_input is 'hook' or 'return', not {excerpt(repr(on_input), 40)}")
 
-    def on_call(self, call_id: int, on_input: str) -> None:
-        """Q4: a call made with ``on_input="return"`` pauses at its first question,
-        and (at 2026-07-28) declares that it takes questions."""
+    def on_call(self, call_id: int, on_input: str) -> int:
+        """Q4: a call made with ``on_input="return"`` ends with an ``InputRequired``
+        (``RequestSucceeded``) at its first question for the person, and at
+        2026-07-28 declares that it takes questions; in the handshake era the
+        questions go to the hook as always. Returns ``call_id``."""
         if on_input == "return":
             self.pause(call_id)
             if self._s.modern:
                 self._s.path.declare(call_id, self.pause_capabilities())
+        return call_id
 
     def pause(self, call_id: int) -> None:
         # Calls that ended without pausing are forgotten here (they no longer carry).

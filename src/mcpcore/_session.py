@@ -65,7 +65,6 @@ from ._modern import (
     MAX_INPUT_ROUNDS,
     MODERN_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
-    answer_input_requests,
     is_legacy_answer,
     probe_failure_is_outage,
     result_type,
@@ -277,9 +276,7 @@ class ClientSession:
     ) -> int:
         """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7).
         ``meta`` adds the host's own keys to the request's ``_meta`` (V1).
-        ``on_input="return"``: at 2026-07-28, a question for the person ends the
-        call with ``RequestSucceeded`` carrying an ``InputRequired`` (Q4); in the
-        handshake era the questions go to the hook as always.
+        ``on_input``: see ``InputDesk.on_call`` (Q4).
 
         Raises at once, with nothing sent: ``UnknownTool`` (naming the ids the
         caller may have meant), ``InvalidState`` before the session is ready,
@@ -291,9 +288,7 @@ class ClientSession:
             raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
         self.input.check_on_input(on_input)
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
-        call_id = self.tools.call(tool_id, arguments, now, budget, meta)
-        self.input.on_call(call_id, on_input)
-        return call_id
+        return self.input.on_call(self.tools.call(tool_id, arguments, now, budget, meta), on_input)
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Send one request of a feature's ``kind`` for the host (F1); returns its
@@ -383,8 +378,7 @@ class ClientSession:
     # --- inputs from the transport -------------------------------------------------
 
     def receive_message(self, message: Message, now: float, *, related: int | None = None) -> None:
-        """Handle one decoded message from the server (P3a, P4, P5). ``related``: the
-        id of our request whose response stream carried it (None: another stream)."""
+        """Handle one decoded message from the server (P3a, P4, P5), on ``related``'s stream."""
         if self.state is SessionState.CLOSED:
             return
         if isinstance(message, Request):
@@ -556,7 +550,6 @@ class ClientSession:
                 return
             if pending.on_refused is not None and pending.on_refused(pending, message, now):
                 return
-            # Q2: a -32042 says the person must visit a URL first; the host sees which.
             error = self.input.refusal(pending, message) or pending.kind.refused(
                 message, pending, self.modern
             )
@@ -651,15 +644,7 @@ class ClientSession:
             pending.call_id,
             pending.rounds,
         )
-        if self.input.input_round(pending, requests, state, now):
-            return  # Q1: sent again once the host's hooks have answered
-        answers = answer_input_requests(requests)
-        extra: dict[str, Any] = {}
-        if requests is not None:
-            extra["inputResponses"] = answers
-        if state is not None:
-            extra["requestState"] = state  # M50: byte for byte; absent when absent
-        self.path.again(pending, now, extra)
+        self.input.input_round(pending, requests, state, now)  # E4, Q1, Q4
 
     def relisted(self) -> None:
         self.transition(SessionInput.LISTING_DONE)
