@@ -555,6 +555,14 @@ def _command_parser(command: str) -> _Parser:
                 "(created if missing; never overwrites: a taken name gets a number)"
             ),
         )
+        parser.add_argument(
+            "--no-input",
+            action="store_true",
+            help=(
+                "decline any question the server asks during the call (without a terminal "
+                "they are declined anyway; on one, each form field or URL is asked)"
+            ),
+        )
     elif command in _FEATURE_USAGE:
         usage, description = _FEATURE_USAGE[command]
         parser = _Parser(prog=f"mcpcore {command}", usage=usage, description=_wrapped(description))
@@ -566,14 +574,6 @@ def _command_parser(command: str) -> _Parser:
                 metavar="DIR",
                 help="write the binary parts to files in DIR (created if missing; never overwrites)",
             )
-        parser.add_argument(
-            "--no-input",
-            action="store_true",
-            help=(
-                "decline any question the server asks during the call (without a terminal "
-                "they are declined anyway; on one, each form field or URL is asked)"
-            ),
-        )
     elif command in ("login", "logout", "auth"):
         parser = _auth_parser(command)
     else:
