@@ -200,3 +200,15 @@ def test_B5_F1_feature_modules_load_when_first_used(driver: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_no_class_in_the_core_is_over_600_lines() -> None:
+    """Small parts: every class of the core fits in 600 lines (docstrings included)."""
+    core = Path(__file__).resolve().parents[1] / "src" / "mcpcore"
+    too_big = [
+        f"{path.name}: {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in sorted(core.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 600
+    ]
+    assert not too_big, too_big

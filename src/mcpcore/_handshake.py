@@ -12,6 +12,7 @@ capabilities) on the session; the session moves the lifecycle table.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._backoff import backoff_delay
@@ -19,7 +20,7 @@ from ._errors import CallTimeout, HandshakeError, McpError
 from ._escape import excerpt
 from ._events import SessionReady, StartFailed
 from ._jsonrpc import ErrorResponse, Notification
-from ._lifecycle import SessionInput
+from ._lifecycle import SessionInput, SessionState
 from ._modern import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
@@ -81,6 +82,31 @@ class Handshake:
     @property
     def pinned(self) -> bool:
         return self._pinned is not None
+
+    def version_refused(self, pending: Pending, message: ErrorResponse, now: float) -> None:
+        """M74: a ``-32022`` answering a request once ready. Naming the version this
+        client speaks, the request goes once more; naming none it speaks (or again),
+        the request fails naming what the server offers, and the endpoint is probed
+        afresh (M13): the verdict no longer fits."""
+        data = message.data if isinstance(message.data, Mapping) else {}
+        offered = data.get("supported")
+        supported = [v for v in offered if isinstance(v, str)] if isinstance(offered, list) else []
+        if self._s.protocol_version in supported and not pending.version_retried:
+            pending.version_retried = True
+            self._s.path.again(pending, now, pending.extra)
+            return
+        shown = ", ".join(excerpt(v, 40) for v in supported[:8]) or "none"
+        pending.on_failed(
+            pending,
+            HandshakeError(
+                f"the server refused protocol version {self._s.protocol_version} for "
+                f"{pending.kind.method} (it offers: {shown})"
+            ),
+            now,
+        )
+        if not self.pinned and self._s.state is SessionState.READY and not self._s.path.holding:
+            self._s.era = None
+            self.resetup(now)
 
     @property
     def waiting_to_retry(self) -> bool:

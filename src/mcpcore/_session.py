@@ -35,7 +35,6 @@ from typing import Any, Literal
 
 from ._errors import (
     CallTimeout,
-    HandshakeError,
     InvalidArguments,
     InvalidState,
     InvalidValue,
@@ -546,7 +545,7 @@ class ClientSession:
                 and message.code == UNSUPPORTED_PROTOCOL_VERSION
                 and pending.kind.stamped
             ):
-                self._version_refused(pending, message, now)
+                self.handshake.version_refused(pending, message, now)
                 return
             if pending.on_refused is not None and pending.on_refused(pending, message, now):
                 return
@@ -558,31 +557,6 @@ class ClientSession:
             pending.on_failed(pending, error, now)
             return
         self._answered(pending, message.result, now)
-
-    def _version_refused(self, pending: Pending, message: ErrorResponse, now: float) -> None:
-        """M74: a ``-32022`` answering a request once ready. Naming the version this
-        client speaks, the request goes once more; naming none it speaks (or again),
-        the request fails naming what the server offers, and the endpoint is probed
-        afresh (M13): the verdict no longer fits."""
-        data = message.data if isinstance(message.data, Mapping) else {}
-        offered = data.get("supported")
-        supported = [v for v in offered if isinstance(v, str)] if isinstance(offered, list) else []
-        if self.protocol_version in supported and not pending.version_retried:
-            pending.version_retried = True
-            self.path.again(pending, now, pending.extra)
-            return
-        shown = ", ".join(excerpt(v, 40) for v in supported[:8]) or "none"
-        pending.on_failed(
-            pending,
-            HandshakeError(
-                f"the server refused protocol version {self.protocol_version} for "
-                f"{pending.kind.method} (it offers: {shown})"
-            ),
-            now,
-        )
-        if not self.handshake.pinned and self.state is SessionState.READY and not self.path.holding:
-            self.era = None
-            self.handshake.resetup(now)
 
     def _answered(self, pending: Pending, result: object, now: float) -> None:
         """A result: input_required rounds, pages, then the kind's reading of it."""
