@@ -16,6 +16,7 @@ import logging
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -273,10 +274,10 @@ def test_pydantic_ai_toolset_follows_list_changed() -> None:
             before = asyncio.run(toolset.get_tools(None))  # type: ignore[arg-type]
             assert "demo__echo" in before
             running.server.set_tools([t for t in running.server.tools if t.name != "echo"])
-            deadline = __import__("time").monotonic() + 10
-            while any(t.name == "echo" for t in client.tools):
-                assert __import__("time").monotonic() < deadline, "the re-list never came"
-                __import__("time").sleep(0.02)
+            deadline = time.monotonic() + 10
+            while any(t.name == "echo" for t in client.tools):  # wait for the re-list
+                assert time.monotonic() < deadline, "the re-list never came"
+                time.sleep(0.02)
             after = asyncio.run(toolset.get_tools(None))  # type: ignore[arg-type]
             assert "demo__echo" not in after and "demo__add" in after
 
