@@ -206,6 +206,15 @@ def peer() -> Iterator[Peer]:
         yield running
 
 
+async def _listening(peer: Peer, gets_before: int) -> None:
+    """Wait until this client's GET stream is open: the SDK server sends ``roots/list``
+    and ``sampling/createMessage`` on the standalone stream, and drops them while none
+    is open (a first call made at once raced the client's GET and hung the tool)."""
+    with anyio.fail_after(10):
+        while peer.events().count("get") <= gets_before:
+            await anyio.sleep(0.01)
+
+
 @pytest.fixture(params=DRIVERS)
 def driver(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -228,9 +237,11 @@ async def test_Q3_roots_a_list_changed_and_a_hook_on_every_driver(driver: str, p
     async def waiting() -> list[str]:
         return blocking()
 
+    gets = peer.events().count("get")
     with anyio.fail_after(60):
         async with open_client(driver, "sdk", {"url": peer.url}, protocol="legacy", roots=["file:///work/a"]) as client:
             assert (await client.ready(30)).ok
+            await _listening(peer, gets)
             assert (await client.call("sdk/roots")).text == "file:///work/a"
             before = peer.events().count("notification notifications/roots/list_changed")
             client.client.set_roots([{"uri": "file:///work/b", "name": "b"}])
@@ -253,8 +264,10 @@ async def test_Q3_sampling_is_answered_by_the_hosts_model_on_every_driver(driver
         return model(request)
 
     hook = model if driver == "threaded" else amodel
+    gets = peer.events().count("get")
     with anyio.fail_after(60):
         async with open_client(driver, "sdk", {"url": peer.url}, protocol="legacy", sample=hook) as client:
             assert (await client.ready(30)).ok
+            await _listening(peer, gets)
             out = await client.call("sdk/summarize", {"text": "make it loud"})
     assert out.text == "summary: MAKE IT LOUD (tiny)"
