@@ -1101,3 +1101,30 @@ async def test_L6_H9_closing_with_20_calls_in_flight_on_a_stalled_server_is_one_
         await wait_for(lambda: len(server.requests_for("notifications/cancelled")) == 20, 5)
         await wait_for(lambda: any(r.method == "DELETE" for r in server.received), 5)
     assert threads_named("mcpcore") == []
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_L6_a_timeout_around_the_client_still_closes_it_within_its_bound(backend: str) -> None:
+    """A caller's cancel scope around ``async with McpClient(...)`` (a timeout) cancels
+    the client's own task group, its main task included; closing then drives the
+    engine's deadlines itself, so ``TimeoutError`` comes within the close bound instead
+    of the close waiting forever for a task that is gone."""
+
+    async def main() -> float:
+        async with DemoServer().serve() as running:
+            started = anyio.current_time()
+            with pytest.raises(TimeoutError):
+                with anyio.fail_after(1):
+                    async with mcpcore_anyio.McpClient("demo", entry(running.url)) as client:
+                        assert (await client.ready(10)).ok
+                        await client.call("demo/slow", {"steps": 100, "delay": 0.1})
+            return anyio.current_time() - started
+
+    # Bounded from outside: before the fix this run never returned.
+    result: list[float] = []
+    runner = threading.Thread(target=lambda: result.append(anyio.run(main, backend=backend)))
+    runner.daemon = True
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive(), "closing after the caller's timeout never finished"
+    assert result and result[0] < 1 + 2 + 2  # the timeout, the close bound (2 s), slack

@@ -407,10 +407,19 @@ class McpClient(ClientBase):
             if engine is not None and self._main_scope is not None:
                 engine.close(self._now())
                 await self._dispatch()
-                # The main task goes on driving the engine's deadlines meanwhile.
+                # The main task drives the engine's deadlines meanwhile; but a cancel
+                # scope around ``async with`` (a caller's timeout) takes the client's own
+                # task group, main task included, with it. So closing also wakes at each
+                # deadline and hands it to the engine: its close bound holds either way.
                 while not engine.finished:
                     self._close_progress = anyio.Event()
-                    await self._close_progress.wait()
+                    deadline = engine.next_deadline()
+                    wait = 0.05 if deadline is None else max(0.0, deadline - self._now())
+                    with anyio.move_on_after(wait):
+                        await self._close_progress.wait()
+                    if deadline is not None and self._now() >= deadline:
+                        engine.handle_timer(self._now())
+                        await self._dispatch()
             elif engine is not None:
                 engine.close(self._now())  # never started: there is nothing to perform
             self._closed = True
