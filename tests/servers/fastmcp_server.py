@@ -1,8 +1,19 @@
 """A fastmcp server for the interop tests: ``python fastmcp_server.py PORT``.
 
-Serves Streamable HTTP on ``http://127.0.0.1:PORT/mcp`` with three tools:
-``echo(text)``, ``add(a, b)`` (structured) and ``slow(steps, delay)``
-(progress). Whatever revisions fastmcp's MCP SDK speaks, it speaks.
+Serves Streamable HTTP on ``http://127.0.0.1:PORT/mcp``. Every list is paged
+two items at a time (fastmcp's ``list_page_size``), so a client must follow
+the cursors to see everything. Whatever revisions fastmcp's MCP SDK speaks,
+it speaks.
+
+Tools: ``echo(text)``, ``add(a, b)`` (structured), ``slow(steps, delay)``
+(progress), ``link(name)`` (a ``resource_link`` to ``fast://items/<name>``),
+``shout(text)`` (logs ``text`` at info first).
+
+Resources (F2-F8): ``fast://greeting`` (text), ``fast://blob`` (16 bytes,
+0-15), ``fast://notes/1`` .. ``fast://notes/3`` (text), the template
+``fast://items/{item}``; a prompt ``review(code, language="python")`` whose
+second message embeds ``fast://greeting``; completion of ``review``'s
+``language`` and of the template's ``item``; instructions.
 """
 
 from __future__ import annotations
@@ -10,9 +21,16 @@ from __future__ import annotations
 import sys
 
 import anyio
+import mcp_types
 from fastmcp import Context, FastMCP
+from fastmcp.prompts import Message
 
-server = FastMCP("mcpcore-fastmcp-peer")
+LANGUAGES = ["python", "rust", "go"]
+ITEMS = ["apple", "apricot", "banana"]
+
+server = FastMCP(
+    "mcpcore-fastmcp-peer", instructions="mcpcore test peer (fastmcp)", list_page_size=2
+)
 
 
 @server.tool
@@ -34,6 +52,76 @@ async def slow(steps: int, delay: float, ctx: Context) -> str:
         await anyio.sleep(delay)
         await ctx.report_progress(step, steps)
     return f"completed {steps} steps"
+
+
+@server.tool
+def link(name: str) -> list[mcp_types.ContentBlock]:
+    """A resource_link to the item ``name``."""
+    return [
+        mcp_types.TextContent(type="text", text=f"the item {name}"),
+        mcp_types.ResourceLink(
+            type="resource_link", uri=f"fast://items/{name}", name=f"item {name}", mimeType="text/plain"
+        ),
+    ]
+
+
+@server.tool
+async def shout(text: str, ctx: Context) -> str:
+    """Log ``text`` at info, then answer."""
+    await ctx.info(text)
+    return f"shouted {text}"
+
+
+@server.resource("fast://greeting", name="greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A short text."""
+    return "hello from the fastmcp peer"
+
+
+@server.resource("fast://blob", name="blob", mime_type="application/octet-stream")
+def blob() -> bytes:
+    """Sixteen bytes, 0 to 15."""
+    return bytes(range(16))
+
+
+def _note(number: int) -> None:
+    def note() -> str:
+        return f"note {number}"
+
+    server.resource(f"fast://notes/{number}", name=f"note{number}", mime_type="text/plain")(note)
+
+
+for _number in (1, 2, 3):
+    _note(_number)
+
+
+@server.resource("fast://items/{item}", name="item", mime_type="text/plain")
+def item(item: str) -> str:
+    """One item, by name."""
+    return f"item {item}"
+
+
+@server.prompt
+def review(code: str, language: str = "python") -> list[Message]:
+    """Ask for a review of ``code``."""
+    embedded = mcp_types.EmbeddedResource(
+        type="resource",
+        resource=mcp_types.TextResourceContents(
+            uri="fast://greeting", mimeType="text/plain", text="hello from the fastmcp peer"
+        ),
+    )
+    return [Message(f"Please review this {language} code:\n{code}"), Message(embedded)]
+
+
+@server.completion
+def complete(
+    ref: mcp_types.PromptReference | mcp_types.ResourceTemplateReference,
+    argument: mcp_types.CompletionArgument,
+    context: mcp_types.CompletionContext | None,
+) -> list[str]:
+    """Languages for review's ``language``, items for the template's ``item``."""
+    pool = {"language": LANGUAGES, "item": ITEMS}
+    return [v for v in pool.get(argument.name, []) if v.startswith(argument.value)]
 
 
 if __name__ == "__main__":

@@ -96,7 +96,9 @@ Tools:
     resource and prompt activity.
 
 Resources: ``peer://greeting`` (text), ``peer://blob`` (16 bytes, 0-15), the
-template ``peer://items/{item}``. Prompt: ``review(code, language="python")``.
+template ``peer://items/{item}``. Prompts: ``review(code, language="python")``,
+``quote()`` (a text message, then ``peer://greeting`` embedded). ``link(name)``
+returns a ``resource_link`` to ``peer://items/<name>``.
 """
 
 import argparse
@@ -114,7 +116,16 @@ import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import UrlElicitationRequiredError
-from mcp_types import Completion, ElicitRequestURLParams, SamplingMessage, TextContent
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp_types import (
+    Completion,
+    ElicitRequestURLParams,
+    EmbeddedResource,
+    ResourceLink,
+    SamplingMessage,
+    TextContent,
+    TextResourceContents,
+)
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
@@ -623,6 +634,29 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
         """Ask for a review of `code`."""
         events.record("get review")
         return f"Please review this {language} code:\n{code}"
+
+    @mcp.prompt()
+    def quote() -> list[UserMessage]:
+        """Quote the greeting: a text message, then the resource embedded."""
+        events.record("get quote")
+        embedded = EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri="peer://greeting", mime_type="text/plain", text="hello from the peer"
+            ),
+        )
+        return [UserMessage("Here is the greeting:"), UserMessage(embedded)]
+
+    @mcp.tool(structured_output=False)
+    def link(name: str) -> list[TextContent | ResourceLink]:
+        """A resource_link to the item `name` (F4)."""
+        events.record("call link")
+        return [
+            TextContent(type="text", text=f"the item {name}"),
+            ResourceLink(
+                type="resource_link", uri=f"peer://items/{name}", name=f"item {name}", mime_type="text/plain"
+            ),
+        ]
 
     @mcp.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:

@@ -73,7 +73,7 @@ const requireFromSdk = createRequire(serverPkg);
 const sdk = requireFromSdk('@modelcontextprotocol/server');
 const { z } = requireFromSdk('zod');
 const sdkVersion = requireFromSdk(serverPkg).version;
-const { McpServer, createMcpHandler, inputRequired, acceptedContent } = sdk;
+const { McpServer, ResourceTemplate, completable, createMcpHandler, inputRequired, acceptedContent } = sdk;
 
 // ---------------------------------------------------------------------------
 // Events file
@@ -150,11 +150,84 @@ function decodeHeaderValue(value) {
 const text = t => ({ content: [{ type: 'text', text: t }] });
 let handler; // set below; the tools publish list changes through it
 
+// ---------------------------------------------------------------------------
+// Resources, a template, prompts, completion and a log message (F2-F8)
+
+const LANGUAGES = ['python', 'rust', 'go'];
+const ITEMS = ['apple', 'apricot', 'banana'];
+
+function registerFeatures(server) {
+    server.registerResource(
+        'greeting',
+        'ts://greeting',
+        { mimeType: 'text/plain', description: 'A short text.', cacheHint: { ttlMs: 60000, cacheScope: 'public' } },
+        async uri => {
+            record('read greeting');
+            return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'hello from the ts peer' }] };
+        }
+    );
+    server.registerResource('blob', 'ts://blob', { mimeType: 'application/octet-stream', description: 'Sixteen bytes, 0 to 15.' }, async uri => {
+        record('read blob');
+        const bytes = Buffer.from(Array.from({ length: 16 }, (_, i) => i));
+        return { contents: [{ uri: uri.href, mimeType: 'application/octet-stream', blob: bytes.toString('base64') }] };
+    });
+    server.registerResource(
+        'item',
+        new ResourceTemplate('ts://items/{item}', {
+            list: undefined,
+            complete: { item: value => ITEMS.filter(i => i.startsWith(value)) }
+        }),
+        { mimeType: 'text/plain', description: 'One item, by name.' },
+        async (uri, variables) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: `item ${variables.item}` }] })
+    );
+    server.registerPrompt(
+        'review',
+        {
+            description: 'Ask for a review of `code`.',
+            argsSchema: z.object({
+                code: z.string(),
+                language: completable(z.string(), value => LANGUAGES.filter(l => l.startsWith(value))).optional()
+            })
+        },
+        ({ code, language }) => {
+            record('get review');
+            return {
+                messages: [
+                    { role: 'user', content: { type: 'text', text: `Please review this ${language ?? 'python'} code:\n${code}` } },
+                    {
+                        role: 'user',
+                        content: { type: 'resource', resource: { uri: 'ts://greeting', mimeType: 'text/plain', text: 'hello from the ts peer' } }
+                    }
+                ]
+            };
+        }
+    );
+    server.registerTool(
+        'link',
+        { description: 'Return a resource_link to the item `name`.', inputSchema: z.object({ name: z.string() }) },
+        async ({ name }) => {
+            record('call link');
+            return {
+                content: [
+                    { type: 'text', text: `the item ${name}` },
+                    { type: 'resource_link', uri: `ts://items/${encodeURIComponent(name)}`, name: `item ${name}`, mimeType: 'text/plain' }
+                ]
+            };
+        }
+    );
+    server.registerTool('shout', { description: 'Log `text` at info, then answer.', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }, ctx) => {
+        record('call shout');
+        await ctx.mcpReq.log('info', t);
+        return text(`shouted ${t}`);
+    });
+}
+
 function buildServer() {
     const server = new McpServer(
         { name: 'mcpcore-ts-modern-server', version: sdkVersion },
-        { capabilities: { tools: { listChanged: true } }, instructions: 'mcpcore test peer (TypeScript SDK v2)' }
+        { capabilities: { tools: { listChanged: true }, logging: {} }, instructions: 'mcpcore test peer (TypeScript SDK v2)' }
     );
+    registerFeatures(server);
 
     server.registerTool('echo', { description: 'Echo the text back.', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => {
         record('call echo');
@@ -269,7 +342,7 @@ function buildServer() {
         { description: 'Register a new tool `name(text)` and announce tools/list_changed.', inputSchema: z.object({ name: z.string() }) },
         async ({ name }) => {
             record('call add_tool');
-            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'add_tool', 'remove_tool'].includes(name)) {
+            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'add_tool', 'remove_tool', 'link', 'shout'].includes(name)) {
                 return { ...text(`tool '${name}' already exists`), isError: true };
             }
             dynamicTools.add(name);
