@@ -308,6 +308,7 @@ class ModernFeatures:
             reply = scripted.pop(0)
             if reply.chunks == [b"ID"]:
                 reply.chunks = [sse({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "input_required", "requestState": "s1"}})]
+            reply.chunks = [c.replace(b'"$ID"', json.dumps(rid).encode()) for c in reply.chunks]  # the request's id
             return reply
         results: dict[str, Any] = {
             "server/discover": {
@@ -347,6 +348,21 @@ def test_F2_F5_M25_reads_and_prompts_carry_mcp_name_and_the_envelope() -> None:
     assert "a b.txt" in read_headers["mcp-name"] or read_headers["mcp-name"].startswith("=?base64?")
     assert read_message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == V
     assert prompt_headers["mcp-name"] == "review"
+
+
+@pytest.mark.parametrize("code", [-32602, -32002])
+def test_F2_at_2026_07_28_an_unknown_uri_is_resource_not_found_and_the_next_read_goes_out(code: int) -> None:
+    """2026-07-28 answers an unknown URI with -32602 (-32002 is kept from the handshake era)."""
+    server = ModernFeatures()
+    error = {"jsonrpc": "2.0", "id": "$ID", "error": {"code": code, "message": "Resource not found"}}
+    server.script["resources/read"] = [Reply(200, JSON, [json.dumps(error).encode()])]
+    link = modern_link(server)
+    with pytest.raises(ResourceNotFound, match="a://gone") as caught:
+        outcome(link, link.engine.request(Ask(RESOURCES_READ, read_params("a://gone"), "a://gone"), link.now))
+    assert caught.value.uri == "a://gone" and str(code) in str(caught.value)
+    assert server.methods().count("resources/read") == 1  # not sent again: it was an answer
+    read = outcome(link, link.engine.request(Ask(RESOURCES_READ, read_params("a://x"), "a://x"), link.now))
+    assert read.text == "t"
 
 
 def test_F1_E3_a_read_whose_stream_broke_is_sent_once_more_with_a_new_id() -> None:

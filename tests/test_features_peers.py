@@ -1,9 +1,12 @@
-"""Resources, templates, prompts and instructions against a real server (F2, F5, F7, F9).
+"""Resources, templates, prompts, completion, instructions and logs against the official
+Python SDK server (F2–F9).
 
 The official Python SDK 2.3 server (tests/servers/modern_sdk_server.py, which
 serves both eras on one endpoint) is read and asked for prompts by every
 driver (anyio on asyncio and trio, threaded), in the handshake era and at
-2026-07-28, with answers streamed (SSE) and as plain JSON.
+2026-07-28, with answers streamed (SSE) and as plain JSON; every row of the
+"Beyond tools" table of docs/interop.md is recorded (tests/feature_probes.py).
+The other peers are in tests/test_features_interop.py.
 """
 
 from __future__ import annotations
@@ -15,17 +18,8 @@ import anyio
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client
-from mcpcore import (
-    BlobContents,
-    InvalidArguments,
-    Listing,
-    Prompt,
-    ReadResult,
-    Resource,
-    ResourceNotFound,
-    ResourceTemplate,
-    TextContents,
-)
+from feature_probes import SDK, PeerSpec, Sent, client_options, probe_features, recording
+from mcpcore import InvalidArguments, LogMessage
 from peers import MODERN_PROTOCOL_VERSION, Peer, event_records, modern_sdk_server
 
 pytestmark = pytest.mark.realpeer
@@ -46,97 +40,63 @@ def anyio_backend(driver: str) -> str:
     return backend_of(driver)
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize("protocol", ["legacy", "auto"])
-async def test_F2_F5_F7_F9_resources_and_prompts_on_every_driver_in_both_eras(
-    driver: str, peer: tuple[bool, Peer], protocol: str
-) -> None:
-    _, server = peer
-    async with open_client(driver, "peer", {"url": server.url}, protocol=protocol) as face:
-        client = face.client
-
-        async def run(name: str, *args: Any) -> Any:
-            return await face._run(getattr(client, name), *args)
-
-        with anyio.fail_after(60):
-            assert (await face.ready(30)).ok
-            modern = protocol == "auto"
-            assert client.protocol_version == (MODERN_PROTOCOL_VERSION if modern else "2025-11-25")
-            assert client.instructions == "mcpcore test peer (MCP 2026-07-28 + handshake era)"
-
-            resources = await run("list_resources")
-            assert isinstance(resources, Listing)
-            assert all(isinstance(r, Resource) for r in resources)
-            assert {(r.uri, r.mime_type) for r in resources} >= {
-                ("peer://greeting", "text/plain"),
-                ("peer://blob", "application/octet-stream"),
-            }
-            if modern:  # F9: the 2026-07-28 cache hints are kept
-                assert resources.ttl_ms is not None and resources.cache_scope is not None
-            templates = await run("list_resource_templates")
-            assert [t.uri_template for t in templates] == ["peer://items/{item}"]
-            assert isinstance(templates[0], ResourceTemplate)
-
-            text = await run("read_resource", "peer://greeting")
-            assert isinstance(text, ReadResult) and text.text == "hello from the peer"
-            assert isinstance(text.contents[0], TextContents)
-            blob = await run("read_resource", "peer://blob")
-            [part] = blob.contents
-            assert isinstance(part, BlobContents) and part.data == bytes(range(16))
-            item = await run("read_resource", "peer://items/abc")
-            assert item.text == "item abc"
-            with pytest.raises(ResourceNotFound) as missing:
-                await run("read_resource", "peer://nowhere")
-            assert missing.value.uri == "peer://nowhere"
-
-            prompts = await run("list_prompts")
-            [review] = [p for p in prompts if p.name == "review"]
-            assert isinstance(review, Prompt)
-            assert [(a.name, a.required) for a in review.arguments] == [("code", True), ("language", False)]
-            got = await run("get_prompt", "review", {"code": "x = 1", "language": "rust"})
-            assert got.messages[0].role == "user"
-            assert got.messages[0].text == "Please review this rust code:\nx = 1"
-            before = len(event_records(server, "http"))
-            with pytest.raises(InvalidArguments, match="must be a string"):
-                await run("get_prompt", "review", {"code": 1})
-            assert len(event_records(server, "http")) == before  # refused before sending
-
-            if modern:  # M25: the read and the prompt named in Mcp-Name
-                http = event_records(server, "http")
-                reads = [r for r in http if r["method"] == "resources/read"]
-                gets = [r for r in http if r["method"] == "prompts/get"]
-                assert reads and reads[-1]["headers"].get("mcp-name")
-                assert gets and gets[-1]["headers"].get("mcp-name") == "review"
-            # F6: completion of a prompt's argument and of a template's variable
-            languages = await run("complete", review, "language", "r", {"code": "x"})
-            assert languages.values == ("rust",) and languages.total == 1
-            items = await run("complete", templates[0], "item", "ap")
-            assert items.values == ("apple", "apricot") and not items.has_more
-            # the tools keep working beside them
-            assert (await face.call("peer/echo", {"text": "still here"})).text == "still here"
+SDK_SPEC = PeerSpec(
+    name="peer",
+    instructions="mcpcore test peer (MCP 2026-07-28 + handshake era)",
+    resources={"peer://greeting": "text/plain", "peer://blob": "application/octet-stream"},
+    text=("peer://greeting", "hello from the peer"),
+    blob=("peer://blob", bytes(range(16))),
+    template=("peer://items/{item}", {"item": "a b"}, "item a b"),  # encoded by us, decoded by it
+    link=("link", {"name": "plum"}),
+    prompt=("review", {"code": "x = 1", "language": "rust"}, "Please review this rust code:\nx = 1"),
+    embedded=("quote", {}, "peer://greeting"),
+    complete_prompt=("review", "language", "r", {"code": "x"}, ("rust",)),
+    complete_template=("item", "ap", ("apple", "apricot")),
+    log_tool=("shout", {"text": "hello log"}),
+    missing="peer://nowhere",
+)
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
-async def test_F8_a_servers_log_messages_reach_on_log_on_every_driver_in_both_eras(
+async def test_F2_F8_resources_prompts_completion_and_logs_on_every_driver_in_both_eras(
     driver: str, peer: tuple[bool, Peer], protocol: str
 ) -> None:
-    from mcpcore import LogMessage
-
+    """Every row of the "Beyond tools" table (tests/feature_probes.py), then what only
+    this server's events file shows: the read and the prompt named in Mcp-Name (M25),
+    the cache hints (F9), a refused prompt never reaching the server."""
     json_answers, server = peer
-    if json_answers:
-        pytest.skip("n/a: a JSON reply carries only the result, no log message (as progress)")
-    got: list[LogMessage] = []
-    async with open_client(
-        driver, "peer", {"url": server.url}, protocol=protocol, log_level="debug", on_log=got.append
-    ) as face:
-        with anyio.fail_after(60):
-            assert (await face.ready(30)).ok
-            assert (await face.call("peer/shout", {"text": "hello log"})).text == "shouted hello log"
-            with anyio.fail_after(10):
-                while not got:
-                    await anyio.sleep(0.01)
-    assert got[0] == LogMessage(server="peer", level="info", logger=None, data="hello log")
+    # F8: a JSON reply carries only the result, no log message (as progress)
+    sent, logs = Sent(), None if json_answers else list[LogMessage]()
+    options = client_options(sent, logs)
+    with recording(SDK, driver) as record:
+        async with open_client(driver, "peer", {"url": server.url}, protocol=protocol, **options) as face:
+            await probe_features(face, SDK_SPEC, record, sent, logs)
+            client = face.client
+
+            async def run(name: str, *args: Any) -> Any:
+                return await face._run(getattr(client, name), *args)
+
+            with anyio.fail_after(60):
+                modern = protocol == "auto"
+                assert client.protocol_version == (MODERN_PROTOCOL_VERSION if modern else "2025-11-25")
+                if logs is not None:
+                    assert LogMessage(server="peer", level="info", logger=None, data="hello log") in logs
+                resources = await run("list_resources")
+                if modern:  # F9: the 2026-07-28 cache hints are kept
+                    assert resources.ttl_ms is not None and resources.cache_scope is not None
+                before = len(event_records(server, "http"))
+                with pytest.raises(InvalidArguments, match="must be a string"):
+                    await run("get_prompt", "review", {"code": 1})
+                assert len(event_records(server, "http")) == before  # refused before sending
+                if modern:  # M25: the read and the prompt named in Mcp-Name
+                    http = event_records(server, "http")
+                    reads = [r for r in http if r["method"] == "resources/read"]
+                    gets = [r for r in http if r["method"] == "prompts/get"]
+                    assert reads and reads[-1]["headers"].get("mcp-name")
+                    assert gets and gets[-1]["headers"].get("mcp-name") == "review"
+                # the tools keep working beside them
+                assert (await face.call("peer/echo", {"text": "still here"})).text == "still here"
 
 
 @pytest.mark.anyio
