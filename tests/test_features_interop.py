@@ -115,7 +115,7 @@ def everything_peer() -> Iterator[Peer]:
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
-async def test_F2_F8_the_typescript_sdk_server_on_every_driver_in_both_eras(
+async def test_F2_F3_F4_F5_F6_F7_F8_the_typescript_sdk_server_on_every_driver_in_both_eras(
     driver: str, ts_peer: Peer, protocol: str
 ) -> None:
     sent, logs = Sent(), list[LogMessage]()
@@ -127,7 +127,7 @@ async def test_F2_F8_the_typescript_sdk_server_on_every_driver_in_both_eras(
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
-async def test_F2_F8_fastmcp_on_every_driver_in_both_eras(driver: str, fast_peer: Peer, protocol: str) -> None:
+async def test_F2_F3_F4_F5_F6_F7_F8_fastmcp_on_every_driver_in_both_eras(driver: str, fast_peer: Peer, protocol: str) -> None:
     sent, logs = Sent(), list[LogMessage]()
     options = client_options(sent, logs)
     with recording(FASTMCP, driver) as record:
@@ -136,7 +136,7 @@ async def test_F2_F8_fastmcp_on_every_driver_in_both_eras(driver: str, fast_peer
             assert record.era == (MODERN_PROTOCOL_VERSION if protocol == "auto" else "2025-11-25")
 
 
-async def test_F2_F8_server_everything_on_every_driver(driver: str, everything_peer: Peer) -> None:
+async def test_F2_F3_F4_F5_F6_F7_F8_server_everything_on_every_driver(driver: str, everything_peer: Peer) -> None:
     """server-everything speaks the handshake era only: the probe finds 2025-11-25. Its
     log messages come on the standalone stream, so the client's GET is waited for."""
     sent, logs = Sent(), list[LogMessage]()

@@ -59,7 +59,7 @@ SDK_SPEC = PeerSpec(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
-async def test_F2_F8_resources_prompts_completion_and_logs_on_every_driver_in_both_eras(
+async def test_F2_F3_F4_F5_F6_F7_F8_F9_every_feature_row_on_every_driver_in_both_eras(
     driver: str, peer: tuple[bool, Peer], protocol: str
 ) -> None:
     """Every row of the "Beyond tools" table (tests/feature_probes.py), then what only

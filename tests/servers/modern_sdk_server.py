@@ -91,8 +91,8 @@ Tools:
 ``ask confirm``, ``tool-added <name>``, ``tool-removed <name>``,
 ``notified tools/list_changed``
     tool activity.
-``call shout`` (``shout(text)`` logs ``text`` at info first),
-``read greeting``, ``read blob``, ``get review``
+``call shout`` (``shout(text)`` logs ``text`` at info first), ``call link``,
+``read greeting``, ``read blob``, ``get review``, ``get quote``
     resource and prompt activity.
 
 Resources: ``peer://greeting`` (text), ``peer://blob`` (16 bytes, 0-15), the

@@ -31,11 +31,20 @@
 // instance) and publish notifications/tools/list_changed to open
 // subscriptions/listen streams.
 //
+// Resources, prompts, completion, logs (F2-F8): ts://greeting (text, with a
+// cache hint), ts://blob (16 bytes, 0-15), the template ts://items/{item}
+// (its `item` completed from apple, apricot, banana); a prompt
+// review(code, language?) whose `language` completes from python, rust, go and
+// whose second message embeds ts://greeting; link(name), a tool returning a
+// resource_link to ts://items/<name>; shout(text), which logs `text` at info
+// (the server declares `logging`) before answering.
+//
 // --events-file receives the same lines as tests/servers/modern_sdk_server.py:
 // `request <method>` / `notification <method>` / `get` / `delete`,
 // `http {json}`, `closed <method>`, `done {json}`, and `call <tool>`,
 // `progress slow <i>`, `finished slow`, `cancelled slow`, `ask confirm`,
-// `tool-added <name>`, `tool-removed <name>`, `notified tools/list_changed`.
+// `tool-added <name>`, `tool-removed <name>`, `notified tools/list_changed`,
+// `call link`, `call shout`, `read greeting`, `read blob`, `get review`.
 
 import { appendFileSync } from 'node:fs';
 import http from 'node:http';
