@@ -115,8 +115,8 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp_types import (
     Completion,
     ElicitRequestURLParams,
