@@ -72,7 +72,6 @@ FEATURES = [
 ]
 
 NOT_SHOWN: dict[tuple[str, str], str] = {
-    (SDK, "resources over several pages"): "the server never pages",
     (TS, "resources over several pages"): "the server never pages",
     (EVERYTHING, "resources over several pages"): "the server never pages",
 }

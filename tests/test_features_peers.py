@@ -54,6 +54,7 @@ SDK_SPEC = PeerSpec(
     complete_template=("item", "ap", ("apple", "apricot")),
     log_tool=("shout", {"text": "hello log"}),
     missing="peer://nowhere",
+    min_pages=2,  # two resources, one a page
 )
 
 

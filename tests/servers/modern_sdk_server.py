@@ -95,8 +95,8 @@ Tools:
 ``read greeting``, ``read blob``, ``get review``, ``get quote``
     resource and prompt activity.
 
-Resources: ``peer://greeting`` (text), ``peer://blob`` (16 bytes, 0-15), the
-template ``peer://items/{item}``. Prompts: ``review(code, language="python")``,
+Resources (listed one a page): ``peer://greeting`` (text), ``peer://blob`` (16
+bytes, 0-15), the template ``peer://items/{item}``. Prompts: ``review(code, language="python")``,
 ``quote()`` (a text message, then ``peer://greeting`` embedded). ``link(name)``
 returns a ``resource_link`` to ``peer://items/<name>``.
 """
@@ -119,6 +119,8 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp_types import (
     Completion,
+    ListResourcesResult,
+    PaginatedRequestParams,
     ElicitRequestURLParams,
     EmbeddedResource,
     ResourceLink,
@@ -429,8 +431,24 @@ class Confirm(BaseModel):
     confirmed: bool
 
 
+class PagingServer(MCPServer):
+    """``MCPServer`` listing its resources one a page (the stock one never pages): the
+    cursor is the next resource's index, as text."""
+
+    # MCPServer.__init__ binds `on_list_resources=self._handle_list_resources`, so
+    # overriding the method here replaces the lowlevel resources/list handler.
+    async def _handle_list_resources(
+        self, ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        resources = await self.list_resources()
+        cursor = params.cursor if params is not None else None
+        start = int(cursor) if cursor is not None and cursor.isdigit() else 0
+        following = str(start + 1) if start + 1 < len(resources) else None
+        return ListResourcesResult(resources=resources[start : start + 1], next_cursor=following)
+
+
 def build_server(events: EventLog, log_level: str) -> MCPServer:
-    mcp = MCPServer(
+    mcp = PagingServer(
         "mcpcore-modern-sdk-server",
         version="2.3-peer",
         instructions="mcpcore test peer (MCP 2026-07-28 + handshake era)",
