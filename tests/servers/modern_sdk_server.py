@@ -119,10 +119,10 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp_types import (
     Completion,
-    ListResourcesResult,
-    PaginatedRequestParams,
     ElicitRequestURLParams,
     EmbeddedResource,
+    ListResourcesResult,
+    PaginatedRequestParams,
     ResourceLink,
     SamplingMessage,
     TextContent,
