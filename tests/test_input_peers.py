@@ -20,7 +20,6 @@ The host's answer shows in each tool's result.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path

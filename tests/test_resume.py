@@ -32,8 +32,8 @@ from mcpcore import (
     RemoteServer,
     RequestSucceeded,
 )
-from mcpcore._modern import MAX_INPUT_ROUNDS
 from mcpcore._input import InputOptions
+from mcpcore._modern import MAX_INPUT_ROUNDS
 from mcpcore._session import SessionOptions
 from peers import Peer, modern_sdk_server
 from test_elicitation import ELICIT, URL_ASK, modern_call, outcome
@@ -149,10 +149,10 @@ def test_Q4_an_answer_to_a_url_question_needs_a_client_that_takes_url_questions(
     """A URL question paused on a client with elicit_url=True, resumed on one without:
     its answer is refused before sending, never replaced by a silent cancel."""
     url_asked = {"resultType": "input_required", "inputRequests": {"visit": URL_ASK}, "requestState": "s"}
-    link, server, _, paused = paused_call([url_asked], input=InputOptions(elicit_url=True))
+    _, server, _, paused = paused_call([url_asked], input=InputOptions(elicit_url=True))
     assert paused.questions["visit"].mode == "url"
     plain = link_to(server)
-    with pytest.raises(InvalidValue, match="'visit' cannot be answered by this client.*elicit_url=True"):
+    with pytest.raises(InvalidValue, match=r"'visit' cannot be answered by this client.*elicit_url=True"):
         plain.engine.resume(paused.continuation, {"visit": ElicitResult.accept()}, plain.now)
     assert len(calls(server)) == 1
     taking = link_to(server, input=InputOptions(elicit_url=True))
