@@ -7,7 +7,9 @@
 * The TypeScript SDK 2.x server (``tests/servers/ts_modern_server.mjs``,
   ``--mode stateful``): ``confirm`` is an ``input_required`` round at
   2026-07-28 and, through the SDK's legacy shim, a real ``elicitation/create``
-  request in the handshake era; ``signin`` is its URL question at 2026-07-28.
+  request in the handshake era; ``signin`` is a URL question in both eras the
+  same way; ``visit`` (URL question, then ``notifications/elicitation/complete``)
+  and ``gated`` (``-32042``) are the handshake era's URL leftovers.
 * The official SDK's stdio server (``tests/servers/stdio_server.py``): its
   ``confirm`` elicits over the child's stdin/stdout.
 * A call paused with ``on_input="return"`` is finished by a new client in
@@ -29,7 +31,7 @@ import anyio
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client
-from mcpcore import Continuation, Elicitation, ElicitResult, InputRequired
+from mcpcore import Continuation, Elicitation, ElicitResult, InputRequired, UrlElicitationRequired
 from peers import ROOT, Peer, fastmcp_server, ts_modern_server
 
 pytestmark = [pytest.mark.realpeer, pytest.mark.anyio]
@@ -211,6 +213,7 @@ async def test_Q1_typescript_server_asks_in_both_eras(
     assert question.message == "Confirm ship?" and question.schema["required"] == ["confirmed"]
 
 
+@pytest.mark.parametrize("era", list(ERAS))
 @pytest.mark.parametrize(
     ("answer", "text"),
     [
@@ -218,24 +221,62 @@ async def test_Q1_typescript_server_asks_in_both_eras(
         (ElicitResult.cancel(), "crm: cancel"),
     ],
 )
-async def test_Q2_typescript_url_question_at_2026_07_28(
-    driver: str, ts_peer: Peer, answer: ElicitResult, text: str
+async def test_Q2_typescript_url_question_in_both_eras(
+    driver: str, ts_peer: Peer, era: str, answer: ElicitResult, text: str
 ) -> None:
+    """One handler: at 2026-07-28 a URL question in an input_required round (no
+    elicitationId; the server judges the retry from its requestState); in the
+    handshake era the SDK's shim sends it as elicitation/create with an id it makes."""
     seen: list[Elicitation] = []
     async with open_client(
         driver,
         "ts",
         {"url": ts_peer.url},
-        protocol="modern",
+        protocol=era,
         elicit=hook_for(driver, answer, seen),
         elicit_url=True,
     ) as client:
         with anyio.fail_after(30):
             assert (await client.ready(20)).ok
+            assert client.protocol_version == ERAS[era]
             out = await client.call("ts/signin", {"service": "crm"})
     assert out.text == text
     [question] = seen
     assert (question.mode, question.url) == ("url", "https://auth.example.test/crm?code=hush")
+    assert question.tool_id == "ts/signin"
+    assert (question.elicitation_id is None) == (era == "modern")
+
+
+async def test_Q2_typescript_handshake_era_url_completion_and_32042(driver: str, ts_peer: Peer) -> None:
+    """The handshake era's URL leftovers against the TypeScript server: the
+    elicitationId and notifications/elicitation/complete reach the host; -32042
+    becomes UrlElicitationRequired with the URL, and the call after the visit works."""
+    seen: list[Elicitation] = []
+    done: list[tuple[str, str]] = []
+    service = f"ts-{driver}"
+    async with open_client(
+        driver,
+        "ts",
+        {"url": ts_peer.url},
+        protocol="legacy",
+        elicit=hook_for(driver, ElicitResult.accept(), seen),
+        elicit_url=True,
+        on_elicitation_complete=lambda server, ident: done.append((server, ident)),
+    ) as client:
+        with anyio.fail_after(30):
+            assert (await client.ready(20)).ok
+            assert (await client.call("ts/visit", {"service": "docs"})).text == "docs: accept"
+            [question] = seen
+            assert (question.mode, question.elicitation_id, question.tool_id) == ("url", "visit-docs", "ts/visit")
+            while not done:
+                await anyio.sleep(0.01)
+            assert done == [("ts", "visit-docs")]
+            with pytest.raises(UrlElicitationRequired) as refused:
+                await client.call("ts/gated", {"service": service})
+            [gate] = refused.value.elicitations
+            assert gate.url == f"https://auth.example.test/connect/{service}?state=hush"
+            assert gate.elicitation_id == f"gate-{service}" and "hush" not in str(refused.value)
+            assert (await client.call("ts/gated", {"service": service})).text == f"gated {service}: open"
 
 
 async def test_Q4_a_paused_call_is_finished_by_a_new_client_in_another_process(

@@ -36,7 +36,12 @@
 // connection, which a stateless server cannot do: use --mode stateful);
 // signin(service), a URL question at 2026-07-28 (`inputRequired.elicitUrl`,
 // no elicitationId): the server decides from its own requestState that the
-// person went there, "<service>: signed in (<state>)" on accept; add_tool(name) /
+// person went there, "<service>: signed in (<state>)" on accept (in the
+// handshake era the shim sends it as a URL elicitation/create); handshake era
+// only: visit(service), a URL elicitation (elicitationId `visit-<service>`)
+// followed by notifications/elicitation/complete on accept, and gated(service),
+// which refuses with -32042 (one URL, elicitationId `gate-<service>`) the first
+// time per service and then answers "gated <service>: open"; add_tool(name) /
 // remove_tool(name) change the tool list (shared by every per-request
 // instance) and publish notifications/tools/list_changed to open
 // subscriptions/listen streams.
@@ -83,7 +88,15 @@ const requireFromSdk = createRequire(serverPkg);
 const sdk = requireFromSdk('@modelcontextprotocol/server');
 const { z } = requireFromSdk('zod');
 const sdkVersion = requireFromSdk(serverPkg).version;
-const { McpServer, createMcpHandler, inputRequired, acceptedContent, isLegacyRequest, WebStandardStreamableHTTPServerTransport } = sdk;
+const {
+    McpServer,
+    createMcpHandler,
+    inputRequired,
+    acceptedContent,
+    isLegacyRequest,
+    WebStandardStreamableHTTPServerTransport,
+    UrlElicitationRequiredError
+} = sdk;
 
 // ---------------------------------------------------------------------------
 // Events file
@@ -133,6 +146,7 @@ function describeBody(text) {
 // Tools (one definition, registered on every per-request McpServer instance)
 
 const dynamicTools = new Set();
+const visitedGates = new Set();
 const sleep = (ms, signal) =>
     new Promise((resolve, reject) => {
         if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
@@ -299,11 +313,43 @@ function buildServer() {
     );
 
     server.registerTool(
+        'visit',
+        { description: 'Handshake era: a URL elicitation, then elicitation/complete on accept.', inputSchema: z.object({ service: z.string() }) },
+        async ({ service }, ctx) => {
+            record('call visit');
+            const elicitationId = `visit-${service}`;
+            // On the call's own stream (related), not the standalone GET stream.
+            const related = { relatedRequestId: ctx.mcpReq.id };
+            const result = await ctx.mcpReq.elicitInput(
+                { mode: 'url', message: `Sign in to ${service}`, url: `https://auth.example.test/${service}?code=hush`, elicitationId },
+                related
+            );
+            if (result.action === 'accept') await server.server.createElicitationCompletionNotifier(elicitationId, related)();
+            return text(`${service}: ${result.action}`);
+        }
+    );
+
+    server.registerTool(
+        'gated',
+        { description: 'Handshake era: -32042 (URL elicitation required) the first time per service.', inputSchema: z.object({ service: z.string() }) },
+        async ({ service }) => {
+            record('call gated');
+            if (!visitedGates.has(service)) {
+                visitedGates.add(service);
+                throw new UrlElicitationRequiredError([
+                    { mode: 'url', message: `Connect ${service}`, url: `https://auth.example.test/connect/${service}?state=hush`, elicitationId: `gate-${service}` }
+                ]);
+            }
+            return text(`gated ${service}: open`);
+        }
+    );
+
+    server.registerTool(
         'add_tool',
         { description: 'Register a new tool `name(text)` and announce tools/list_changed.', inputSchema: z.object({ name: z.string() }) },
         async ({ name }) => {
             record('call add_tool');
-            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'signin', 'add_tool', 'remove_tool'].includes(name)) {
+            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'signin', 'visit', 'gated', 'add_tool', 'remove_tool'].includes(name)) {
                 return { ...text(`tool '${name}' already exists`), isError: true };
             }
             dynamicTools.add(name);
