@@ -31,7 +31,14 @@ import anyio
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client
-from mcpcore import Continuation, Elicitation, ElicitResult, InputRequired, UrlElicitationRequired
+from mcpcore import (
+    BackendError,
+    Continuation,
+    Elicitation,
+    ElicitResult,
+    InputRequired,
+    UrlElicitationRequired,
+)
 from peers import ROOT, Peer, fastmcp_server, ts_modern_server
 
 pytestmark = [pytest.mark.realpeer, pytest.mark.anyio]
@@ -181,6 +188,34 @@ async def test_Q4_fastmcp_pause_then_resume_from_a_new_client(driver: str, fastm
             answer = {key: ElicitResult.accept({"branch": "dev", "force": False})}
             out = await resume(client, Continuation.from_json(stored), answer)
     assert out.text == "later: accept branch=dev force=False"
+
+
+async def test_Q4_M50_fastmcp_sealed_state_goes_back_byte_for_byte_and_a_forged_one_is_refused(
+    driver: str, fastmcp_peer: Peer
+) -> None:
+    """fastmcp seals its requestState; the continuation keeps it as sent, the resumed
+    round carries it unchanged and the server decides; a continuation whose state was
+    altered is refused by the server, and the host sees that as the call's error."""
+    with anyio.fail_after(30):
+        async with open_client(
+            driver, "fast", {"url": fastmcp_peer.url}, protocol="modern", elicit_url=True
+        ) as client:
+            assert (await client.ready(20)).ok
+            paused = await client.call("fast/signin", {"service": "mail"}, on_input="return")
+        assert isinstance(paused, InputRequired)
+        sealed = paused.continuation.request_state
+        assert sealed is not None and "pending-mail" not in sealed
+        forged = Continuation.from_json(
+            paused.continuation.to_json().replace(sealed, "pending-mail")
+        )
+        async with open_client(
+            driver, "fast", {"url": fastmcp_peer.url}, protocol="modern", elicit_url=True
+        ) as client:
+            assert (await client.ready(20)).ok
+            with pytest.raises(BackendError, match="requestState"):
+                await resume(client, forged, {"visit": ElicitResult.accept()})
+            out = await resume(client, paused.continuation, {"visit": ElicitResult.accept()})
+    assert out.text == "mail: signed in (pending-mail)"
 
 
 # --- TypeScript SDK 2.x -------------------------------------------------------------------
