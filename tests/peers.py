@@ -427,7 +427,7 @@ TS_MODERN_SERVER_SCRIPT = ROOT / "tests" / "servers" / "ts_modern_server.mjs"
 TS_SERVER_PACKAGE_JSON = NODE_MODULES / "@modelcontextprotocol" / "server" / "package.json"
 CONFORMANCE_ALPHA_JS = NODE_MODULES / "conformance-alpha" / "dist" / "index.js"
 MODERN_SDK_MODES = ("dual", "modern-only")
-TS_MODERN_MODES = ("dual", "modern-only")
+TS_MODERN_MODES = ("dual", "modern-only", "stateful")
 TS_RESPONSE_MODES = ("auto", "sse", "json")
 MODERN_TOOLS = ("echo", "add", "slow", "regional", "confirm", "add_tool", "remove_tool")
 
@@ -506,7 +506,9 @@ def ts_modern_server(
     """Run tests/servers/ts_modern_server.mjs (TypeScript SDK v2 ``createMcpHandler``) under Node 22.
 
     `mode`: ``"dual"`` (``legacy: 'stateless'``: handshake-era requests served
-    statelessly) or ``"modern-only"`` (``legacy: 'reject'``).  `response_mode`:
+    statelessly), ``"modern-only"`` (``legacy: 'reject'``) or ``"stateful"``
+    (2026-07-28 as in dual; the handshake era on sessionful transports, so the
+    SDK's legacy shim can send ``elicitation/create``).  `response_mode`:
     the SDK's modern response shaping, ``"auto"``/``"sse"``/``"json"``.  Same
     tools and events vocabulary as `modern_sdk_server`.
     """

@@ -230,3 +230,30 @@ def test_every_core_scenario_is_accounted_for() -> None:
         if line.strip().startswith("- ") and "[draft]" not in line and "[extension]" not in line
     ]
     assert sorted(core) == sorted(IN_SCOPE + _expected_failures())
+
+
+def _listed(command: list[str]) -> list[tuple[str, str]]:
+    """(scenario, its bracketed tags) for each client scenario a suite lists."""
+    listing = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout
+    found = []
+    for line in listing.splitlines():
+        if line.strip().startswith("- "):
+            name, _, tags = line.strip()[2:].partition(" [")
+            found.append((name, tags))
+    return found
+
+
+def test_Q1_Q4_every_alpha_scenario_and_every_elicitation_scenario_is_run() -> None:
+    """0.2.0-alpha.12 lists no client scenario outside an extension that is not run
+    above, and every scenario about questions for the person (elicitation, the
+    input_required rounds of SEP-2322) of either suite is among the ones that must pass."""
+    alpha = _listed(conformance_alpha_command("list", "--client"))
+    run_on_alpha = {*IN_SCOPE, *MODERN, *AUTH_2026_07_28, *AUTH_2025_11_25, *AUTH_ALPHA_DEFAULT}
+    unrun = [name for name, tags in alpha if "extension" not in tags and name not in run_on_alpha]
+    assert unrun == []
+    stable = _listed(conformance_command("list", "--client"))
+    asking = {name for name, _ in [*alpha, *stable] if "elicitation" in name or "sep-2322" in name}
+    assert asking == {"elicitation-sep1034-client-defaults", "sep-2322-client-request-state"}
+    assert "elicitation-sep1034-client-defaults" in IN_SCOPE  # both suites, handshake era
+    assert "sep-2322-client-request-state" in MODERN  # alpha, at 2026-07-28
+    assert not [line for line in _expected_failures() if "elicitation" in line or "2322" in line]

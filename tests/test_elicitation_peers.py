@@ -217,3 +217,33 @@ async def test_Q2_a_32042_refusal_carries_the_urls_and_a_retry_after_the_visit_w
             assert "hush" not in str(refused.value)
             # the person went there; the host calls again
             assert (await client.call("sdk/gated", {"service": service})).text == f"gated {service}: open"
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        (ElicitResult.accept(), "billing: signed in (pending-billing)"),
+        (ElicitResult.decline(), "billing: decline"),
+    ],
+)
+async def test_Q2_a_url_question_at_2026_07_28_is_consent_and_the_server_judges_the_retry(
+    driver: str, peer: Peer, answer: ElicitResult, text: str
+) -> None:
+    """At 2026-07-28 a URL question is an input_required round: accept carries no
+    content (consent only), the state comes back byte for byte, the server decides."""
+    seen: list[Elicitation] = []
+    async with open_client(
+        driver,
+        "sdk",
+        {"url": peer.url},
+        protocol="modern",
+        elicit=hook_for(driver, answer, seen),
+        elicit_url=True,
+    ) as client:
+        with anyio.fail_after(60):
+            assert (await client.ready(30)).ok
+            out = await client.call("sdk/signin", {"service": "billing"})
+    assert out.text == text
+    [question] = seen
+    assert (question.mode, question.tool_id, question.elicitation_id) == ("url", "sdk/signin", None)
+    assert question.url == "https://auth.example.test/billing?code=hush"

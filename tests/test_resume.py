@@ -32,10 +32,11 @@ from mcpcore import (
     RemoteServer,
     RequestSucceeded,
 )
+from mcpcore._input import InputOptions
 from mcpcore._modern import MAX_INPUT_ROUNDS
 from mcpcore._session import SessionOptions
 from peers import Peer, modern_sdk_server
-from test_elicitation import ELICIT, modern_call, outcome
+from test_elicitation import ELICIT, URL_ASK, modern_call, outcome
 from test_modern import JSON, ModernFake, calls, link_to, rpc
 
 CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -142,6 +143,22 @@ def test_Q4_answers_that_do_not_match_the_questions_are_refused_before_sending(
     # nothing was used up: a good answer still resumes
     good = link.engine.resume(paused.continuation, {"which": ElicitResult.cancel()}, link.now)
     assert isinstance(outcome(link, good), CallSucceeded)
+
+
+def test_Q4_an_answer_to_a_url_question_needs_a_client_that_takes_url_questions() -> None:
+    """A URL question paused on a client with elicit_url=True, resumed on one without:
+    its answer is refused before sending, never replaced by a silent cancel."""
+    url_asked = {"resultType": "input_required", "inputRequests": {"visit": URL_ASK}, "requestState": "s"}
+    _, server, _, paused = paused_call([url_asked], input=InputOptions(elicit_url=True))
+    assert paused.questions["visit"].mode == "url"
+    plain = link_to(server)
+    with pytest.raises(InvalidValue, match=r"'visit' cannot be answered by this client.*elicit_url=True"):
+        plain.engine.resume(paused.continuation, {"visit": ElicitResult.accept()}, plain.now)
+    assert len(calls(server)) == 1
+    taking = link_to(server, input=InputOptions(elicit_url=True))
+    again = taking.engine.resume(paused.continuation, {"visit": ElicitResult.accept()}, taking.now)
+    assert isinstance(outcome(taking, again), CallSucceeded)
+    assert calls(server)[-1]["params"]["inputResponses"] == {"visit": {"action": "accept"}}
 
 
 def test_Q4_M54_rounds_stay_bounded_across_resumes() -> None:

@@ -261,6 +261,14 @@ def resume_params(
             else "not a question"
         )
         if isinstance(question, str):
+            if key in responses:
+                # The host answered a question this client cannot send an answer
+                # to (a URL question on a client without elicit_url): sending
+                # "cancel" instead would lose the person's answer unseen.
+                raise InvalidValue(
+                    f"the question {excerpt(key, 60)!r} cannot be answered by this client "
+                    f"({question}); a URL question needs elicit_url=True"
+                )
             answers[key] = {"action": "cancel"}  # E4: no person could see it
             continue
         if key not in responses:

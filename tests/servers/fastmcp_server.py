@@ -14,16 +14,36 @@ Resources (F2-F8): ``fast://greeting`` (text), ``fast://blob`` (16 bytes,
 ``fast://items/{item}``; a prompt ``review(code, language="python")`` whose
 second message embeds ``fast://greeting``; completion of ``review``'s
 ``language`` and of the template's ``item``; instructions.
+
+Also:
+``pick(repo)``: asks the person which branch (a form: ``branch``, an enum, and
+``force``, a boolean) and shows the answer. At 2026-07-28 it is a guard tool
+(fastmcp's way there: the tool returns an ``InputRequiredResult`` and reads
+``ctx.input_responses`` on the retry); in the handshake era it is
+``ctx.elicit`` mid-call. Returns ``"<repo>: accept branch=<b> force=<f>"``,
+``"<repo>: decline"`` or ``"<repo>: cancel"``.
+``signin(service)`` (2026-07-28): asks the person to visit a URL. The server
+decides from its own ``requestState`` that the visit happened: the retry that
+carries the state and an ``accept`` returns ``"<service>: signed in (<state>)"``;
+decline or cancel say so.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from typing import Literal
 
 import anyio
 import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.prompts import Message
+from mcp_types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    InputRequiredResult,
+)
 
 LANGUAGES = ["python", "rust", "go"]
 ITEMS = ["apple", "apricot", "banana"]
@@ -31,6 +51,15 @@ ITEMS = ["apple", "apricot", "banana"]
 server = FastMCP(
     "mcpcore-fastmcp-peer", instructions="mcpcore test peer (fastmcp)", list_page_size=2
 )
+
+BRANCH_FORM = {
+    "type": "object",
+    "properties": {
+        "branch": {"type": "string", "enum": ["main", "dev"], "default": "main"},
+        "force": {"type": "boolean", "default": False},
+    },
+    "required": ["branch"],
+}
 
 
 @server.tool
@@ -122,6 +151,64 @@ def complete(
     """Languages for review's ``language``, items for the template's ``item``."""
     pool = {"language": LANGUAGES, "item": ITEMS}
     return [v for v in pool.get(argument.name, []) if v.startswith(argument.value)]
+
+
+@dataclass
+class Branch:
+    branch: Literal["main", "dev"] = "main"
+    force: bool = False
+
+
+def _answer(repo: str, action: str, content: dict[str, object] | None) -> str:
+    if action != "accept":
+        return f"{repo}: {action}"
+    content = content or {}
+    return f"{repo}: accept branch={content.get('branch')} force={content.get('force')}"
+
+
+@server.tool
+async def pick(repo: str, ctx: Context) -> str | InputRequiredResult:
+    """Ask the person which branch of ``repo`` to use."""
+    message = f"Which branch of {repo}?"
+    if not ctx._is_modern_protocol():
+        picked = await ctx.elicit(message, response_type=Branch)
+        data = getattr(picked, "data", None)
+        content = vars(data) if data is not None else None
+        return _answer(repo, picked.action, content)
+    responses = ctx.input_responses
+    if not responses or "branch" not in responses:
+        return InputRequiredResult(
+            input_requests={
+                "branch": ElicitRequest(
+                    params=ElicitRequestFormParams(message=message, requested_schema=BRANCH_FORM)
+                )
+            }
+        )
+    answer = responses["branch"]
+    return _answer(repo, getattr(answer, "action", "?"), getattr(answer, "content", None))
+
+
+@server.tool
+async def signin(service: str, ctx: Context) -> str | InputRequiredResult:
+    """Ask the person to sign in to ``service`` at a URL (2026-07-28)."""
+    state = ctx.request_state
+    responses = ctx.input_responses
+    if state is None or not responses or "visit" not in responses:
+        return InputRequiredResult(
+            input_requests={
+                "visit": ElicitRequest(
+                    params=ElicitRequestURLParams(
+                        message=f"Sign in to {service}",
+                        url=f"https://auth.example.test/{service}?code=hush",
+                    )
+                )
+            },
+            request_state=f"pending-{service}",
+        )
+    action = getattr(responses["visit"], "action", "?")
+    if action != "accept":
+        return f"{service}: {action}"
+    return f"{service}: signed in ({state})"
 
 
 if __name__ == "__main__":

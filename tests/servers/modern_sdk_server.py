@@ -62,6 +62,12 @@ Tools:
     handshake era only: a URL elicitation (``elicitation/complete`` follows an
     accept), ``-32042`` with one URL the first time per service, ``roots/list``,
     ``sampling/createMessage``; each result shows the client's answer.
+``signin(service)``
+    2026-07-28 only: a URL question in an ``input_required`` round (a
+    hand-rolled ``InputRequiredResult``, no ``elicitationId``), with
+    ``requestState`` ``"pending-<service>"``; the retry that carries that state
+    and an ``accept`` returns ``"<service>: signed in (pending-<service>)"``,
+    otherwise ``"<service>: <action>"``.
 ``add_tool(name)`` / ``remove_tool(name)``
     change the tool list at runtime and publish ``notifications/tools/list_changed``
     to ``subscriptions/listen`` streams (modern); on a legacy request it also
@@ -119,8 +125,10 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp_types import (
     Completion,
+    ElicitRequest,
     ElicitRequestURLParams,
     EmbeddedResource,
+    InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
     ResourceLink,
@@ -565,6 +573,29 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
                 ]
             )
         return f"gated {service}: open"
+
+    @mcp.tool(structured_output=False)
+    def signin(service: str, ctx: Context) -> str | InputRequiredResult:
+        """2026-07-28: ask the person to sign in to ``service`` at a URL; the retry is
+        judged from this server's own requestState."""
+        state = ctx.request_state
+        responses = ctx.input_responses
+        if state is None or not responses or "visit" not in responses:
+            events.record("ask signin")
+            return InputRequiredResult(
+                input_requests={
+                    "visit": ElicitRequest(
+                        params=ElicitRequestURLParams(
+                            message=f"Sign in to {service}",
+                            url=f"https://auth.example.test/{service}?code=hush",
+                        )
+                    )
+                },
+                request_state=f"pending-{service}",
+            )
+        events.record("call signin")
+        action = getattr(responses["visit"], "action", "?")
+        return f"{service}: signed in ({state})" if action == "accept" else f"{service}: {action}"
 
     @mcp.tool(structured_output=False)
     async def roots(ctx: Context) -> str:

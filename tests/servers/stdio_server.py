@@ -1,6 +1,9 @@
 """A local (stdio) MCP server on the official SDK, for the S1–S3 tests.
 
-Tools: ``echo``; ``env`` (the variables the child sees, by name); ``slow``.
+Tools: ``echo``; ``env`` (the variables the child sees, by name); ``slow``;
+``confirm(action)``, which asks the person ``{"confirmed": boolean}`` first
+(``elicitation/create`` over stdio; an ``input_required`` round at 2026-07-28)
+and returns ``"<action>: accept confirmed=True"``, ``"<action>: decline"``, ...
 It writes a line to stderr at start, so tests can see stderr reach logging.
 """
 
@@ -8,9 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
+from pydantic import BaseModel
 
 app = MCPServer("stdio-test")
 
@@ -38,6 +43,22 @@ async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await anyio.sleep(seconds)
     return "done"
+
+
+class Confirm(BaseModel):
+    confirmed: bool
+
+
+def ask(action: str) -> Elicit[Confirm]:
+    return Elicit(f"Confirm {action}?", Confirm)
+
+
+@app.tool(structured_output=False)
+def confirm(action: str, answer: Annotated[ElicitationResult[Confirm], Resolve(ask)]) -> str:
+    """Ask the person to confirm ``action`` before answering."""
+    if answer.action == "accept":
+        return f"{action}: accept confirmed={answer.data.confirmed}"  # type: ignore[union-attr]
+    return f"{action}: {answer.action}"
 
 
 if __name__ == "__main__":

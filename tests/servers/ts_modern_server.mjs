@@ -13,6 +13,13 @@
 //                     served statelessly (no Mcp-Session-Id; GET/DELETE → 405).
 // --mode modern-only  `legacy: 'reject'`: handshake-era requests get the SDK's
 //                     UnsupportedProtocolVersion error; notifications 202.
+// --mode stateful     2026-07-28 as in `dual`; handshake-era traffic (told apart
+//                     by the SDK's `isLegacyRequest`) goes to a sessionful
+//                     `WebStandardStreamableHTTPServerTransport` per session
+//                     (Mcp-Session-Id, GET stream, DELETE), the SDK's documented
+//                     way to keep a legacy deployment next to a strict modern
+//                     endpoint. There the SDK's legacy shim turns an
+//                     input-required return into a real `elicitation/create`.
 // --response-mode     the SDK's modern response shaping: auto (JSON unless the
 //                     handler emits first, e.g. progress), sse (always stream),
 //                     json (never stream; progress dropped).
@@ -26,7 +33,15 @@
 // input-required tool (SEP-2322: `inputRequired({inputRequests: {confirm:
 // elicit}})`, completed by the client's retry with inputResponses; on a
 // 2025-era request the SDK's legacy shim elicits through the legacy
-// connection, which a stateless server cannot do); add_tool(name) /
+// connection, which a stateless server cannot do: use --mode stateful);
+// signin(service), a URL question at 2026-07-28 (`inputRequired.elicitUrl`,
+// no elicitationId): the server decides from its own requestState that the
+// person went there, "<service>: signed in (<state>)" on accept (in the
+// handshake era the shim sends it as a URL elicitation/create); handshake era
+// only: visit(service), a URL elicitation (elicitationId `visit-<service>`)
+// followed by notifications/elicitation/complete on accept, and gated(service),
+// which refuses with -32042 (one URL, elicitationId `gate-<service>`) the first
+// time per service and then answers "gated <service>: open"; add_tool(name) /
 // remove_tool(name) change the tool list (shared by every per-request
 // instance) and publish notifications/tools/list_changed to open
 // subscriptions/listen streams.
@@ -68,7 +83,7 @@ function parseArgs(argv) {
         else throw new Error(`unexpected argument ${a}`);
     }
     if (args.port === null) throw new Error('usage: ts_modern_server.mjs PORT [--mode dual|modern-only] ...');
-    if (!['dual', 'modern-only'].includes(args.mode)) throw new Error(`unknown --mode ${args.mode}`);
+    if (!['dual', 'modern-only', 'stateful'].includes(args.mode)) throw new Error(`unknown --mode ${args.mode}`);
     if (!['auto', 'sse', 'json'].includes(args.responseMode)) throw new Error(`unknown --response-mode ${args.responseMode}`);
     return args;
 }
@@ -82,7 +97,17 @@ const requireFromSdk = createRequire(serverPkg);
 const sdk = requireFromSdk('@modelcontextprotocol/server');
 const { z } = requireFromSdk('zod');
 const sdkVersion = requireFromSdk(serverPkg).version;
-const { McpServer, ResourceTemplate, completable, createMcpHandler, inputRequired, acceptedContent } = sdk;
+const {
+    McpServer,
+    ResourceTemplate,
+    completable,
+    createMcpHandler,
+    inputRequired,
+    acceptedContent,
+    isLegacyRequest,
+    WebStandardStreamableHTTPServerTransport,
+    UrlElicitationRequiredError
+} = sdk;
 
 // ---------------------------------------------------------------------------
 // Events file
@@ -132,6 +157,7 @@ function describeBody(text) {
 // Tools (one definition, registered on every per-request McpServer instance)
 
 const dynamicTools = new Set();
+const visitedGates = new Set();
 const sleep = (ms, signal) =>
     new Promise((resolve, reject) => {
         if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
@@ -347,11 +373,67 @@ function buildServer() {
     );
 
     server.registerTool(
+        'signin',
+        {
+            description: 'Ask the person to sign in to `service` at a URL (2026-07-28 input_required).',
+            inputSchema: z.object({ service: z.string() })
+        },
+        async ({ service }, ctx) => {
+            const state = ctx.mcpReq.requestState();
+            const answer = ctx.mcpReq.inputResponses?.visit;
+            if (state === undefined || answer === undefined) {
+                record('ask signin');
+                return inputRequired({
+                    inputRequests: {
+                        visit: inputRequired.elicitUrl({ message: `Sign in to ${service}`, url: `https://auth.example.test/${service}?code=hush` })
+                    },
+                    requestState: `pending-${service}`
+                });
+            }
+            record('call signin');
+            if (answer.action !== 'accept') return text(`${service}: ${answer.action}`);
+            return text(`${service}: signed in (${state})`);
+        }
+    );
+
+    server.registerTool(
+        'visit',
+        { description: 'Handshake era: a URL elicitation, then elicitation/complete on accept.', inputSchema: z.object({ service: z.string() }) },
+        async ({ service }, ctx) => {
+            record('call visit');
+            const elicitationId = `visit-${service}`;
+            // On the call's own stream (related), not the standalone GET stream.
+            const related = { relatedRequestId: ctx.mcpReq.id };
+            const result = await ctx.mcpReq.elicitInput(
+                { mode: 'url', message: `Sign in to ${service}`, url: `https://auth.example.test/${service}?code=hush`, elicitationId },
+                related
+            );
+            if (result.action === 'accept') await server.server.createElicitationCompletionNotifier(elicitationId, related)();
+            return text(`${service}: ${result.action}`);
+        }
+    );
+
+    server.registerTool(
+        'gated',
+        { description: 'Handshake era: -32042 (URL elicitation required) the first time per service.', inputSchema: z.object({ service: z.string() }) },
+        async ({ service }) => {
+            record('call gated');
+            if (!visitedGates.has(service)) {
+                visitedGates.add(service);
+                throw new UrlElicitationRequiredError([
+                    { mode: 'url', message: `Connect ${service}`, url: `https://auth.example.test/connect/${service}?state=hush`, elicitationId: `gate-${service}` }
+                ]);
+            }
+            return text(`gated ${service}: open`);
+        }
+    );
+
+    server.registerTool(
         'add_tool',
         { description: 'Register a new tool `name(text)` and announce tools/list_changed.', inputSchema: z.object({ name: z.string() }) },
         async ({ name }) => {
             record('call add_tool');
-            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'add_tool', 'remove_tool', 'link', 'shout'].includes(name)) {
+            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'signin', 'visit', 'gated', 'add_tool', 'remove_tool', 'link', 'shout'].includes(name)) {
                 return { ...text(`tool '${name}' already exists`), isError: true };
             }
             dynamicTools.add(name);
@@ -389,10 +471,39 @@ function buildServer() {
 }
 
 handler = createMcpHandler(() => buildServer(), {
-    legacy: args.mode === 'modern-only' ? 'reject' : 'stateless',
+    legacy: args.mode === 'dual' ? 'stateless' : 'reject',
     responseMode: args.responseMode,
     onerror: err => process.stderr.write(`ts_modern_server: ${err?.stack ?? err}\n`)
 });
+
+// --mode stateful: the handshake era on sessionful transports, one per session.
+const legacySessions = new Map();
+
+async function statefulLegacy(request) {
+    const sessionId = request.headers.get('mcp-session-id');
+    if (sessionId !== null) {
+        const known = legacySessions.get(sessionId);
+        if (known === undefined) {
+            return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }), {
+                status: 404,
+                headers: { 'content-type': 'application/json' }
+            });
+        }
+        return known.handleRequest(request);
+    }
+    const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        onsessioninitialized: id => legacySessions.set(id, transport),
+        onsessionclosed: id => legacySessions.delete(id)
+    });
+    await buildServer().connect(transport);
+    return transport.handleRequest(request);
+}
+
+async function serve(request) {
+    if (args.mode === 'stateful' && (await isLegacyRequest(request))) return statefulLegacy(request);
+    return handler.fetch(request);
+}
 
 // ---------------------------------------------------------------------------
 // node:http ⇄ fetch adapter with recording
@@ -446,7 +557,7 @@ const httpServer = http.createServer(async (req, res) => {
             body: verb === 'GET' || verb === 'HEAD' ? undefined : body,
             signal: abort.signal
         });
-        const response = await handler.fetch(request);
+        const response = await serve(request);
         state.status = response.status;
         state.contentType = response.headers.get('content-type');
         const outHeaders = {};
