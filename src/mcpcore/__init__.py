@@ -54,6 +54,8 @@ _EXPORTS: dict[str, str] = {
     "Sampling": "_input",
     "Continuation": "_resume",
     "InputRequired": "_resume",
+    "TaskHandle": "_tasks",
+    "TaskStatus": "_tasks",
     "ElicitationCompleted": "_events",
     "HookError": "_oauth",
     "HookFailure": "_hooks",
@@ -335,6 +337,8 @@ __all__ = [
     "StoreAction",
     "StoreOutcome",
     "SyncReport",
+    "TaskHandle",
+    "TaskStatus",
     "TerminateProcess",
     "TextBlock",
     "TextContents",
@@ -570,5 +574,6 @@ if TYPE_CHECKING:
     )
     from ._sse import SSEDecoder, SSEEvent
     from ._stdio import LineFramer, StderrTail, child_environment, frame_message
+    from ._tasks import TaskHandle, TaskStatus
     from ._templates import expand_template
     from ._tools import Catalogue, SyncReport, Tool, is_valid_segment, suggest_ids

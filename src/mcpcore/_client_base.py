@@ -427,6 +427,20 @@ class HubBase(Generic[_C]):
 
         raise InvalidValue("this continuation belongs to a call to a server this hub does not have")
 
+    def client_for_task(self, task: object) -> _C:
+        """The client a task belongs to (T8): the one its ``TaskHandle`` names;
+        ``InvalidValue`` for a bare id (a hub cannot tell whose it is) or a server
+        this hub does not have."""
+        from ._errors import InvalidValue
+        from ._tasks import TaskHandle
+
+        if not isinstance(task, TaskHandle):
+            raise InvalidValue("a hub resumes a task from its TaskHandle, not a bare id")
+        client = self.clients.get(task.server)
+        if client is None:
+            raise InvalidValue("this task handle belongs to a server this hub does not have")
+        return client
+
     def client_for(self, tool_id: str) -> _C:
         """The client a tool id routes to; ``UnknownTool`` (with what was probably meant)
         when no server has that name (K7)."""

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ._oauth import ClientRecord, TokenSet
     from ._observe import RequestObserver
     from ._resume import Continuation
+    from ._tasks import TaskHandle
 
 __all__ = ["Availability", "HttpClientEngine", "StdioClientEngine"]
 
@@ -136,6 +137,58 @@ class _EngineBase:
         from ._resume import resume_call
 
         call_id = resume_call(self.session, continuation, responses, now, timeout=timeout)
+        if self._contexts is not None:
+            self._contexts[call_id] = contextvars.copy_context()
+        self._pump(now)
+        return call_id
+
+    def start_task(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None,
+        now: float,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> int:
+        """Like ``call``, but when the server runs the call as a task the call ends
+        at once with ``RequestSucceeded`` holding its ``TaskHandle`` (T8); a call the
+        server answers directly ends as ``call`` does."""
+        call_id = self.call(tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input)
+        self.session.tasks.handing.add(call_id)
+        return call_id
+
+    def resume_task(
+        self, task: TaskHandle | str, now: float, *, timeout: float | None = None
+    ) -> int:
+        """Follow a task again (T8), from its ``TaskHandle`` or its id; it ends like
+        a call (``CallSucceeded``, ``CallFailed``, ``CallCancelled``) under the id
+        returned. ``timeout``: how long to follow it (``task_timeout`` by default)."""
+        from ._tasks import resume_task
+
+        return self._begin(lambda: resume_task(self.session, task, now, timeout=timeout), now)
+
+    def task_status(
+        self, task: TaskHandle | str, now: float, *, timeout: float | None = None
+    ) -> int:
+        """Ask once where a task stands (``tasks/get``); ends with ``RequestSucceeded``
+        holding a ``TaskStatus``."""
+        from ._tasks import TASK_STATUS, task_ask
+
+        return self.request(task_ask(self.session, TASK_STATUS, task), now, timeout=timeout)
+
+    def cancel_task(
+        self, task: TaskHandle | str, now: float, *, timeout: float | None = None
+    ) -> int:
+        """Ask the server to cancel a task (``tasks/cancel``); ends with
+        ``RequestSucceeded`` (``None``) once the server acknowledged it."""
+        from ._tasks import TASKS_CANCEL, task_ask
+
+        return self.request(task_ask(self.session, TASKS_CANCEL, task), now, timeout=timeout)
+
+    def _begin(self, issue: Callable[[], int], now: float) -> int:
+        call_id = issue()
         if self._contexts is not None:
             self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)

@@ -77,6 +77,7 @@ from ._requests import (
     read_page,
 )
 from ._subscriptions import Listener
+from ._tasks import TaskDesk
 from ._tool_requests import ToolsFeature
 from ._tools import Catalogue
 
@@ -134,6 +135,11 @@ class SessionOptions:
     log_events: bool = False
     # Q1: what the host offers a server that asks for input (nothing by default)
     input: InputOptions = field(default_factory=InputOptions)
+    # T7–T9: declare the tasks extension and follow tasks (off by default, seed 000);
+    # how long a task may run once accepted; whether closing cancels running tasks.
+    tasks: bool = False
+    task_timeout: float = 3600.0
+    cancel_tasks_on_close: bool = False
 
 
 class ClientSession:
@@ -154,7 +160,8 @@ class ClientSession:
         self.path = RequestPath(
             self.options.client_name, self.options.client_version, self.options.log_level
         )
-        self.path.capabilities = client_capabilities(self.options.input)
+        self.tasks = TaskDesk(self)
+        self.path.capabilities = self.tasks.declare(client_capabilities(self.options.input))
         self.input = InputDesk(self)
         self.events: list[Event] = []
         self.tools = ToolsFeature(self)

@@ -198,6 +198,17 @@ class ClientOptions(TypedDict, total=False):
     ``input_timeout`` (600.0)
         How long the ``elicit`` hook may take to answer one question before
         the call it belongs to fails (Q5); the call's own time limit holds too.
+    ``tasks`` (False)
+        Declare the tasks extension (T7): a server may then run a call as a
+        task, which ``call()`` follows to its end (polling), and tools the
+        server says must run as tasks are listed (hidden otherwise, with a
+        warning). ``start_task()`` returns a ``TaskHandle`` instead.
+    ``task_timeout`` (3600.0)
+        How long a call may follow its task once the server accepted it (T9);
+        the request that creates the task keeps ``call_timeout``.
+    ``cancel_tasks_on_close`` (False)
+        Closing the client cancels the tasks its calls follow (``tasks/cancel``);
+        left off, they run on and may be picked up with ``resume_task()``.
     """
 
     call_timeout: float
@@ -230,6 +241,9 @@ class ClientOptions(TypedDict, total=False):
     elicit_url: bool
     elicit_defaults: bool
     input_timeout: float
+    tasks: bool
+    task_timeout: float
+    cancel_tasks_on_close: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +316,9 @@ def prepare_client(
             apply_defaults=bool(options.get("elicit_defaults", False)),
             timeout=positive_seconds(options.get("input_timeout", 600.0), "input_timeout"),
         ),
+        tasks=bool(options.get("tasks", False)),
+        task_timeout=positive_seconds(options.get("task_timeout", 3600.0), "task_timeout"),
+        cancel_tasks_on_close=bool(options.get("cancel_tasks_on_close", False)),
     )
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")

@@ -105,6 +105,8 @@ if TYPE_CHECKING:
         SampleResult,
         Sampling,
         SignAssertion,
+        TaskHandle,
+        TaskStatus,
         TokenStore,
     )
 
@@ -889,6 +891,76 @@ class McpClient(ClientBase):
         call_id = engine.resume(continuation, responses, self._now(), timeout=timeout)
         output: ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
         return output
+
+    async def start_task(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> TaskHandle | ToolOutput | InputRequired:
+        """Start a call and return as soon as the server runs it as a task (T8):
+        its ``TaskHandle`` (``task_id``, ``server``, ``tool``; ``to_json()`` keeps
+        it), to follow with ``resume_task()``, ask about with ``task_status()`` or
+        stop with ``cancel_task()``, here or from a new client in another
+        process. A server that answers the call directly gives its ``ToolOutput``
+        (or ``InputRequired``) as ``call()`` would. Needs ``tasks=True`` for a
+        server to make a task at all. Raises as ``call()`` does. (Not named
+        ``start_call``: the blocking client's ``start_call`` is a call in flight.)
+        """
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.start_task(
+            tool_id, arguments, self._now(), timeout=timeout, meta=meta, on_input=on_input
+        )
+        started: TaskHandle | ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
+        return started
+
+    async def resume_task(
+        self,
+        task: TaskHandle | str,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput | InputRequired:
+        """Follow a task to its end (T8), from its ``TaskHandle`` (or its id, on
+        this client's server) and return the tool's ``ToolOutput``, as ``call()``
+        would have; status changes come to ``on_progress``. ``timeout``: how long
+        to follow it (the client's ``task_timeout`` by default). A task that
+        failed raises ``BackendError``; one cancelled ``Cancelled``; a handle of
+        another server ``InvalidValue`` (nothing sent). Giving up (cancelling the
+        caller) sends ``tasks/cancel``.
+        """
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.resume_task(task, self._now(), timeout=timeout)
+        output: ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
+        return output
+
+    async def task_status(
+        self, task: TaskHandle | str, *, timeout: float | None = None
+    ) -> TaskStatus:
+        """Ask the server once where a task stands (``tasks/get``) → ``TaskStatus``."""
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.task_status(task, self._now(), timeout=timeout)
+        status: TaskStatus = await self._outcome(call_id, None)
+        return status
+
+    async def cancel_task(self, task: TaskHandle | str, *, timeout: float | None = None) -> None:
+        """Ask the server to cancel a task (``tasks/cancel``); returns once the server
+        acknowledged it. A call following the task then raises ``Cancelled``."""
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.cancel_task(task, self._now(), timeout=timeout)
+        await self._outcome(call_id, None)
 
     async def _ask(self, ask: Ask, timeout: float | None) -> Any:
         """Send one request of the host (F1) once ready and wait for what it reads.

@@ -21,7 +21,16 @@ from mcpcore import (
 )
 
 if TYPE_CHECKING:
-    from mcpcore import Continuation, ElicitResult, InputRequired, Listing, Resource, ServerResource
+    from mcpcore import (
+        Continuation,
+        ElicitResult,
+        InputRequired,
+        Listing,
+        Resource,
+        ServerResource,
+        TaskHandle,
+        TaskStatus,
+    )
 
 from ._client import McpClient, ProgressCallback
 
@@ -205,6 +214,47 @@ class McpHub(HubBase[McpClient]):
         return await client.call(
             tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta
         )
+
+    async def start_task(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> TaskHandle | ToolOutput | InputRequired:
+        """Start a call on the server its tool id names; a ``TaskHandle`` when the
+        server runs it as a task (T8), else its output, as ``McpClient.start_task``."""
+        return await self.client_for(tool_id).start_task(
+            tool_id,
+            arguments,
+            timeout=timeout,
+            on_progress=on_progress,
+            meta=meta,
+            on_input=on_input,
+        )
+
+    async def resume_task(
+        self,
+        task: TaskHandle,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput | InputRequired:
+        """Follow a task to its end (T8) on the server its handle names."""
+        return await self.client_for_task(task).resume_task(
+            task, timeout=timeout, on_progress=on_progress
+        )
+
+    async def task_status(self, task: TaskHandle, *, timeout: float | None = None) -> TaskStatus:
+        """Where a task stands (T8), asked of the server its handle names."""
+        return await self.client_for_task(task).task_status(task, timeout=timeout)
+
+    async def cancel_task(self, task: TaskHandle, *, timeout: float | None = None) -> None:
+        """Cancel a task (T8) on the server its handle names."""
+        await self.client_for_task(task).cancel_task(task, timeout=timeout)
 
     async def resume(
         self,

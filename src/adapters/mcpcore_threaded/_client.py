@@ -96,6 +96,8 @@ if TYPE_CHECKING:
         SampleResult,
         Sampling,
         SignAssertion,
+        TaskHandle,
+        TaskStatus,
         TokenStore,
     )
 
@@ -863,6 +865,7 @@ class McpClient(ClientBase):
         meta: Mapping[str, Any] | None = None,
         on_input: Literal["hook", "return"] = "hook",
         resume: tuple[Continuation, Mapping[str, Any]] | None = None,
+        begin: Callable[[HttpClientEngine | StdioClientEngine, float], int] | None = None,
     ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
         """Start a call (or, given an ``Ask``, another request of the host: F1); with
         ``here``, its exchange is returned for this thread to perform."""
@@ -872,7 +875,9 @@ class McpClient(ClientBase):
             assert engine is not None
             if self._closing:
                 raise Unavailable("the client was closed", server=self.name)
-            if resume is not None:
+            if begin is not None:
+                call_id = begin(engine, self._now())
+            elif resume is not None:
                 call_id = engine.resume(*resume, self._now(), timeout=timeout)
             elif isinstance(tool_id, str):
                 call_id = engine.call(
@@ -937,7 +942,8 @@ class McpClient(ClientBase):
         handle, here = self._begin_call(
             tool_id, arguments, timeout, on_progress, here=True, meta=meta, on_input=on_input
         )
-        return self._finish_call(handle, here)
+        output: ToolOutput | InputRequired = self._finish_call(handle, here)
+        return output
 
     def set_roots(
         self,
@@ -973,19 +979,89 @@ class McpClient(ClientBase):
         handle, here = self._begin_call(
             "", None, timeout, on_progress, here=True, resume=(continuation, responses)
         )
-        return self._finish_call(handle, here)
+        output: ToolOutput | InputRequired = self._finish_call(handle, here)
+        return output
 
-    def _finish_call(
-        self, handle: CallHandle, here: tuple[HttpRequest, _Exchange] | None
+    def start_task(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> TaskHandle | ToolOutput | InputRequired:
+        """Start a call and return as soon as the server runs it as a task (T8):
+        its ``TaskHandle`` (``task_id``, ``server``, ``tool``; ``to_json()`` keeps
+        it), to follow with ``resume_task()``, ask about with ``task_status()`` or
+        stop with ``cancel_task()``, here or from a new client in another
+        process. A server that answers the call directly gives its ``ToolOutput``
+        (or ``InputRequired``) as ``call()`` would. Needs ``tasks=True`` for a
+        server to make a task at all. Raises as ``call()`` does. (Not named
+        ``start_call``: the blocking client's ``start_call`` is a call in flight.)
+        """
+
+        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
+            return engine.start_task(
+                tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
+            )
+
+        handle, here = self._begin_call("", None, timeout, on_progress, here=True, begin=begin)
+        started: TaskHandle | ToolOutput | InputRequired = self._finish_call(handle, here)
+        return started
+
+    def resume_task(
+        self,
+        task: TaskHandle | str,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ToolOutput | InputRequired:
+        """Follow a task to its end (T8), from its ``TaskHandle`` (or its id, on
+        this client's server) and return the tool's ``ToolOutput``, as ``call()``
+        would have; status changes come to ``on_progress``. ``timeout``: how long
+        to follow it (the client's ``task_timeout`` by default). A task that
+        failed raises ``BackendError``; one cancelled ``Cancelled``; a handle of
+        another server ``InvalidValue`` (nothing sent). Giving up (Ctrl-C, or
+        ``CallHandle.cancel``) sends ``tasks/cancel``.
+        """
+
+        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
+            return engine.resume_task(task, now, timeout=timeout)
+
+        handle, here = self._begin_call("", None, timeout, on_progress, here=True, begin=begin)
+        output: ToolOutput | InputRequired = self._finish_call(handle, here)
+        return output
+
+    def task_status(self, task: TaskHandle | str, *, timeout: float | None = None) -> TaskStatus:
+        """Ask the server once where a task stands (``tasks/get``) → ``TaskStatus``."""
+
+        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
+            return engine.task_status(task, now, timeout=timeout)
+
+        handle, here = self._begin_call("", None, timeout, None, here=True, begin=begin)
+        status: TaskStatus = self._finish_call(handle, here)
+        return status
+
+    def cancel_task(self, task: TaskHandle | str, *, timeout: float | None = None) -> None:
+        """Ask the server to cancel a task (``tasks/cancel``); returns once the server
+        acknowledged it. A call following the task then raises ``Cancelled``."""
+
+        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
+            return engine.cancel_task(task, now, timeout=timeout)
+
+        handle, here = self._begin_call("", None, timeout, None, here=True, begin=begin)
+        self._finish_call(handle, here)
+
+    def _finish_call(self, handle: CallHandle, here: tuple[HttpRequest, _Exchange] | None) -> Any:
         if here is not None:
             try:
                 self._exchange(*here, caller=handle)
             except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
                 handle.cancel()
                 raise
-        output: ToolOutput | InputRequired = handle._wait(None)
-        return output
+        return handle._wait(None)
 
     def _ask(self, ask: Ask, timeout: float | None) -> Any:
         """Send one request of the host (F1) and block for what it reads.

@@ -19,7 +19,16 @@ from mcpcore import (
 )
 
 if TYPE_CHECKING:
-    from mcpcore import Continuation, ElicitResult, InputRequired, Listing, Resource, ServerResource
+    from mcpcore import (
+        Continuation,
+        ElicitResult,
+        InputRequired,
+        Listing,
+        Resource,
+        ServerResource,
+        TaskHandle,
+        TaskStatus,
+    )
 
 from ._client import McpClient, ProgressCallback
 
@@ -185,6 +194,47 @@ class McpHub(HubBase[McpClient]):
                 on_input="return",
             )
         return client.call(tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta)
+
+    def start_task(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> TaskHandle | ToolOutput | InputRequired:
+        """Start a call on the server its tool id names; a ``TaskHandle`` when the
+        server runs it as a task (T8), else its output, as ``McpClient.start_task``."""
+        return self.client_for(tool_id).start_task(
+            tool_id,
+            arguments,
+            timeout=timeout,
+            on_progress=on_progress,
+            meta=meta,
+            on_input=on_input,
+        )
+
+    def resume_task(
+        self,
+        task: TaskHandle,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutput | InputRequired:
+        """Follow a task to its end (T8) on the server its handle names."""
+        return self.client_for_task(task).resume_task(
+            task, timeout=timeout, on_progress=on_progress
+        )
+
+    def task_status(self, task: TaskHandle, *, timeout: float | None = None) -> TaskStatus:
+        """Where a task stands (T8), asked of the server its handle names."""
+        return self.client_for_task(task).task_status(task, timeout=timeout)
+
+    def cancel_task(self, task: TaskHandle, *, timeout: float | None = None) -> None:
+        """Cancel a task (T8) on the server its handle names."""
+        self.client_for_task(task).cancel_task(task, timeout=timeout)
 
     def resume(
         self,
