@@ -562,11 +562,16 @@ def test_M26_mcp_name_for_call_get_read(method: str, name: str) -> None:
 
 
 def test_M26_name_sources() -> None:
-    """M26: which params key each Mcp-Name method mirrors."""
+    """M26 (and T7: every tasks/* request names its task): which params key each
+    Mcp-Name method mirrors."""
     assert dict(MCP_NAME_SOURCE) == {
         "tools/call": "name",
         "prompts/get": "name",
         "resources/read": "uri",
+        "tasks/get": "taskId",
+        "tasks/update": "taskId",
+        "tasks/cancel": "taskId",
+        "tasks/result": "taskId",
     }
 
 

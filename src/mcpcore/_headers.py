@@ -64,6 +64,11 @@ MCP_NAME_SOURCE: Final[Mapping[str, str]] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
+    # T7: the tasks extension names the task on every tasks/* request
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+    "tasks/result": "taskId",
 }
 """M26: the methods that carry ``Mcp-Name``, and the ``params`` key it mirrors."""
 

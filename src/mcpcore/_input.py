@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
@@ -468,6 +468,9 @@ def _outside(value: float, low: object, high: object) -> bool:
 
 # --- the session's desk ------------------------------------------------------------------
 
+# Where a round's answers go when not into the request again: (params added, now).
+Finish = Callable[[dict[str, Any], float], None]
+
 # What the desk does with one server request: ("answer", the result), ("refuse",
 # why), or (the hook to ask, what it receives).
 _Read = tuple[str, Any]
@@ -482,6 +485,8 @@ class _Round:
     has_requests: bool
     answers: dict[str, Any]
     waiting: set[int]
+    # Where the answers go (a task's tasks/update, T7); None: the request again.
+    finish: Finish | None = None
 
 
 @dataclass(slots=True)
@@ -595,7 +600,12 @@ class InputDesk:
             )
 
     def input_round(
-        self, pending: Pending, requests: object, state: str | None, now: float
+        self,
+        pending: Pending,
+        requests: object,
+        state: str | None,
+        now: float,
+        finish: Finish | None = None,
     ) -> None:
         """2026-07-28: the ``inputRequests`` of an ``input_required`` result, answered
         from the host's hooks and lists, then the request sent again; a client that
@@ -612,7 +622,10 @@ class InputDesk:
                 extra["inputResponses"] = answer_input_requests(requests)
             if state is not None:
                 extra["requestState"] = state  # M50: byte for byte; absent when absent
-            self._s.path.again(pending, now, extra)
+            if finish is not None:
+                finish(extra, now)
+            else:
+                self._s.path.again(pending, now, extra)
             return
         tool_id = pending.tool.id if pending.tool is not None else None
         answers: dict[str, Any] = {}
@@ -638,7 +651,7 @@ class InputDesk:
                     "does not offer" + (" in that form" if read is not None else "")
                 )
         waiting: set[int] = set()
-        round_ = _Round(pending, state, requests is not None, answers, waiting)
+        round_ = _Round(pending, state, requests is not None, answers, waiting, finish)
         self._rounds[pending.call_id] = round_
         for key, (hook, question) in hooks.items():
             waiting.add(
@@ -667,13 +680,13 @@ class InputDesk:
 
     def pause(self, call_id: int) -> None:
         # Calls that ended without pausing are forgotten here (they no longer carry).
-        carriers = self._s.path.carriers
-        self.pausing = {c for c in self.pausing if c in carriers}
+        carriers, tasks = self._s.path.carriers, self._s.tasks.calls
+        self.pausing = {c for c in self.pausing if c in carriers or c in tasks}
         self.pausing.add(call_id)
 
     def pause_capabilities(self) -> dict[str, Any]:
         """What a call that may pause declares: form elicitation at least (Q4)."""
-        return client_capabilities(replace(self.options, elicit_form=True))
+        return self._s.tasks.declare(client_capabilities(replace(self.options, elicit_form=True)))
 
     def _pause(self, pending: Pending, requests: Mapping[str, Any], state: str | None) -> bool:
         from ._resume import paused_call
@@ -693,6 +706,9 @@ class InputDesk:
             input_requests=requests,
             rounds=pending.rounds,
             elicit_url=self.options.elicit_url,
+            task_id=(pending.extra or {}).get("taskId")
+            if pending.kind.method == "tasks/get"
+            else None,
         )
         if paused is None:
             return False
@@ -765,7 +781,10 @@ class InputDesk:
             extra["inputResponses"] = round_.answers
         if round_.state is not None:
             extra["requestState"] = round_.state  # M50: byte for byte; absent when absent
-        self._s.path.again(pending, now, extra)
+        if round_.finish is not None:
+            round_.finish(extra, now)
+        else:
+            self._s.path.again(pending, now, extra)
 
     def _failed(self, held: _Attempt, error: InputError, now: float) -> None:
         """The hook's failure costs only the call it belongs to."""

@@ -83,6 +83,8 @@ class RequestKind:
     resend: bool = False
     # It may be answered with input_required (M48); else that resultType is an error.
     input_rounds: bool = False
+    # It may be answered with a task, followed when tasks are on (T7).
+    tasks: bool = False
     # Its params carry a progress token (the request id).
     progress: bool = False
     # The param whose value is the Mcp-Name header at 2026-07-28 (M25).

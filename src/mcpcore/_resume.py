@@ -63,6 +63,8 @@ class Continuation:
     request_state: str | None = field(repr=False)
     input_requests: Mapping[str, Any] = field(repr=False)
     rounds: int
+    # T7: the task that waits for the answers (they go with tasks/update), if any.
+    task_id: str | None = None
 
     @property
     def id(self) -> str:
@@ -78,6 +80,7 @@ class Continuation:
                 "requestState": self.request_state,
                 "inputRequests": self.input_requests,
                 "rounds": self.rounds,
+                **({"taskId": self.task_id} if self.task_id is not None else {}),
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -101,6 +104,7 @@ class Continuation:
             data.get("inputRequests"),
             data.get("rounds"),
         )
+        task_id = data.get("taskId")
         if not (
             isinstance(endpoint, str)
             and isinstance(tool, str)
@@ -111,9 +115,10 @@ class Continuation:
             and isinstance(rounds, int)
             and not isinstance(rounds, bool)
             and rounds >= 1
+            and (task_id is None or (isinstance(task_id, str) and task_id))
         ):
             raise InvalidValue("the continuation is damaged (a field is missing or wrong)")
-        return cls(endpoint, tool, params, state, requests, rounds)
+        return cls(endpoint, tool, params, state, requests, rounds, task_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,7 @@ def paused_call(
     input_requests: Mapping[str, Any],
     rounds: int,
     elicit_url: bool,
+    task_id: str | None = None,
 ) -> InputRequired | None:
     """The ``InputRequired`` for a round that asks the person something, or
     ``None`` when no question in it is for a person (roots only: answered as usual)."""
@@ -169,6 +175,7 @@ def paused_call(
         request_state=request_state,
         input_requests=dict(input_requests),
         rounds=rounds,
+        task_id=task_id,
     )
     return InputRequired(server, tool_id, questions, continuation)
 
@@ -218,6 +225,11 @@ def resume_call(
         elicit_url=options.input.elicit_url,
         apply_defaults=options.input.apply_defaults,
     )
+    if continuation.task_id is not None:  # T7: the answers go to the task
+        call_id = session.tasks.answer(continuation, tool, extra, now)
+        desk.used.add(ident)
+        desk.pause(call_id)
+        return call_id
     call_id = session.tools.resume(
         tool,
         dict(continuation.params),

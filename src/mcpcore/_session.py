@@ -220,6 +220,7 @@ class ClientSession:
                 self.handshake.next_deadline(),
                 self.listener.next_deadline(),
                 self.input.next_deadline(),
+                self.tasks.next_deadline(),
             )
             if t is not None
         ]
@@ -232,7 +233,7 @@ class ClientSession:
     @property
     def pending_call_ids(self) -> list[int]:
         """The ids of the host's requests that have not ended (calls and the rest)."""
-        return [*self.path.carriers, *self.input.call_ids]
+        return [*self.path.carriers, *self.input.call_ids, *self.tasks.calls]
 
     @property
     def modern(self) -> bool:
@@ -249,6 +250,7 @@ class ClientSession:
             and self.tools.listing is None
             and self.handshake.idle
             and self.input.idle
+            and self.tasks.idle
         )
 
     @property
@@ -356,10 +358,14 @@ class ClientSession:
         had already ended."""
         pending = self.path.carrier(call_id)
         if pending is None:
-            if not self.tools.cancel_waiting(call_id) and not self.input.cancel(call_id):
+            if not (
+                self.tasks.cancel(call_id, now, reason)
+                or self.tools.cancel_waiting(call_id)
+                or self.input.cancel(call_id)
+            ):
                 return False
         else:
-            self._abandon(pending, reason)
+            self.abandon(pending, reason)
         self.events.append(CallCancelled(call_id=call_id, reason=reason))
         return True
 
@@ -372,6 +378,7 @@ class ClientSession:
         """Cancel every call (sending ``notifications/cancelled``) and stop (L6)."""
         if self.state is SessionState.CLOSED:
             return
+        self.tasks.close(now)  # T7: tasks run on unless the host asked
         for call_id in self.pending_call_ids:
             self.cancel(call_id, now, "the client is closing")
         self.transition(SessionInput.CLOSE)
@@ -471,6 +478,7 @@ class ClientSession:
         self.handshake.handle_timer(now)
         self.listener.handle_timer(now)
         self.input.handle_timer(now)
+        self.tasks.handle_timer(now)
         while (pending := self.path.pop_due(now)) is not None:
             error = timeout_error(pending)
             _log.debug(
@@ -480,17 +488,17 @@ class ClientSession:
                 pending.request.id,
                 now - pending.started,
             )
-            self._abandon(pending, "timed out")
+            self.abandon(pending, "timed out")
             pending.on_failed(pending, error, now)
 
     def fail_request(self, pending: Pending, error: McpError, now: float, reason: str) -> None:
         """End a request of ours with ``error``: abandoned (K6), then failed for its owner."""
-        self._abandon(pending, reason)
+        self.abandon(pending, reason)
         pending.on_failed(pending, error, now)
 
     # --- internals: the request path ---------------------------------------------------
 
-    def _abandon(self, pending: Pending, reason: str) -> None:
+    def abandon(self, pending: Pending, reason: str) -> None:
         """K6: forget the request, tell the server once, drop its exchange.
 
         On the 2026-07-28 wire closing the request's stream is the cancellation
@@ -574,6 +582,8 @@ class ClientSession:
         try:
             if not isinstance(result, dict):
                 raise RemoteProtocolError(f"the {kind.method} result is not a JSON object")
+            if kind.tasks and self.tasks.created(pending, result, now):
+                return  # T7: followed as a task (or handed to the host)
             if self.modern and result_type(result, mrtr=kind.input_rounds) == "input_required":
                 self._answer_input_required(pending, result, now)
                 return

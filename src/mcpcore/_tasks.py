@@ -53,12 +53,19 @@ from ._errors import (
     TransportError,
 )
 from ._escape import excerpt
-from ._events import CallFailed, CallSucceeded, ProgressReceived, RequestSucceeded
-from ._jsonrpc import ErrorResponse
+from ._events import (
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    ProgressReceived,
+    RequestSucceeded,
+)
+from ._jsonrpc import ErrorResponse, Request
 from ._render import ToolOutput, render_result
 from ._requests import Ask, Pending, RequestKind, error_detail, register
 
 if TYPE_CHECKING:
+    from ._resume import Continuation
     from ._session import ClientSession
     from ._tools import Tool
 
@@ -325,6 +332,7 @@ class _Task:
     changes: int = 0
     failures: int = 0
     rounds: int = 0
+    started: float = 0.0
     token: int | None = None  # the creating tools/call's progress token (2025-11-25)
 
 
@@ -336,20 +344,38 @@ class TaskDesk:
         self._s = session
         self.calls: dict[int, _Task] = {}
         # T8: calls that end with their TaskHandle once the server made a task
-        # (start_call) rather than follow it.
+        # (start_task) rather than follow it.
         self.handing: set[int] = set()
 
     @property
     def on(self) -> bool:
         return self._s.options.tasks
 
+    # --- declaring (T7) ------------------------------------------------------------
+
     def declare(self, capabilities: dict[str, Any]) -> dict[str, Any]:
-        """T7: what a request declares with tasks on (the extension, 2026-07-28)."""
+        """What every 2026-07-28 request declares with tasks on: the extension."""
         if not self.on:
             return capabilities
         extensions = dict(capabilities.get("extensions") or {})
         extensions[TASKS_EXTENSION] = {}
         return {**capabilities, "extensions": extensions}
+
+    def handshake_capabilities(self, capabilities: Mapping[str, Any]) -> dict[str, Any]:
+        """What ``initialize`` declares: the 2025-11-25 ``tasks`` capability instead of
+        the extension (a client that takes no tasks itself declares it empty)."""
+        out = {k: v for k, v in capabilities.items() if k != "extensions"}
+        if self.on:
+            out["tasks"] = {}
+        return out
+
+    def task_param(self, tool: Tool) -> dict[str, Any] | None:
+        """2025-11-25: the ``task`` param a call of a task-required tool carries."""
+        if self.on and self._s.era == "legacy" and tool.task_support == "required":
+            return {"ttl": int(self._s.options.task_timeout * 1000)}
+        return None
+
+    # --- time -------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
         times = [t.deadline for t in self.calls.values()]
@@ -361,20 +387,420 @@ class TaskDesk:
         return not self.calls
 
     def handle_timer(self, now: float) -> None:
-        raise NotImplementedError
+        for task in list(self.calls.values()):
+            if task.call_id not in self.calls:
+                continue
+            if now >= task.deadline:
+                budget = task.deadline - task.started
+                self._fail(
+                    task,
+                    CallTimeout(
+                        f"task {excerpt(task.handle.task_id, 60)!r} of tool "
+                        f"{excerpt(task.handle.tool, 60)!r} did not finish within "
+                        f"{budget:g} s (task_timeout)",
+                        tool=task.tool.id if task.tool is not None else None,
+                        budget=budget,
+                    ),
+                    now,
+                    cancel=True,
+                )
+            elif task.due is not None and now >= task.due:
+                self._poll(task, now)
+
+    # --- a task is made -------------------------------------------------------------
 
     def created(self, pending: Pending, result: dict[str, Any], now: float) -> bool:
-        """A ``tools/call`` answered with a task: follow it (or hand it to the host,
-        T8). False when the result is not a task (or tasks are off)."""
-        raise NotImplementedError
+        """A ``tools/call`` answered with a task: follow it, or end the call with its
+        ``TaskHandle`` (``start_task``, T8). False when the result is not a task or
+        tasks are off (the usual reading then judges it). Raises
+        ``RemoteProtocolError`` for a task answer that breaks the rules."""
+        session = self._s
+        if not self.on:
+            return False
+        if session.modern:
+            if result.get("resultType") != "task":
+                return False
+            raw: object = result
+        else:
+            raw = result.get("task")
+            if "task" not in (pending.base or {}) or not isinstance(raw, Mapping):
+                return False
+        answer = read_task(raw, expected=None, modern=session.modern)
+        tool = pending.tool
+        handle = TaskHandle(
+            answer.status.task_id,
+            session.options.server_name,
+            tool.name if tool is not None else str((pending.base or {}).get("name")),
+            session.input.endpoint,
+        )
+        call_id = pending.call_id
+        _log.debug(
+            "%s tools/call id=%d became task %r (%s)",
+            session.tag,
+            call_id,
+            excerpt(handle.task_id, 60),
+            answer.status.status,
+        )
+        if call_id in self.handing:
+            self.handing.discard(call_id)
+            session.events.append(RequestSucceeded(call_id=call_id, value=handle))
+            return True
+        self.follow(call_id, handle, tool, now, token=pending.request.id, answer=answer)
+        return True
+
+    def follow(
+        self,
+        call_id: int,
+        handle: TaskHandle,
+        tool: Tool | None,
+        now: float,
+        *,
+        timeout: float | None = None,
+        token: object = None,
+        answer: _Answer | None = None,
+    ) -> None:
+        """Follow the task ``handle`` under the host's ``call_id`` until it ends
+        (T7): polls as timers, ``timeout`` (``task_timeout``) from now (T9)."""
+        limit = self._s.options.task_timeout if timeout is None else timeout
+        task = _Task(
+            call_id,
+            handle,
+            tool,
+            now + limit,
+            self._s.modern,
+            started=now,
+            token=token if isinstance(token, int) else None,
+        )
+        self.calls[call_id] = task
+        if answer is None:
+            self._poll(task, now)  # a resumed task: ask where it stands at once
+        else:
+            self._read(task, answer, now)
+
+    def answer(
+        self, continuation: Continuation, tool: Tool, extra: dict[str, Any], now: float
+    ) -> int:
+        """Q4, T7: a task paused for the person (``on_input="return"``) gets its
+        answers (``tasks/update``), then is followed again under a new call id."""
+        session = self._s
+        assert continuation.task_id is not None
+        handle = TaskHandle(
+            continuation.task_id, session.options.server_name, tool.name, session.input.endpoint
+        )
+        session.begin_host_request()
+        call_id = session.path.new_id()
+        limit = session.options.task_timeout
+        task = _Task(call_id, handle, tool, now + limit, session.modern, started=now)
+        task.rounds = continuation.rounds
+        self.calls[call_id] = task
+        self._update(task, extra, now)
+        return call_id
+
+    # --- polling ----------------------------------------------------------------------
+
+    def _poll(self, task: _Task, now: float) -> None:
+        task.due = None
+        session = self._s
+        task.flight = session.path.issue(
+            TASKS_GET,
+            {"taskId": task.handle.task_id},
+            now,
+            on_done=self._polled,
+            on_failed=self._poll_failed,
+            deadline=min(now + session.options.call_timeout, task.deadline),
+            call_id=task.call_id,
+            tool=task.tool,
+            context=task,
+        )
+
+    def _schedule(self, task: _Task, now: float, *, changed: bool) -> None:
+        base = POLL_DEFAULT if task.interval is None else task.interval
+        if changed or task.delay < base:
+            task.delay = base
+        else:
+            task.delay = min(task.delay * _STRETCH, base * _STRETCH_CAP, POLL_MAX)
+        task.due = now + task.delay
+
+    def _polled(self, pending: Pending, value: object, now: float) -> None:
+        task = self._owner(pending)
+        if task is None:
+            return
+        task.flight = None
+        task.failures = 0
+        assert isinstance(value, _Answer)
+        self._read(task, value, now)
+
+    def _read(self, task: _Task, answer: _Answer, now: float) -> None:
+        """One answer about the task: progress when it changed, then by its status."""
+        status = answer.status
+        if answer.interval is not None:
+            task.interval = answer.interval  # mid-task changes are honoured
+        seen = (status.status, status.message)
+        changed = seen != task.seen
+        if changed:
+            task.seen = seen
+            task.changes += 1
+            self._s.events.append(
+                ProgressReceived(
+                    call_id=task.call_id,
+                    progress=float(task.changes),
+                    total=None,
+                    message=status.message or status.status,
+                )
+            )
+        state = status.status
+        if state == "working":
+            self._schedule(task, now, changed=changed)
+        elif state == "cancelled":
+            self._end(
+                task,
+                Cancelled(
+                    f"the server cancelled task {excerpt(status.task_id, 60)!r}",
+                    server=self._s.options.server_name,
+                ),
+                now,
+            )
+        elif not task.modern:
+            self._fetch_result(task, now)  # 2025-11-25: tasks/result has the outcome
+        elif state == "completed":
+            self._completed(task, answer.result, now)
+        elif state == "failed":
+            self._end(task, _task_failed(task, answer.error), now)
+        else:
+            self._input(task, answer.input_requests, now)
+
+    def _completed(self, task: _Task, result: object, now: float) -> None:
+        if not isinstance(result, dict):
+            self._fail(
+                task,
+                RemoteProtocolError(
+                    f"task {excerpt(task.handle.task_id, 60)!r} completed without a result"
+                ),
+                now,
+                cancel=False,
+            )
+            return
+        try:
+            output = render_result(result, tool=task.tool, policy=self._s.options.policy)
+        except McpError as exc:
+            self._end(task, exc, now)
+            return
+        if output.is_error:
+            tool = task.tool.id if task.tool is not None else task.handle.tool
+            self._end(task, BackendError(output.text, tool=tool, output=output), now)
+            return
+        self._end(task, output, now)
+
+    def _fetch_result(self, task: _Task, now: float) -> None:
+        """2025-11-25: ``tasks/result`` waits for the end and carries the outcome
+        (and, while the task needs input, the server's questions on its stream)."""
+        task.flight = self._s.path.issue(
+            TASKS_RESULT,
+            {"taskId": task.handle.task_id},
+            now,
+            on_done=self._fetched,
+            on_failed=self._poll_failed,
+            on_refused=self._result_refused,
+            deadline=task.deadline,
+            call_id=task.call_id,
+            tool=task.tool,
+            context=task,
+        )
+
+    def _fetched(self, pending: Pending, value: object, now: float) -> None:
+        task = self._owner(pending)
+        if task is not None:
+            task.flight = None
+            self._completed(task, value, now)
+
+    def _result_refused(self, pending: Pending, message: ErrorResponse, now: float) -> bool:
+        task = self._owner(pending)
+        if task is not None:
+            task.flight = None
+            error = {"code": message.code, "message": message.message}
+            self._end(task, _task_failed(task, error), now)
+        return True
+
+    def _poll_failed(self, pending: Pending, error: McpError, now: float) -> None:
+        task = self._owner(pending)
+        if task is None:
+            return
+        task.flight = None
+        if not isinstance(error, TransportError):
+            # A malformed answer, a refusal: the server cannot be followed.
+            self._fail(task, error, now, cancel=True)
+            return
+        task.failures += 1
+        if task.failures < MAX_POLL_FAILURES and now < task.deadline:
+            task.delay = min(max(task.delay, POLL_DEFAULT) * 2, POLL_MAX)
+            task.due = now + task.delay
+            return
+        shown = excerpt(task.handle.task_id, 60)
+        self._fail(
+            task,
+            TransportError(
+                f"{pending.kind.method} for task {shown!r} failed {task.failures} times "
+                f"({error}); the task may still be running on the server: resume it "
+                f"with its id {shown!r}"
+            ),
+            now,
+            cancel=False,
+        )
+
+    # --- input (T7 with §15) ---------------------------------------------------------
+
+    def _input(self, task: _Task, requests: object, now: float) -> None:
+        """``input_required``: answered through the input desk; the answers go back
+        with ``tasks/update``, then polling goes on."""
+        task.rounds += 1
+        carrier = Pending(
+            kind=TASKS_GET,
+            request=Request(id=-task.call_id, method="tasks/get"),
+            deadline=task.deadline,
+            on_done=self._polled,
+            on_failed=self._input_failed,
+            call_id=task.call_id,
+            tool=task.tool,
+            context=task,
+            rounds=task.rounds,
+            budget=task.deadline - task.started,
+            base={"name": task.handle.tool},
+            extra={"taskId": task.handle.task_id},  # a pause's continuation names the task
+        )
+        desk = self._s.input
+        pausing = task.call_id in desk.pausing
+        try:
+            desk.input_round(
+                carrier, requests, None, now, finish=lambda extra, at: self._update(task, extra, at)
+            )
+        except McpError as exc:
+            self._fail(task, exc, now, cancel=True)
+            return
+        if pausing and task.call_id not in desk.pausing:
+            # Q4: the call ended with an InputRequired; resume() answers the task.
+            self.calls.pop(task.call_id, None)
+
+    def _input_failed(self, pending: Pending, error: McpError, now: float) -> None:
+        task = self._owner(pending)
+        if task is not None:
+            self._fail(task, error, now, cancel=True)
+
+    def _update(self, task: _Task, extra: Mapping[str, Any], now: float) -> None:
+        if self.calls.get(task.call_id) is not task:
+            return
+        params = {"taskId": task.handle.task_id, "inputResponses": extra.get("inputResponses", {})}
+        task.flight = self._s.path.issue(
+            TASKS_UPDATE,
+            params,
+            now,
+            on_done=self._updated,
+            on_failed=self._poll_failed,
+            deadline=min(now + self._s.options.call_timeout, task.deadline),
+            call_id=task.call_id,
+            tool=task.tool,
+            context=task,
+        )
+
+    def _updated(self, pending: Pending, value: object, now: float) -> None:
+        task = self._owner(pending)
+        if task is not None:
+            task.flight = None
+            task.failures = 0
+            self._poll(task, now)
+
+    # --- ending ----------------------------------------------------------------------
+
+    def _owner(self, pending: Pending) -> _Task | None:
+        task = pending.context
+        if isinstance(task, _Task) and self.calls.get(task.call_id) is task:
+            return task
+        return None
+
+    def _end(self, task: _Task, outcome: ToolOutput | McpError, now: float) -> None:
+        """The task ended (or cannot be followed): its call ends with ``outcome``."""
+        self._drop(task)
+        call_id = task.call_id
+        _log.debug(
+            "%s task %r of call id=%d ended: %s",
+            self._s.tag,
+            excerpt(task.handle.task_id, 60),
+            call_id,
+            type(outcome).__name__,
+        )
+        if isinstance(outcome, ToolOutput):
+            self._s.events.append(CallSucceeded(call_id=call_id, output=outcome))
+        else:
+            self._s.events.append(CallFailed(call_id=call_id, error=outcome))
+
+    def _fail(self, task: _Task, error: McpError, now: float, *, cancel: bool) -> None:
+        """The call gives up on a task that has not ended: it fails with ``error``;
+        with ``cancel`` the server is told (``tasks/cancel``)."""
+        if cancel:
+            self._send_cancel(task.handle.task_id, now)
+        self._end(task, error, now)
+
+    def _drop(self, task: _Task) -> None:
+        self.calls.pop(task.call_id, None)
+        self._s.input.cancel(task.call_id)
+        flight, task.flight = task.flight, None
+        if flight is not None and flight.request.id in self._s.path.pending:
+            self._s.abandon(flight, "the call ended")
+
+    def _send_cancel(self, task_id: str, now: float) -> None:
+        self._s.path.issue(
+            TASKS_CANCEL,
+            {"taskId": task_id},
+            now,
+            on_done=_ignore,
+            on_failed=_ignore,
+            deadline=now + self._s.options.call_timeout,
+        )
 
     def cancel(self, call_id: int, now: float, reason: str) -> bool:
         """K6, T7: a call following a task is abandoned: ``tasks/cancel`` is sent."""
-        raise NotImplementedError
+        self.handing.discard(call_id)
+        task = self.calls.get(call_id)
+        if task is None:
+            return False
+        _log.debug("%s call id=%d abandoned its task (%s)", self._s.tag, call_id, reason)
+        self._drop(task)
+        self._send_cancel(task.handle.task_id, now)
+        return True
 
     def close(self, now: float) -> None:
-        """Closing: tasks run on unless the host asked (``cancel_tasks_on_close``)."""
-        raise NotImplementedError
+        """Closing: the calls following tasks end (``CallCancelled``); the tasks run
+        on, unless the host asked (``cancel_tasks_on_close``): a task outlives its
+        connection, and ``resume_task`` picks it up."""
+        for task in list(self.calls.values()):
+            self._drop(task)
+            if self._s.options.cancel_tasks_on_close:
+                self._send_cancel(task.handle.task_id, now)
+            self._s.events.append(
+                CallCancelled(call_id=task.call_id, reason="the client is closing")
+            )
+        self.handing.clear()
+
+
+def _ignore(pending: Pending, value: object, now: float) -> None:
+    return None
+
+
+def _task_failed(task: _Task, error: object) -> McpError:
+    """A task that failed: its error (a JSON-RPC error object) as a ``BackendError``."""
+    shown = excerpt(task.handle.task_id, 60)
+    if isinstance(error, Mapping):
+        code, message = error.get("code"), error.get("message")
+        text = f"task {shown!r} failed ({excerpt(repr(code), 20)}: " + (
+            f"{excerpt(message, 300)})" if isinstance(message, str) else "no message)"
+        )
+    else:
+        text = f"task {shown!r} failed"
+        code = None
+    tool = task.tool.id if task.tool is not None else task.handle.tool
+    failed = BackendError(text, tool=tool)
+    if type(code) is int:
+        failed.rpc_code = code
+    return failed
 
 
 def task_id_of(session: ClientSession, task: object) -> tuple[str, str | None]:
@@ -404,13 +830,30 @@ def resume_task(
     Raises at once, with nothing sent: ``InvalidState`` before the session is
     ready, ``InvalidValue`` for something that names no task (or another
     server's), or a timeout that is not a positive number of seconds."""
-    raise NotImplementedError
+    from ._session import SessionState, positive_seconds
+
+    if session.state is not SessionState.READY:
+        raise InvalidState(f"cannot resume a task while the session is {session.state.value!r}")
+    if not session.options.tasks:
+        raise InvalidState("resuming a task needs a client made with tasks=True")
+    task_id, tool_name = task_id_of(session, task)
+    limit = None if timeout is None else positive_seconds(timeout, "a task timeout")
+    catalogue = session.tools.catalogue
+    tools = catalogue.tools if catalogue is not None else ()
+    tool = next((t for t in tools if t.name == tool_name), None) if tool_name else None
+    server = session.options.server_name
+    handle = (
+        task
+        if isinstance(task, TaskHandle)
+        else TaskHandle(task_id, server, tool_name or "", session.input.endpoint)
+    )
+    session.begin_host_request()
+    call_id = session.path.new_id()
+    session.tasks.follow(call_id, handle, tool, now, timeout=limit)
+    return call_id
 
 
 for _public in (TaskHandle, TaskStatus):
     _public.__annotations__ = get_type_hints(_public)
     _public.__module__ = "mcpcore"
 del _public
-
-_UNUSED = (BackendError, CallTimeout, Cancelled, InvalidState, TransportError, ToolOutput)
-_UNUSED_EVENTS = (CallFailed, CallSucceeded, ProgressReceived, RequestSucceeded, render_result)

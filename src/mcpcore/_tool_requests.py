@@ -74,6 +74,7 @@ TOOLS_CALL = register(
         parse=_call_result,
         refused=_call_refused,
         input_rounds=True,
+        tasks=True,
         progress=True,
         name_param="name",
     )
@@ -139,6 +140,9 @@ class ToolsFeature:
         params: dict[str, Any] = {"name": tool.name, "arguments": dict(arguments)}
         if meta:
             params["_meta"] = host_meta(meta)
+        task = self._session.tasks.task_param(tool)
+        if task is not None:
+            params["task"] = task  # T7: 2025-11-25 asks for the task
         request = path.build(TOOLS_CALL, request_id, params)
         # K9: encoded before anything is registered, so arguments JSON cannot carry
         # (NaN, a set, an object) fail this call alone and leave nothing behind.
@@ -347,6 +351,7 @@ class ToolsFeature:
                 segment_pattern=options.segment_pattern,
                 max_tools=options.max_tools,
                 tool_filter=options.tool_filter,
+                tasks=options.tasks,
             )
         except McpError as exc:
             self.listing_failed(exc, now)

@@ -141,7 +141,9 @@ class Tool:
     * ``output_schema``: ``outputSchema`` verbatim, or ``None`` when absent or
       dropped as uncompilable (K5);
     * ``annotations``: the server's annotations (untrusted hints), possibly empty;
-    * ``title``: ``title``, else ``annotations.title``, else ``None``.
+    * ``title``: ``title``, else ``annotations.title``, else ``None``;
+    * ``task_support``: ``execution.taskSupport`` (``"required"``, ``"optional"``,
+      ``"forbidden"``) or ``None`` (T8).
 
     Equality compares every field. The dict fields make the default hash
     impossible, so a tool hashes on its ``id`` and ``name`` (equal tools have
@@ -157,6 +159,8 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
+    # T8: the server's execution.taskSupport ("required", "optional"), None when absent
+    task_support: str | None = None
     # Compiled outputSchema validator, cached on first use: None = not compiled
     # yet; a 1-tuple = compiled (holding None when validation is off).
     _compiled: tuple[Validator | None] | None = field(
@@ -263,6 +267,7 @@ class Catalogue:
         max_tools: int | None = None,
         validate_schemas: bool = True,
         tool_filter: ToolFilter | None = None,
+        tasks: bool = False,
     ) -> Catalogue:
         """Raw ``tools/list`` tool objects (all pages, in order) → catalogue (T1–T4, P3b).
 
@@ -273,7 +278,8 @@ class Catalogue:
         are not objects, names that are not strings or whose lowercased form is not
         a valid segment under ``segment_pattern`` (default: T1), names that repeat
         the id of an earlier *kept* tool (the first wins), tools without an object
-        ``inputSchema`` and tools whose ``execution.taskSupport`` is ``"required"``.
+        ``inputSchema`` and, unless ``tasks`` (T8), tools whose
+        ``execution.taskSupport`` is ``"required"``.
 
         An ``outputSchema`` that is not an object, or (with ``validate_schemas``)
         does not compile, is dropped with a warning; the tool stays (K5). With
@@ -300,7 +306,7 @@ class Catalogue:
                     type(item).__name__,
                 )
                 continue
-            tool = _build(where, server, separator, item, segment_pattern, validate_schemas)
+            tool = _build(where, server, separator, item, segment_pattern, validate_schemas, tasks)
             if tool is None:
                 continue
             first = seen.get(tool.id)
@@ -372,6 +378,7 @@ def _build(
     item: Mapping[str, Any],
     pattern: re.Pattern[str] | None,
     validate_schemas: bool,
+    tasks: bool = False,
 ) -> Tool | None:
     """One raw tool object → a :class:`Tool`, or ``None`` (warned) when it is unusable."""
     name = item.get("name")
@@ -387,7 +394,9 @@ def _build(
         _log.warning("%s: dropped tool %s: inputSchema is not an object", where, _shown(name))
         return None
     execution = item.get("execution")
-    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+    support = execution.get("taskSupport") if isinstance(execution, dict) else None
+    task_support = support if support in ("required", "optional", "forbidden") else None
+    if task_support == "required" and not tasks:
         _log.warning(
             "%s: hid tool %s: it requires task invocation, "
             "and this client does not invoke tools as tasks",
@@ -409,6 +418,7 @@ def _build(
         output_schema=output_schema,
         annotations=annotations,
         title=title,
+        task_support=task_support,
     )
     if compiled is not None:
         # Compiled at listing: cache it so calls do not compile again.
