@@ -182,10 +182,10 @@ class _EngineBase:
         self, task: TaskHandle | str, now: float, *, timeout: float | None = None
     ) -> int:
         """Ask the server to cancel a task (``tasks/cancel``); ends with
-        ``RequestSucceeded`` (``None``) once the server acknowledged it."""
-        from ._tasks import TASKS_CANCEL, task_ask
+        ``RequestSucceeded`` (the server's acknowledgement) once it answered."""
+        from ._tasks import TASK_CANCEL, task_ask
 
-        return self.request(task_ask(self.session, TASKS_CANCEL, task), now, timeout=timeout)
+        return self.request(task_ask(self.session, TASK_CANCEL, task), now, timeout=timeout)
 
     def _begin(self, issue: Callable[[], int], now: float) -> int:
         call_id = issue()

@@ -306,10 +306,12 @@ TASKS_RESULT = register(
         method="tasks/result", parse=_read_related, refused=_task_refused, name_param="taskId"
     )
 )
-# The host's own tasks/get (task_status()): the same request, read as a TaskStatus.
+# The host's own tasks/get (task_status()): the same request, read as a TaskStatus;
+# and its own tasks/cancel (cancel_task()), ending with the server's acknowledgement.
 TASK_STATUS = RequestKind(
     method="tasks/get", parse=_read_status, refused=_task_refused, name_param="taskId"
 )
+TASK_CANCEL = RequestKind(method="tasks/cancel", refused=_task_refused, name_param="taskId")
 
 
 # --- following tasks -----------------------------------------------------------------
@@ -632,7 +634,7 @@ class TaskDesk:
             return
         task.failures += 1
         if task.failures < MAX_POLL_FAILURES and now < task.deadline:
-            task.delay = min(max(task.delay, POLL_DEFAULT) * 2, POLL_MAX)
+            task.delay = min(task.delay * 2, POLL_MAX)  # backed off while it fails
             task.due = now + task.delay
             return
         shown = excerpt(task.handle.task_id, 60)

@@ -1,0 +1,205 @@
+"""Tasks (T7–T9) on every driver, against a scripted 2026-07-28 server on loopback
+(``task_server.py``): polling with progress, input through the hook with
+``tasks/update``, cancelling, handles resumed by a new client, the task-required
+tool visible and hidden, deadlines and bad answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from drivers import DRIVERS, Face, backend_of, open_client, wait_for
+from mcpcore import (
+    BackendError,
+    ElicitResult,
+    RemoteProtocolError,
+    TaskHandle,
+    TaskStatus,
+    TransportError,
+    UnknownTool,
+)
+from task_server import TaskServerState, task_server
+from test_elicitation_peers import hook_for
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, TaskServerState]]:
+    with task_server() as running:
+        yield running
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(driver: str) -> str:
+    return backend_of(driver)
+
+
+def tasks_client(driver: str, url: str, **options: Any) -> Any:
+    return open_client(driver, "jobs", {"url": url}, protocol="modern", tasks=True, **options)
+
+
+async def run(face: Face, name: str, *args: Any, **kwargs: Any) -> Any:
+    return await face._run(getattr(face.client, name), *args, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_T8_the_task_required_tool_is_listed_with_tasks_on_and_hidden_off(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    url, _ = server
+    with anyio.fail_after(20):
+        async with open_client(driver, "jobs", {"url": url}, protocol="modern") as off:
+            assert (await off.ready(10)).ok
+            assert [t.id for t in off.tools] == ["jobs/echo"]
+            with pytest.raises(UnknownTool):
+                await off.call("jobs/build", {})
+        async with tasks_client(driver, url) as on:
+            assert (await on.ready(10)).ok
+            assert sorted(t.id for t in on.tools) == ["jobs/build", "jobs/echo"]
+
+
+@pytest.mark.anyio
+async def test_T7_call_follows_a_task_to_its_result_with_status_as_progress(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    url, state = server
+    seen: list[str | None] = []
+
+    def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url) as client:
+            assert (await client.ready(10)).ok
+            out = await client.call("jobs/build", {"steps": 3, "target": "docs"}, on_progress=progress)
+    assert out.text == "built docs"
+    assert seen == ["working", "step 1/3", "step 2/3", "step 3/3", "completed"]
+    assert state.problems == []
+
+
+@pytest.mark.anyio
+async def test_T7_input_required_goes_to_the_hook_and_back_with_tasks_update(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    url, state = server
+    asked: list[Any] = []
+    hook = hook_for(driver, ElicitResult.accept({"ok": True}), asked)
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url, elicit=hook) as client:
+            assert (await client.ready(10)).ok
+            out = await client.call("jobs/build", {"steps": 1, "ask": True})
+    assert [q.message for q in asked] == ["Ship it?"] and asked[0].tool_id == "jobs/build"
+    assert out.text == 'built all ({"ship": {"action": "accept", "content": {"ok": true}}})'
+    assert state.problems == []
+
+
+@pytest.mark.anyio
+async def test_T7_an_abandoned_call_cancels_its_task_on_the_server(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    url, state = server
+    before = set(state.tasks)
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url) as client:
+            assert (await client.ready(10)).ok
+
+            def started() -> bool:
+                return any(state.tasks[t].polls for t in set(state.tasks) - before)
+
+            await client.call_and_cancel("jobs/build", {"steps": 10_000}, started)
+            [task_id] = set(state.tasks) - before
+            await wait_for(lambda: task_id in state.cancelled, 10)
+
+
+@pytest.mark.anyio
+async def test_T8_start_task_then_a_new_client_resumes_asks_and_cancels(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    url, state = server
+    with anyio.fail_after(30):
+        async with tasks_client(driver, url) as first:
+            assert (await first.ready(10)).ok
+            handle = await run(first, "start_task", "jobs/build", {"steps": 3, "target": "later"})
+            assert isinstance(handle, TaskHandle) and handle.server == "jobs" and handle.tool == "build"
+            stored = handle.to_json()
+            other = await run(first, "start_task", "jobs/build", {"steps": 10_000})
+            direct = await run(first, "start_task", "jobs/echo", {"a": 1})
+            assert direct.text == '{"a": 1}'
+        # a new client (another process would do the same) picks the task up
+        async with tasks_client(driver, url) as second:
+            assert (await second.ready(10)).ok
+            out = await run(second, "resume_task", TaskHandle.from_json(stored))
+            assert out.text == "built later"
+            status = await run(second, "task_status", other.task_id)
+            assert isinstance(status, TaskStatus) and status.status == "working" and not status.done
+            await run(second, "cancel_task", other)
+            assert other.task_id in state.cancelled
+            assert (await run(second, "task_status", other)).status == "cancelled"
+    assert state.problems == []
+
+
+@pytest.mark.anyio
+async def test_T7_a_failed_task_raises_backend_error(driver: str, server: tuple[str, TaskServerState]) -> None:
+    url, _ = server
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url) as client:
+            assert (await client.ready(10)).ok
+            with pytest.raises(BackendError, match="the build broke"):
+                await client.call("jobs/build", {"outcome": "fail"})
+
+
+@pytest.mark.anyio
+async def test_T9_a_server_that_stops_answering_polls_gives_a_transport_error(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    url, _ = server
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url, call_timeout=0.3) as client:
+            assert (await client.ready(10)).ok
+            with pytest.raises(TransportError, match="may still be running") as caught:
+                await client.call("jobs/build", {"outcome": "stall"})
+            assert "task-" in str(caught.value)
+            assert (await client.call("jobs/echo", {"x": 1})).text == '{"x": 1}'
+
+
+@pytest.mark.anyio
+async def test_T9_a_task_never_completed_ends_at_task_timeout(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    url, state = server
+    from mcpcore import CallTimeout
+
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url, task_timeout=0.5) as client:
+            assert (await client.ready(10)).ok
+            with pytest.raises(CallTimeout, match="task_timeout"):
+                await client.call("jobs/build", {"steps": 10_000})
+            await wait_for(lambda: len(state.cancelled) > 0 and state.cancelled[-1].startswith("task-"), 5)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "words"),
+    [
+        ("bad-id", "task id is not a usable string"),
+        ("bad-status", "status this client does not know"),
+        ("other-task", "'task-999'"),
+    ],
+)
+@pytest.mark.anyio
+async def test_T7_a_bad_task_answer_fails_that_call_only(
+    driver: str, server: tuple[str, TaskServerState], outcome: str, words: str
+) -> None:
+    url, _ = server
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url) as client:
+            assert (await client.ready(10)).ok
+            with pytest.raises(RemoteProtocolError, match=words):
+                await client.call("jobs/build", {"outcome": outcome, "interval": 0})
+            assert (await client.call("jobs/echo", {"y": 2})).text == '{"y": 2}'
