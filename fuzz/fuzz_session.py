@@ -20,7 +20,10 @@ Invariants:
 * the probe's answers (E1), result types and rounds of input (M43–M54) on the
   2026-07-28 path only ever become events;
 * everything the session sends encodes as JSON-RPC; request ids are never reused;
-* the catalogue never holds more than ``max_tools`` tools.
+* the catalogue never holds more than ``max_tools`` tools;
+* task answers (T7–T9: a ``tools/call`` answered with a task in either era's
+  shape, ``tasks/get`` with any status, id, interval or outcome, ``tasks/result``)
+  only ever become events, and once the session is closed no task is followed.
 """
 
 from __future__ import annotations
@@ -85,10 +88,42 @@ def _tool_object(r: Reader) -> Any:
     return tool
 
 
-def _result_for(kind: str, r: Reader) -> Any:
+def _task(r: Reader, task_id: object, modern: bool) -> dict[str, Any]:
+    """A task object in either era's shape (T7), often broken."""
+    task: dict[str, Any] = {
+        "taskId": r.choice((task_id, task_id, "t-1", "other", 7, "", None)),
+        "status": r.choice(("working", "input_required", "completed", "failed", "cancelled", "weird", 3)),
+    }
+    if r.flag():
+        task["pollIntervalMs" if modern else "pollInterval"] = r.choice((0, 250, 10**9, -5, "x", 1.5))
+    if r.flag():
+        task["statusMessage"] = r.choice(("half", "\x1b[2J", 9, "m" * 3000))
+    return task
+
+
+def _result_for(kind: str, r: Reader, params: Any = None) -> Any:
     shape = r.u8() % 8
     if shape == 0:
         return r.json_value(2)
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    if kind == "tasks/get":  # T7: a poll's answer, with what it inlines
+        answer = _task(r, task_id, True)
+        answer["resultType"] = r.choice(("complete", "task", None))
+        if r.flag():
+            answer["result"] = r.choice(({"content": [{"type": "text", "text": "done"}]}, r.json_value(2)))
+        if r.flag():
+            answer["error"] = r.choice(({"code": -32603, "message": "broke"}, r.json_value(1)))
+        if r.flag():
+            answer["inputRequests"] = r.choice(
+                ({"a": {"method": "elicitation/create"}}, {"s": {"method": "sampling/createMessage"}}, r.json_value(1))
+            )
+        return answer
+    if kind in ("tasks/update", "tasks/cancel"):
+        return r.json_value(1)
+    if kind == "tools/call" and shape == 7:  # T7: the call became a task (either era)
+        if r.flag():
+            return {"resultType": "task", **_task(r, "t-1", True)}
+        return {"task": _task(r, "t-1", False)}
     if kind == "server/discover":  # E1: the probe's answers, modern and legacy shapes
         return {
             "supportedVersions": r.choice(
@@ -153,7 +188,7 @@ def _server_message(session: ClientSession, sent: list[Request], r: Reader) -> M
             code = r.choice((r.u16() - 40000, -32022, -32020, -32021, -32601))
             data = r.choice(({"supported": ["2026-07-28"]}, {"supported": ["2025-11-25"]}, None))
             return ErrorResponse(id=target.id, code=code, message=r.text(), data=data)
-        return Result(id=target.id, result=_result_for(target.method, r))
+        return Result(id=target.id, result=_result_for(target.method, r, target.params))
     if kind == 4:
         return Result(id=r.choice((999, "1", 0, -1)), result=r.json_value(1))
     if kind == 5:
@@ -190,6 +225,8 @@ def fuzz_one_input(data: bytes) -> None:
         call_timeout=5.0,
         startup_timeout=30.0,
         protocol=r.choice(("auto", "legacy", "modern")),
+        tasks=r.flag(),
+        task_timeout=r.choice((5.0, 60.0)),
     )
     session = ClientSession(options)
     now = 0.0
@@ -272,15 +309,118 @@ def fuzz_one_input(data: bytes) -> None:
                     session.refresh(now)
                 except LocalProtocolError:
                     assert session.state is not SessionState.READY
+            elif op == 15 and r.flag() and session.state is SessionState.READY:
+                from mcpcore._tasks import resume_task
+
+                try:  # T8: follow a task by id (tasks off: InvalidState)
+                    calls.add(resume_task(session, r.choice(("t-1", "other")), now))
+                except LocalProtocolError:
+                    assert not options.tasks
             else:
                 now += 0.01
             drain()
         session.close(now)
         drain()
+        assert not session.tasks.calls, "a task is still followed after close"
     except AssertionError:
         raise
     except Exception as exc:
         _fuzzlib.raise_unexpected("ClientSession", exc)
+
+
+def _ready(session: ClientSession, now: float) -> None:
+    """Answer the handshake and the listing well: ``echo`` and a task-required ``build``."""
+    tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "build")]
+    tools[1]["execution"] = {"taskSupport": "required"}
+    for _ in range(10):
+        for message in session.take_outgoing():
+            if not isinstance(message, Request):
+                continue
+            result: dict[str, Any] = {}
+            if message.method == "server/discover":
+                result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+            elif message.method == "initialize":
+                result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {}}
+            elif message.method == "tools/list":
+                result = {"tools": tools}
+            session.receive_message(Result(id=message.id, result=result), now)
+    assert session.state is SessionState.READY, session.state
+
+
+def fuzz_task_input(data: bytes) -> None:
+    """T7–T9: a session made ready (either era, tasks on) whose calls of the
+    task-required ``build`` the input turns into tasks, then scripts every task
+    answer (any status, id, interval, outcome), transport failures, the clock,
+    cancels and resumes. Invariants: nothing raises but documented misuse; each
+    call ends at most once, with an ``McpError`` free of raw control characters;
+    no ``tasks/*`` request without a task id; after close no task is followed."""
+    r = Reader(data)
+    options = SessionOptions(
+        server_name="fz",
+        call_timeout=5.0,
+        tasks=True,
+        task_timeout=r.choice((3.0, 60.0)),
+        protocol=r.choice(("modern", "legacy")),
+        cancel_tasks_on_close=r.flag(),
+    )
+    session = ClientSession(options)
+    now = 0.0
+    calls: set[int] = set()
+    ended: set[int] = set()
+    sent: list[Request] = []
+    try:
+        session.start(now)
+        _ready(session, now)
+        session.take_events()
+        while r.left:
+            op = r.u8() % 8
+            if op == 0:
+                calls.add(session.call(r.choice(("fz/build", "fz/build", "fz/echo")), {}, now))
+            elif op <= 3 and sent:
+                target = r.choice(sent)
+                if r.u8() % 6 == 0:
+                    message: Message = ErrorResponse(id=target.id, code=r.choice((-32602, -32603)), message="no")
+                elif target.method == "tools/call" and r.u8() % 4:
+                    modern = session.modern
+                    task = _task(r, "t-1", modern)
+                    result = {"resultType": "task", **task} if modern else {"task": task}
+                    message = Result(id=target.id, result=result)
+                else:
+                    message = Result(id=target.id, result=_result_for(target.method, r, target.params))
+                session.receive_message(message, now)
+            elif op == 4 and sent:
+                session.request_failed(r.choice(sent).id, RemoteProtocolError("broken"), now)  # type: ignore[arg-type]
+            elif op == 5:
+                now += r.choice((0.05, 0.5, 2.0, 10.0))
+                session.handle_timer(now)
+            elif op == 6 and calls:
+                session.cancel(r.choice(sorted(calls)), now)
+            elif op == 7:
+                from mcpcore._tasks import resume_task
+
+                calls.add(resume_task(session, r.choice(("t-1", "other")), now))
+            for out in session.take_outgoing():
+                encode_message(out)
+                if isinstance(out, Request):
+                    if out.method.startswith("tasks/"):
+                        assert isinstance((out.params or {}).get("taskId"), str), out
+                    sent.append(out)
+            sent[:] = [m for m in sent if m.id in session.path.pending]
+            session.take_abandoned()
+            for event in session.take_events():
+                error = getattr(event, "error", None)
+                if error is not None:
+                    assert isinstance(error, McpError), repr(error)
+                    assert not _CONTROLS & set(str(error)), f"raw control character in {error}"
+                if isinstance(event, (CallSucceeded, CallFailed, CallCancelled)):
+                    assert event.call_id in calls and event.call_id not in ended, event
+                    ended.add(event.call_id)
+        session.close(now)
+        assert not session.tasks.calls, "a task is still followed after close"
+    except AssertionError:
+        raise
+    except Exception as exc:
+        _fuzzlib.raise_unexpected("ClientSession (tasks)", exc)
 
 
 if __name__ == "__main__":

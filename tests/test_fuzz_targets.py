@@ -79,6 +79,13 @@ def test_arbitrary_bytes(target: str, data: bytes) -> None:
     harness(target).fuzz_one_input(data)
 
 
+@BUDGET
+@given(data=st.binary(max_size=600))
+def test_T7_task_answers(data: bytes) -> None:
+    """T7–T9: a ready session whose calls become tasks; the bytes script the task answers."""
+    harness("session").fuzz_task_input(data)
+
+
 # --- structured inputs ------------------------------------------------------------------------
 
 _SSE_LINES = st.sampled_from(

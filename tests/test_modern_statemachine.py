@@ -14,6 +14,12 @@ headers that mirror it (M18, M24, M25, M30); no GET, no DELETE, no session id
 M50); the rounds of one call stay bounded (M54); a broken call is never sent
 again (E3), while a read whose stream broke is sent once more and never after a
 second break (F1); every read ends exactly once, within its deadline.
+
+With tasks on (T7–T9) a held call may also be answered with a task: its polls
+(``tasks/get``) are held and answered like calls (working, completed, failed,
+an unknown status, ``input_required``, an error, a broken stream); the call's
+deadline becomes the task's own (``task_timeout``); a task is never polled
+after its call ended, and a caller that abandons it sends ``tasks/cancel``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ V = "2026-07-28"
 JSON = [(b"content-type", b"application/json")]
 SSE = [(b"content-type", b"text/event-stream")]
 CALL_TIMEOUT = 10.0
+TASK_TIMEOUT = 20.0
 
 
 @dataclass
@@ -74,9 +81,13 @@ class ModernMachine(RuleBasedStateMachine):
         self.outcomes: dict[int, list[Any]] = {}
         self.deadline: dict[int, float] = {}
         self.listings = 0
+        self.tasks: dict[int, str] = {}  # call id -> its task's id (T7)
+        self.cancels: list[str] = []  # tasks/cancel received
         self.link: Link = connect(
             ModernServer(self),  # type: ignore[arg-type]
-            options=SessionOptions(server_name="srv", call_timeout=CALL_TIMEOUT),
+            options=SessionOptions(
+                server_name="srv", call_timeout=CALL_TIMEOUT, tasks=True, task_timeout=TASK_TIMEOUT
+            ),
             protocol="auto",
             start=False,
         )
@@ -113,6 +124,8 @@ class ModernMachine(RuleBasedStateMachine):
             self.listings += 1
             result = {"tools": [tool("echo")]}
             return Reply(200, JSON, [json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()])
+        if method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            return self.task_request(req.exchange_id, message, headers)
         if method in ("tools/call", "resources/read"):
             params = message["params"]
             # which caller's call this POST carries (a new round has a new id, M49)
@@ -134,6 +147,26 @@ class ModernMachine(RuleBasedStateMachine):
             return Reply(200, SSE, [], finish="stall")
         self.problems.append(f"unexpected {method}")
         return Reply(404)
+
+    def task_request(self, xid: int, message: dict[str, Any], headers: dict[str, str]) -> Reply:
+        """T7: polls are held (a rule answers them); updates and cancels answered at once."""
+        method, rid, params = message["method"], message["id"], message["params"]
+        task_id = params.get("taskId")
+        if headers.get("mcp-name") != task_id:
+            self.problems.append(f"{method} without Mcp-Name")
+        if task_id not in self.tasks.values():
+            self.problems.append(f"{method} for a task never made: {task_id!r}")
+        call_key = next((c for c, t in self.tasks.items() if t == task_id), -1)
+        ok = {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete"}}
+        if method == "tasks/cancel":
+            self.cancels.append(task_id)
+            return Reply(200, JSON, [json.dumps(ok).encode()])
+        if call_key in self.outcomes:
+            self.problems.append(f"{method} for task {task_id} after its call ended")
+        if method == "tasks/update":
+            return Reply(200, JSON, [json.dumps(ok).encode()])
+        self.held[xid] = Held(call_key=call_key, request_id=rid, state=None, method=method)
+        return Reply(200, SSE, [], finish="stall")
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -197,6 +230,15 @@ class ModernMachine(RuleBasedStateMachine):
         xid = self.pick(index)
         held = self.held[xid]
         result: dict[str, Any] = {"content": [{"type": "text", "text": "ok"}]}
+        if held.method == "tasks/get":
+            status = {"complete": "completed", "absent": "working", "weird": "weird", "is-error": "failed"}
+            result = {"taskId": self.tasks[held.call_key], "status": status[kind], "pollIntervalMs": 300}
+            if kind == "complete":
+                result["result"] = {"content": [{"type": "text", "text": "ok"}]}
+            elif kind == "is-error":
+                result["error"] = {"code": -32603, "message": "broke"}
+            self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": result})
+            return
         if held.method == "resources/read":
             result = {"contents": [{"uri": "r://x", "text": "ok"}]}
         if kind == "complete":
@@ -217,6 +259,16 @@ class ModernMachine(RuleBasedStateMachine):
         xid = self.pick(index)
         held = self.held[xid]
         result: dict[str, Any] = {"resultType": "input_required"}
+        if held.method == "tasks/get":
+            asks = {
+                "none": {},
+                "elicit": {"c": {"method": "elicitation/create", "params": {}}},
+                "roots": {"r": {"method": "roots/list", "params": {}}},
+                "sampling": {"s": {"method": "sampling/createMessage", "params": {}}},
+            }
+            task = {"taskId": self.tasks[held.call_key], "status": "input_required", "inputRequests": asks[ask]}
+            self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": task})
+            return
         if state is not None:
             result["requestState"] = state
         if ask == "elicit":
@@ -229,6 +281,22 @@ class ModernMachine(RuleBasedStateMachine):
             result["requestState"] = "x"
             state = "x"
         self.expected_state[held.call_key] = state
+        self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": result})
+
+    @precondition(lambda self: any(h.method == "tools/call" for h in self.held.values()))
+    @rule(index=st.integers(0, 50), interval=st.sampled_from([None, 0, 250, 10**9, "x"]), bad=st.booleans())
+    def become_task(self, index: int, interval: Any, bad: bool) -> None:
+        """T7: the server runs a held call as a task (or answers one with a bad task id)."""
+        calls = sorted(x for x, h in self.held.items() if h.method == "tools/call")
+        xid = calls[index % len(calls)]
+        held = self.held[xid]
+        task_id = f"t{held.call_key}"
+        result: dict[str, Any] = {"resultType": "task", "taskId": 7 if bad else task_id, "status": "working"}
+        if interval is not None:
+            result["pollIntervalMs"] = interval
+        if not bad:
+            self.tasks[held.call_key] = task_id
+            self.deadline[held.call_key] = self.now + TASK_TIMEOUT  # T9
         self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": result})
 
     @precondition(lambda self: self.held)
@@ -249,7 +317,7 @@ class ModernMachine(RuleBasedStateMachine):
         held = self.held.pop(xid)
         if held.method == "resources/read":
             self.read_breaks[held.call_key] += 1
-        else:
+        elif held.method == "tools/call":
             self.broken.add(held.call_key)
         e = self.engine
         e.response_started(xid, 200, SSE, self.now)
@@ -265,6 +333,8 @@ class ModernMachine(RuleBasedStateMachine):
         call_id = running[index % len(running)]
         self.engine.cancel(call_id, self.now)
         self.process()
+        if call_id in self.tasks:  # T7: an abandoned task is cancelled on the server
+            assert self.tasks[call_id] in self.cancels, (call_id, self.cancels)
 
     @rule(seconds=st.sampled_from([0.01, 0.5, 1.0, 5.0, 15.0]))
     def advance(self, seconds: float) -> None:
