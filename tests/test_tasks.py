@@ -390,6 +390,7 @@ BAD = {
     "a result for another task": ({}, {"taskId": "t-2", "status": "completed", "result": DONE}, "'t-2'"),
     "a completed task without a result": ({}, {"status": "completed"}, "without a result"),
     "an unknown status at creation": ({"status": "sleeping"}, None, "does not know"),
+    "input_required without inputRequests": ({}, {"status": "input_required"}, "without inputRequests"),
 }
 
 
@@ -497,3 +498,13 @@ def test_T7_2025_11_25_a_result_of_another_task_is_refused() -> None:
     link.advance(5)
     event = outcome(link, call_id)
     assert isinstance(event, CallFailed) and "'L-2'" in str(event.error)
+
+
+def test_T7_M54_a_task_that_keeps_asking_stops_after_the_rounds_bound() -> None:
+    asking = {"status": "input_required", "inputRequests": {"where": {"method": "roots/list"}}}
+    link, server = task_link([asking])
+    call_id = link.engine.call("srv/build", {}, link.now)
+    link.advance(60)
+    event = outcome(link, call_id)
+    assert isinstance(event, CallFailed) and "more than 10 times" in str(event.error)
+    assert len(server.updates) == 10 and server.cancels == ["t-1"] and follows_nothing(link)

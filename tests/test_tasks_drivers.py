@@ -203,3 +203,41 @@ async def test_T7_a_bad_task_answer_fails_that_call_only(
             with pytest.raises(RemoteProtocolError, match=words):
                 await client.call("jobs/build", {"outcome": outcome, "interval": 0})
             assert (await client.call("jobs/echo", {"y": 2})).text == '{"y": 2}'
+
+
+@pytest.mark.anyio
+async def test_T8_a_hub_starts_and_resumes_a_task_on_the_server_its_handle_names(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    import json
+
+    import mcpcore_anyio
+    import mcpcore_threaded
+    from mcpcore import InvalidValue
+
+    url, _ = server
+    document = json.dumps({"mcpServers": {"a": {"url": url}, "b": {"url": url + "?b=1"}}})
+    with anyio.fail_after(30):
+        if driver == "threaded":
+
+            def go() -> Any:
+                with mcpcore_threaded.McpHub.from_text(document, protocol="modern", tasks=True) as hub:
+                    hub.ready(10)
+                    handle = hub.start_task("b/build", {"steps": 1, "target": "hub"})
+                    assert isinstance(handle, TaskHandle) and handle.server == "b"
+                    with pytest.raises(InvalidValue):
+                        hub.resume_task(handle.task_id)  # type: ignore[arg-type]
+                    assert hub.task_status(handle).task_id == handle.task_id
+                    return hub.resume_task(handle)
+
+            out = await anyio.to_thread.run_sync(go)
+        else:
+            async with mcpcore_anyio.McpHub.from_text(document, protocol="modern", tasks=True) as hub:
+                await hub.ready(10)
+                handle = await hub.start_task("b/build", {"steps": 1, "target": "hub"})
+                assert isinstance(handle, TaskHandle) and handle.server == "b"
+                with pytest.raises(InvalidValue):
+                    await hub.resume_task(handle.task_id)  # type: ignore[arg-type]
+                assert (await hub.task_status(handle)).task_id == handle.task_id
+                out = await hub.resume_task(handle)
+    assert out.text == "built hub"

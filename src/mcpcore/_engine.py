@@ -156,7 +156,7 @@ class _EngineBase:
         at once with ``RequestSucceeded`` holding its ``TaskHandle`` (T8); a call the
         server answers directly ends as ``call`` does."""
         call_id = self.call(tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input)
-        self.session.tasks.handing.add(call_id)
+        self.session.tasks.hand(call_id)
         return call_id
 
     def resume_task(

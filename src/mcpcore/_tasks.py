@@ -61,6 +61,7 @@ from ._events import (
     RequestSucceeded,
 )
 from ._jsonrpc import ErrorResponse, Request
+from ._modern import MAX_INPUT_ROUNDS
 from ._render import ToolOutput, render_result
 from ._requests import Ask, Pending, RequestKind, error_detail, register
 
@@ -352,6 +353,13 @@ class TaskDesk:
     @property
     def on(self) -> bool:
         return self._s.options.tasks
+
+    def hand(self, call_id: int) -> None:
+        """T8: the call ``call_id`` ends with its ``TaskHandle`` if the server makes a
+        task of it (calls that ended otherwise are forgotten here)."""
+        carriers = self._s.path.carriers
+        self.handing = {c for c in self.handing if c in carriers or c in self._s.input.call_ids}
+        self.handing.add(call_id)
 
     # --- declaring (T7) ------------------------------------------------------------
 
@@ -653,8 +661,17 @@ class TaskDesk:
 
     def _input(self, task: _Task, requests: object, now: float) -> None:
         """``input_required``: answered through the input desk; the answers go back
-        with ``tasks/update``, then polling goes on."""
+        with ``tasks/update``, then polling goes on (M54's bound on rounds holds)."""
         task.rounds += 1
+        problem = None
+        if not isinstance(requests, Mapping) or not requests:
+            problem = "asks for input without inputRequests"
+        elif task.rounds > MAX_INPUT_ROUNDS:
+            problem = f"asked for input more than {MAX_INPUT_ROUNDS} times"
+        if problem is not None:
+            shown = excerpt(task.handle.task_id, 60)
+            self._fail(task, RemoteProtocolError(f"task {shown!r} {problem}"), now, cancel=True)
+            return
         carrier = Pending(
             kind=TASKS_GET,
             request=Request(id=-task.call_id, method="tasks/get"),
@@ -708,7 +725,7 @@ class TaskDesk:
         if task is not None:
             task.flight = None
             task.failures = 0
-            self._poll(task, now)
+            self._schedule(task, now, changed=True)  # the next poll at the interval
 
     # --- ending ----------------------------------------------------------------------
 
