@@ -508,3 +508,14 @@ def test_T7_M54_a_task_that_keeps_asking_stops_after_the_rounds_bound() -> None:
     event = outcome(link, call_id)
     assert isinstance(event, CallFailed) and "more than 10 times" in str(event.error)
     assert len(server.updates) == 10 and server.cancels == ["t-1"] and follows_nothing(link)
+
+
+def test_T8_the_catalogue_keeps_a_task_required_tool_only_with_tasks_on(caplog: pytest.LogCaptureFixture) -> None:
+    from mcpcore import Catalogue
+
+    listed = [tool("build", execution={"taskSupport": "required"}), tool("lint", execution={"taskSupport": "optional"})]
+    kept = Catalogue.from_listing("srv", listed, tasks=True)
+    assert [(t.name, t.task_support) for t in kept] == [("build", "required"), ("lint", "optional")]
+    with caplog.at_level(logging.WARNING, logger="mcpcore"):
+        hidden = Catalogue.from_listing("srv", listed)
+    assert [t.name for t in hidden] == ["lint"] and "tasks=True" in caplog.text

@@ -399,7 +399,7 @@ def _build(
     if task_support == "required" and not tasks:
         _log.warning(
             "%s: hid tool %s: it requires task invocation, "
-            "and this client does not invoke tools as tasks",
+            "and this client does not invoke tools as tasks (tasks=True turns that on)",
             where,
             _shown(name),
         )
