@@ -336,7 +336,6 @@ class _Task:
     failures: int = 0
     rounds: int = 0
     started: float = 0.0
-    token: int | None = None  # the creating tools/call's progress token (2025-11-25)
 
 
 class TaskDesk:
@@ -455,7 +454,7 @@ class TaskDesk:
             self.handing.discard(call_id)
             session.events.append(RequestSucceeded(call_id=call_id, value=handle))
             return True
-        self.follow(call_id, handle, tool, now, token=pending.request.id, answer=answer)
+        self.follow(call_id, handle, tool, now, answer=answer)
         return True
 
     def follow(
@@ -466,7 +465,6 @@ class TaskDesk:
         now: float,
         *,
         timeout: float | None = None,
-        token: object = None,
         answer: _Answer | None = None,
     ) -> None:
         """Follow the task ``handle`` under the host's ``call_id`` until it ends
@@ -479,7 +477,6 @@ class TaskDesk:
             now + limit,
             self._s.modern,
             started=now,
-            token=token if isinstance(token, int) else None,
         )
         self.calls[call_id] = task
         if answer is None:
