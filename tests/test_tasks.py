@@ -219,7 +219,7 @@ def test_T7_a_task_cancelled_on_the_server_raises_a_clear_error() -> None:
     link.advance(5)
     event = outcome(link, call_id)
     assert isinstance(event, CallFailed) and isinstance(event.error, Cancelled)
-    assert "cancelled task 't-1'" in str(event.error) and server.cancels == []
+    assert "task 't-1' was cancelled on the server" in str(event.error) and server.cancels == []
 
 
 def test_T7_input_required_is_answered_through_the_hook_with_tasks_update() -> None:

@@ -562,7 +562,7 @@ class TaskDesk:
             self._end(
                 task,
                 Cancelled(
-                    f"the server cancelled task {excerpt(status.task_id, 60)!r}",
+                    f"its task {excerpt(status.task_id, 60)!r} was cancelled on the server",
                     server=self._s.options.server_name,
                 ),
                 now,
