@@ -241,3 +241,24 @@ async def test_T8_a_hub_starts_and_resumes_a_task_on_the_server_its_handle_names
                 assert (await hub.task_status(handle)).task_id == handle.task_id
                 out = await hub.resume_task(handle)
     assert out.text == "built hub"
+
+
+@pytest.mark.anyio
+async def test_T7_Q4_a_task_paused_for_the_person_is_resumed_by_a_new_client(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    from mcpcore import Continuation, InputRequired
+
+    url, state = server
+    with anyio.fail_after(20):
+        async with tasks_client(driver, url) as first:
+            assert (await first.ready(10)).ok
+            paused = await first.call("jobs/build", {"steps": 1, "ask": True}, on_input="return")
+            assert isinstance(paused, InputRequired) and list(paused.questions) == ["ship"]
+            stored = paused.continuation.to_json()
+        async with tasks_client(driver, url) as second:
+            assert (await second.ready(10)).ok
+            answer = {"ship": ElicitResult.accept({"ok": False})}
+            out = await run(second, "resume", Continuation.from_json(stored), answer)
+    assert out.text == 'built all ({"ship": {"action": "accept", "content": {"ok": false}}})'
+    assert state.problems == []

@@ -722,7 +722,10 @@ class TaskDesk:
         if task is not None:
             task.flight = None
             task.failures = 0
-            self._schedule(task, now, changed=True)  # the next poll at the interval
+            # The answers likely moved the task on: look soon (never at once: a
+            # server that keeps asking costs at most MAX_INPUT_ROUNDS rounds).
+            task.delay = POLL_MIN
+            task.due = now + POLL_MIN
 
     # --- ending ----------------------------------------------------------------------
 
