@@ -252,6 +252,10 @@ def test_T7_Q4_on_input_return_pauses_a_task_and_resume_answers_it_from_a_new_cl
     assert isinstance(event, RequestSucceeded) and isinstance(event.value, InputRequired)
     continuation = event.value.continuation
     assert continuation.task_id == "t-1" and follows_nothing(link)
+    # Q4: the polls of a call that may pause declare what its tools/call declared
+    declared = {"elicitation": {"form": {}}, "extensions": {TASKS_EXTENSION: {}}}
+    assert [m["params"]["_meta"][CAPS] for m in sent(server, "tasks/get")] == [declared]
+    assert sent(server, "tools/call")[0]["params"]["_meta"][CAPS] == declared
     stored = continuation.to_json()
     fresh, _ = task_link([], server=server)
     again = fresh.engine.resume(Continuation.from_json(stored), {"which": ElicitResult.decline()}, fresh.now)

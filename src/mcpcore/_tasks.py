@@ -508,17 +508,30 @@ class TaskDesk:
     def _poll(self, task: _Task, now: float) -> None:
         task.due = None
         session = self._s
-        task.flight = session.path.issue(
+        task.flight = self._issue(
+            task,
             TASKS_GET,
             {"taskId": task.handle.task_id},
             now,
             on_done=self._polled,
             on_failed=self._poll_failed,
             deadline=min(now + session.options.call_timeout, task.deadline),
-            call_id=task.call_id,
-            tool=task.tool,
-            context=task,
         )
+
+    def _issue(
+        self, task: _Task, kind: RequestKind, params: dict[str, Any], now: float, **extra: Any
+    ) -> Pending:
+        """One request about ``task``; a call that may pause for the person (Q4)
+        declares on it what its ``tools/call`` declared."""
+        path, desk = self._s.path, self._s.input
+        pending = path.issue(
+            kind, params, now, call_id=task.call_id, tool=task.tool, context=task, **extra
+        )
+        if task.call_id in desk.pausing and self._s.modern:
+            request_id = pending.request.id
+            assert isinstance(request_id, int)
+            path.declare(request_id, desk.pause_capabilities())
+        return pending
 
     def _schedule(self, task: _Task, now: float, *, changed: bool) -> None:
         base = POLL_DEFAULT if task.interval is None else task.interval
@@ -601,7 +614,8 @@ class TaskDesk:
     def _fetch_result(self, task: _Task, now: float) -> None:
         """2025-11-25: ``tasks/result`` waits for the end and carries the outcome
         (and, while the task needs input, the server's questions on its stream)."""
-        task.flight = self._s.path.issue(
+        task.flight = self._issue(
+            task,
             TASKS_RESULT,
             {"taskId": task.handle.task_id},
             now,
@@ -609,9 +623,6 @@ class TaskDesk:
             on_failed=self._poll_failed,
             on_refused=self._result_refused,
             deadline=task.deadline,
-            call_id=task.call_id,
-            tool=task.tool,
-            context=task,
         )
 
     def _fetched(self, pending: Pending, value: object, now: float) -> None:
@@ -705,16 +716,14 @@ class TaskDesk:
         if self.calls.get(task.call_id) is not task:
             return
         params = {"taskId": task.handle.task_id, "inputResponses": extra.get("inputResponses", {})}
-        task.flight = self._s.path.issue(
+        task.flight = self._issue(
+            task,
             TASKS_UPDATE,
             params,
             now,
             on_done=self._updated,
             on_failed=self._poll_failed,
             deadline=min(now + self._s.options.call_timeout, task.deadline),
-            call_id=task.call_id,
-            tool=task.tool,
-            context=task,
         )
 
     def _updated(self, pending: Pending, value: object, now: float) -> None:
