@@ -523,3 +523,17 @@ def test_T8_the_catalogue_keeps_a_task_required_tool_only_with_tasks_on(caplog: 
     with caplog.at_level(logging.WARNING, logger="mcpcore"):
         hidden = Catalogue.from_listing("srv", listed)
     assert [t.name for t in hidden] == ["lint"] and "tasks=True" in caplog.text
+
+
+def test_T7_tasks_is_a_flag_per_client_or_per_hub_entry() -> None:
+    from mcpcore import prepare_client
+
+    def tasks_of(name: str, value: object) -> bool:
+        setup = prepare_client(name, {"url": "https://x.test/mcp"}, {"tasks": value}, env={}, home="/h")  # type: ignore[typeddict-item]
+        return setup.session.tasks
+
+    assert tasks_of("a", True) and not tasks_of("a", False)
+    assert tasks_of("a", {"a": True, "b": False}) and not tasks_of("b", {"a": True}) and not tasks_of("c", {"a": True})
+    for junk in ("yes", 1, {"a": "yes"}):
+        with pytest.raises(InvalidValue):
+            tasks_of("a", junk)

@@ -202,7 +202,8 @@ class ClientOptions(TypedDict, total=False):
         Declare the tasks extension (T7): a server may then run a call as a
         task, which ``call()`` follows to its end (polling), and tools the
         server says must run as tasks are listed (hidden otherwise, with a
-        warning). ``start_task()`` returns a ``TaskHandle`` instead.
+        warning). ``start_task()`` returns a ``TaskHandle`` instead. For a hub,
+        a mapping of server names to flags turns it on per entry.
     ``task_timeout`` (3600.0)
         How long a call may follow its task once the server accepted it (T9);
         the request that creates the task keeps ``call_timeout``.
@@ -241,7 +242,7 @@ class ClientOptions(TypedDict, total=False):
     elicit_url: bool
     elicit_defaults: bool
     input_timeout: float
-    tasks: bool
+    tasks: bool | Mapping[str, bool]
     task_timeout: float
     cancel_tasks_on_close: bool
 
@@ -316,7 +317,7 @@ def prepare_client(
             apply_defaults=bool(options.get("elicit_defaults", False)),
             timeout=positive_seconds(options.get("input_timeout", 600.0), "input_timeout"),
         ),
-        tasks=bool(options.get("tasks", False)),
+        tasks=_per_server_flag(options.get("tasks", False), lowered, "tasks"),
         task_timeout=positive_seconds(options.get("task_timeout", 3600.0), "task_timeout"),
         cancel_tasks_on_close=bool(options.get("cancel_tasks_on_close", False)),
     )
@@ -411,6 +412,16 @@ def _header_source(value: object, server: str) -> HeaderSource | None:
             "server names to such callables"
         )
     return cast("HeaderSource", value)
+
+
+def _per_server_flag(value: object, server: str, option: str) -> bool:
+    """A flag for the client named ``server``: ``True``/``False``, or a hub's mapping
+    of server names to flags (an entry not named there: ``False``)."""
+    if isinstance(value, Mapping):
+        for name, flag in value.items():
+            _flag(flag, f"{option}[{excerpt(repr(name), 40)}]")
+        return bool(value.get(server, False))
+    return _flag(value, option)
 
 
 def _flag(value: object, option: str) -> bool:
