@@ -537,3 +537,12 @@ def test_T7_tasks_is_a_flag_per_client_or_per_hub_entry() -> None:
     for junk in ("yes", 1, {"a": "yes"}):
         with pytest.raises(InvalidValue):
             tasks_of("a", junk)
+
+
+def test_T7_a_task_made_already_completed_is_asked_for_its_result_at_once() -> None:
+    server = TaskServer([completed()], created={"status": "completed"})
+    link, _ = task_link([], server=server)
+    call_id = link.engine.call("srv/build", {}, link.now)
+    link.pump()
+    event = outcome(link, call_id)
+    assert isinstance(event, CallSucceeded) and event.output.text == "built" and len(server.polls) == 1

@@ -479,8 +479,10 @@ class TaskDesk:
             started=now,
         )
         self.calls[call_id] = task
-        if answer is None:
-            self._poll(task, now)  # a resumed task: ask where it stands at once
+        if answer is None or answer.status.status != "working":
+            # A resumed task, or one made in another state than working (its outcome
+            # or its questions are not in the answer that made it): ask at once.
+            self._poll(task, now)
         else:
             self._read(task, answer, now)
 
