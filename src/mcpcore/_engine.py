@@ -205,6 +205,14 @@ class _EngineBase:
         self._pump(now)
         return call_id
 
+    def subscribe(
+        self, uri: str, now: float, *, on: bool = True, timeout: float | None = None
+    ) -> int:
+        """F2: subscribe to ``uri`` (``on=False``: stop); it ends like ``request``."""
+        call_id = self.session.subscribe(uri, now, on=on, timeout=timeout)
+        self._pump(now)
+        return call_id
+
     # --- V2: the observer's view of each request of the host ------------------------
 
     def _observed_call(

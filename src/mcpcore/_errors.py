@@ -35,6 +35,7 @@ __all__ = [
     "LimitExceeded",
     "LocalProtocolError",
     "McpError",
+    "NotOffered",
     "ProtocolError",
     "RemoteProtocolError",
     "ResourceNotFound",
@@ -225,6 +226,24 @@ class ResourceNotFound(McpError):
         self.detail = detail
 
 
+class NotOffered(McpError):
+    """The server does not offer what was asked of it (F2): it did not declare
+    ``feature`` among its capabilities (``"resources.subscribe"``), or it left
+    ``uri`` out of what it agreed to on ``subscriptions/listen``. Nothing was sent
+    when the capability is missing."""
+
+    def __init__(self, feature: str, *, server: str | None = None, uri: str | None = None) -> None:
+        who = f"server {server!r}" if server else "the server"
+        if uri is None:
+            message = f"{who} does not offer {feature}"
+        else:
+            message = f"{who} did not agree to {feature} for {excerpt(uri, 200)!r}"
+        super().__init__(message)
+        self.feature = feature
+        self.server = server
+        self.uri = uri
+
+
 class Unavailable(McpError):
     """The server is not ready; ``reason`` says why (L3, K7)."""
 
@@ -277,6 +296,7 @@ for _public in (
     BackendError,
     Cancelled,
     ResourceNotFound,
+    NotOffered,
     Unavailable,
     UnknownTool,
 ):

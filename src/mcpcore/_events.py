@@ -7,7 +7,7 @@ I/O the driver must perform. Both are frozen, slotted, keyword-only dataclasses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 if TYPE_CHECKING:
     from ._errors import McpError
@@ -28,8 +28,11 @@ __all__ = [
     "LogMessage",
     "ProcessAction",
     "ProgressReceived",
+    "PromptsListChanged",
     "RefreshFailed",
     "RequestSucceeded",
+    "ResourceUpdated",
+    "ResourcesListChanged",
     "SessionReady",
     "StartFailed",
     "StartProcess",
@@ -124,6 +127,35 @@ class LogMessage:
 class ToolsListChanged:
     """The server sent ``notifications/tools/list_changed`` (P4)."""
 
+    what: ClassVar[str] = "tools"  # the list that changed, as on_list_changed names it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourcesListChanged:
+    """The server sent ``notifications/resources/list_changed`` (F2): list again
+    to see the new set (nothing is re-listed on its own)."""
+
+    what: ClassVar[str] = "resources"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptsListChanged:
+    """The server sent ``notifications/prompts/list_changed`` (F5)."""
+
+    what: ClassVar[str] = "prompts"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceUpdated:
+    """The server says the resource at ``uri`` changed (F2), for a client given
+    ``on_resource_updated=`` that subscribed to it (or to a resource ``uri`` is
+    part of). ``uri`` and ``title`` are as the server sent them: untrusted,
+    unescaped. Read it again to see the change."""
+
+    server: str
+    uri: str
+    title: str | None = None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolsRefreshed:
@@ -162,6 +194,9 @@ Event = Union[
     ProgressReceived,
     LogMessage,
     ToolsListChanged,
+    ResourcesListChanged,
+    PromptsListChanged,
+    ResourceUpdated,
     ToolsRefreshed,
     RefreshFailed,
     ElicitationCompleted,

@@ -189,6 +189,8 @@ class Handshake:
         if self._s.modern or "tools" in self._s.server_capabilities:
             self._s.tools.queue_refresh(-1, now)
         self._set_log_level(now)
+        self._s.subscriptions.resubscribe(now)  # F2: the new session knows none of them
+        self._s.listener.maybe_listen(now)
 
     def _set_log_level(self, now: float) -> None:
         """F8: in the handshake era, ask for the host's log level once a session is
@@ -463,6 +465,7 @@ class Handshake:
         )
         self._s.listener.maybe_listen(now)
         self._set_log_level(now)
+        self._s.subscriptions.resubscribe(now)  # F2: after a restart, subscribe again
 
 
 def _level_set(pending: Pending, result: object, now: float) -> None:

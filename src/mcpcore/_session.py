@@ -76,7 +76,7 @@ from ._requests import (
     RequestPath,
     read_page,
 )
-from ._subscriptions import Listener
+from ._subscriptions import Listener, ResourceSubscriptions
 from ._tasks import TaskDesk
 from ._tool_requests import ToolsFeature
 from ._tools import Catalogue
@@ -133,6 +133,13 @@ class SessionOptions:
     # its log messages go to the host as LogMessage events rather than to logging.
     log_level: str | None = None
     log_events: bool = False
+    # F2: list changes and resource updates are wanted by the host (its on_list_changed
+    # and on_resource_updated hooks): asked for on subscriptions/listen, and updates
+    # become events (else logged at debug).
+    list_events: bool = False
+    update_events: bool = False
+    # E7, F9: a re-list within a 2026-07-28 result's ttlMs is served from the last one.
+    honour_cache_hints: bool = False
     # Q1: what the host offers a server that asks for input (nothing by default)
     input: InputOptions = field(default_factory=InputOptions)
     # T7–T9: declare the tasks extension and follow tasks (off by default, seed 000);
@@ -168,6 +175,7 @@ class ClientSession:
         self.era: Literal["modern", "legacy"] | None = None
         self.handshake = Handshake(self)
         self.listener = Listener(self)
+        self.subscriptions = ResourceSubscriptions(self)
 
     # --- the table ---------------------------------------------------------------
 
@@ -219,6 +227,7 @@ class ClientSession:
                 self.path.earliest_deadline(),
                 self.handshake.next_deadline(),
                 self.listener.next_deadline(),
+                self.subscriptions.next_deadline(),
                 self.input.next_deadline(),
                 self.tasks.next_deadline(),
             )
@@ -233,7 +242,12 @@ class ClientSession:
     @property
     def pending_call_ids(self) -> list[int]:
         """The ids of the host's requests that have not ended (calls and the rest)."""
-        return [*self.path.carriers, *self.input.call_ids, *self.tasks.calls]
+        return [
+            *self.path.carriers,
+            *self.input.call_ids,
+            *self.tasks.calls,
+            *self.subscriptions.call_ids,
+        ]
 
     @property
     def modern(self) -> bool:
@@ -251,6 +265,7 @@ class ClientSession:
             and self.handshake.idle
             and self.input.idle
             and self.tasks.idle
+            and not self.subscriptions.call_ids
         )
 
     @property
@@ -337,6 +352,14 @@ class ClientSession:
         )
         return request_id
 
+    def subscribe(
+        self, uri: str, now: float, *, on: bool = True, timeout: float | None = None
+    ) -> int:
+        """F2: subscribe to ``uri`` (``on=False``: stop); ends like ``request``. See
+        ``ResourceSubscriptions.change`` for what raises at once."""
+        budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
+        return self.subscriptions.change(uri, on, now, budget)
+
     def begin_host_request(self) -> None:
         self.transition(SessionInput.CALL)
 
@@ -362,6 +385,7 @@ class ClientSession:
                 self.tasks.cancel(call_id, now, reason)
                 or self.tools.cancel_waiting(call_id)
                 or self.input.cancel(call_id)
+                or self.subscriptions.cancel(call_id)
             ):
                 return False
         else:
@@ -477,6 +501,7 @@ class ClientSession:
         """Fire every deadline that is due at ``now``."""
         self.handshake.handle_timer(now)
         self.listener.handle_timer(now)
+        self.subscriptions.handle_timer(now)
         self.input.handle_timer(now)
         self.tasks.handle_timer(now)
         while (pending := self.path.pop_due(now)) is not None:
@@ -685,7 +710,9 @@ class ClientSession:
         elif note.method == "notifications/elicitation/complete":
             self.input.completed(params)
         elif note.method == "notifications/subscriptions/acknowledged":
-            self.listener.acknowledged()
+            self.listener.acknowledged(params)
+        elif note.method.startswith(("notifications/resources/", "notifications/prompts/")):
+            self.subscriptions.notified(note.method, params)  # F2, F5
         elif note.method == "notifications/message":
             if self.options.log_events:
                 self.events.append(_log_message(self.options.server_name, params))

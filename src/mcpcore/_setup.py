@@ -25,7 +25,7 @@ from ._config import (
 )
 from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
-from ._events import LogMessage
+from ._events import LogMessage, ResourceUpdated
 from ._filters import tool_filter
 from ._http import HeaderSource, HttpLimits
 from ._input import InputOptions
@@ -156,6 +156,24 @@ class ClientOptions(TypedDict, total=False):
         raises is logged. Its ``logger`` and ``data`` are untrusted server
         values. Left out, the messages go to the ``mcpcore.server`` logger,
         escaped and cut short.
+    ``on_resource_updated`` (None)
+        Receives each ``ResourceUpdated`` (server, uri, title) for a resource
+        the host subscribed to with ``subscribe_resource(uri)`` (F2): a function
+        (a coroutine function too, in ``mcpcore_anyio``); what it raises is
+        logged. Left out, updates are logged at debug and dropped.
+    ``on_list_changed`` (None)
+        Called as ``on_list_changed(server, what)`` when the server says its
+        list of ``"tools"``, ``"resources"`` or ``"prompts"`` changed (F2, F5):
+        a function (a coroutine function too, in ``mcpcore_anyio``); what it
+        raises is logged. At 2026-07-28 it is what makes the client ask for
+        those changes on ``subscriptions/listen``. Nothing is re-listed on its
+        own (tools are, with ``auto_refresh``).
+    ``honour_cache_hints`` (False)
+        E7, F9: a re-list within the ``ttlMs`` a 2026-07-28 server gave its last
+        answer is served from that answer (``refresh()``, ``list_resources()``,
+        ``list_resource_templates()``, ``list_prompts()``); a notification that
+        the list changed, or a new session, ends it early. Off, every re-list asks
+        the server.
     ``headers`` (None)
         Headers computed per request (V3): a callable ``headers(method, server)``
         → a mapping of header names to values, added to the entry's own headers
@@ -237,6 +255,9 @@ class ClientOptions(TypedDict, total=False):
     exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
     log_level: str
     on_log: Callable[[LogMessage], object] | None
+    on_resource_updated: Callable[[ResourceUpdated], object] | None
+    on_list_changed: Callable[[str, str], object] | None
+    honour_cache_hints: bool
     tracing: bool
     headers: HeaderSource | Mapping[str, HeaderSource] | None
     elicit_url: bool
@@ -311,7 +332,10 @@ def prepare_client(
             options.get("include"), options.get("exclude"), server=lowered, separator=separator
         ),
         log_level=_log_level(options.get("log_level")),
-        log_events=_on_log(options.get("on_log")) is not None,
+        log_events=_hook("on_log", options.get("on_log")) is not None,
+        update_events=_hook("on_resource_updated", options.get("on_resource_updated")) is not None,
+        list_events=_hook("on_list_changed", options.get("on_list_changed")) is not None,
+        honour_cache_hints=bool(options.get("honour_cache_hints", False)),
         input=InputOptions(
             elicit_url=bool(options.get("elicit_url", False)),
             apply_defaults=bool(options.get("elicit_defaults", False)),
@@ -532,7 +556,7 @@ def _log_level(level: object) -> str | None:
     )
 
 
-def _on_log(callback: object) -> object:
+def _hook(name: str, callback: object) -> object:
     if callback is not None and not callable(callback):
-        raise TypeError(f"on_log must be a function, not {type(callback).__name__}")
+        raise TypeError(f"{name} must be a function, not {type(callback).__name__}")
     return callback

@@ -57,10 +57,13 @@ from mcpcore import (
     McpError,
     ProcessAction,
     ProgressReceived,
+    PromptsListChanged,
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
     RequestSucceeded,
+    ResourcesListChanged,
+    ResourceUpdated,
     SessionReady,
     StartFailed,
     StartProcess,
@@ -69,6 +72,7 @@ from mcpcore import (
     TerminateProcess,
     Tool,
     ToolOutput,
+    ToolsListChanged,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
@@ -116,6 +120,8 @@ if TYPE_CHECKING:
 __all__ = ["McpClient", "ProgressCallback", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.anyio")
+# F2, F5: the events an on_list_changed hook hears of (each names its list as ``what``).
+_LIST_CHANGES = (ToolsListChanged, ResourcesListChanged, PromptsListChanged)
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], "Awaitable[None] | None"]
 
@@ -291,6 +297,8 @@ class McpClient(ClientBase):
         self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
         self._on_log = options.get("on_log")  # F8: checked by prepare_client
+        self._on_resource_updated = options.get("on_resource_updated")  # F2
+        self._on_list_changed = options.get("on_list_changed")  # F2, F5
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._offer_input(elicit, roots, sample)
@@ -580,7 +588,11 @@ class McpClient(ClientBase):
                 if waiter is not None and waiter.on_progress is not None:
                     self._report_progress(waiter.on_progress, event)
             elif isinstance(event, LogMessage) and self._on_log is not None:
-                self._report_log(self._on_log, event)
+                self._report_hook("on_log", self._on_log, event)
+            elif isinstance(event, ResourceUpdated) and self._on_resource_updated is not None:
+                self._report_hook("on_resource_updated", self._on_resource_updated, event)
+            elif isinstance(event, _LIST_CHANGES) and self._on_list_changed is not None:
+                self._report_hook("on_list_changed", self._on_list_changed, self.name, event.what)
             elif isinstance(event, ElicitationCompleted):
                 if self._on_elicitation_complete is not None:
                     self._report_completed(self._on_elicitation_complete, event)
@@ -617,13 +629,14 @@ class McpClient(ClientBase):
 
             self._task_group.start_soon(finish)
 
-    def _report_log(self, callback: Callable[[LogMessage], object], event: LogMessage) -> None:
-        """F8: the host's on_log, a function or a coroutine function; what it raises
-        is logged, never the host's task group's end."""
+    def _report_hook(self, name: str, callback: Callable[..., object], *args: object) -> None:
+        """F2, F8: a host's on_log, on_resource_updated or on_list_changed, a function
+        or a coroutine function; what it raises is logged, never the host's task
+        group's end."""
         try:
-            result = callback(event)
+            result = callback(*args)
         except Exception:
-            _log.exception("on_log callback failed")
+            _log.exception("%s callback failed", name)
             return
         if isinstance(result, Awaitable) and self._task_group is not None:
 
@@ -631,7 +644,7 @@ class McpClient(ClientBase):
                 try:
                     await result
                 except Exception:
-                    _log.exception("on_log callback failed")
+                    _log.exception("%s callback failed", name)
 
             self._task_group.start_soon(finish)
 
@@ -985,6 +998,24 @@ class McpClient(ClientBase):
         """F2, F4: read one resource (a listed URI, an expanded template, a tool's
         ``resource_link``); ``ResourceNotFound`` when the server has none there."""
         return await self._ask(self._ask_read(uri), timeout)  # type: ignore[no-any-return]
+
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """F2: be told (``on_resource_updated=``) when the resource at ``uri`` changes;
+        the subscription lasts for the client's life, across new sessions.
+        ``NotOffered`` (nothing sent) when the server does not declare
+        ``resources.subscribe``, or (at 2026-07-28) leaves ``uri`` out."""
+        await self._change_subscription(uri, True, timeout)
+
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """F2: stop the subscription to ``uri``."""
+        await self._change_subscription(uri, False, timeout)
+
+    async def _change_subscription(self, uri: str, on: bool, timeout: float | None) -> None:
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        call_id = engine.subscribe(uri, self._now(), on=on, timeout=timeout)
+        await self._outcome(call_id, None)
 
     async def list_prompts(self, *, timeout: float | None = None) -> Listing[Prompt]:
         """F5: every prompt the server lists (all pages)."""

@@ -50,10 +50,13 @@ from mcpcore import (
     McpError,
     ProcessAction,
     ProgressReceived,
+    PromptsListChanged,
     RefreshFailed,
     RegistrationContract,
     RemoteServer,
     RequestSucceeded,
+    ResourcesListChanged,
+    ResourceUpdated,
     StartFailed,
     StartProcess,
     StdioClientEngine,
@@ -61,6 +64,7 @@ from mcpcore import (
     TerminateProcess,
     Tool,
     ToolOutput,
+    ToolsListChanged,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
@@ -106,6 +110,8 @@ if TYPE_CHECKING:
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.threaded")
+# F2, F5: the events an on_list_changed hook hears of (each names its list as ``what``).
+_LIST_CHANGES = (ToolsListChanged, ResourcesListChanged, PromptsListChanged)
 
 _AWAKE = float("-inf")  # the timer thread is not waiting: no need to wake it
 
@@ -328,6 +334,8 @@ class McpClient(ClientBase):
         self._sign_assertion = sign_assertion
         setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
         self._on_log = options.get("on_log")  # F8: checked by prepare_client
+        self._on_resource_updated = options.get("on_resource_updated")  # F2
+        self._on_list_changed = options.get("on_list_changed")  # F2, F5
         self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
         self._options = setup.session
         self._offer_input(elicit, roots, sample)
@@ -760,7 +768,20 @@ class McpClient(ClientBase):
                 if handle is not None and handle.on_progress is not None:
                     self._deliveries.append(partial(_report_progress, handle.on_progress, event))
             elif isinstance(event, LogMessage) and self._on_log is not None:
-                self._deliveries.append(partial(_report_log, self._on_log, event))
+                self._deliveries.append(partial(_report_hook, "on_log", self._on_log, event))
+            elif isinstance(event, ResourceUpdated) and self._on_resource_updated is not None:
+                hook = self._on_resource_updated
+                self._deliveries.append(partial(_report_hook, "on_resource_updated", hook, event))
+            elif isinstance(event, _LIST_CHANGES) and self._on_list_changed is not None:
+                self._deliveries.append(
+                    partial(
+                        _report_hook,
+                        "on_list_changed",
+                        self._on_list_changed,
+                        self.name,
+                        event.what,
+                    )
+                )
             elif isinstance(event, ElicitationCompleted):
                 if self._on_elicitation_complete is not None:
                     self._deliveries.append(
@@ -1075,6 +1096,19 @@ class McpClient(ClientBase):
                 raise
         return handle._wait(None)
 
+    def _change_subscription(self, uri: str, on: bool, timeout: float | None) -> None:
+        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
+            return engine.subscribe(uri, now, on=on, timeout=timeout)  # F2
+
+        handle, here = self._begin_call("", None, timeout, None, here=True, begin=begin)
+        if here is not None:
+            try:
+                self._exchange(*here, caller=handle)
+            except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
+                handle.cancel()
+                raise
+        handle._wait(None)
+
     def list_resources(self, *, timeout: float | None = None) -> Listing[Resource]:
         """F2: every resource the server lists (all pages), with its cache hints."""
         return self._ask(self._ask_list("resources"), timeout)  # type: ignore[no-any-return]
@@ -1087,6 +1121,17 @@ class McpClient(ClientBase):
         """F2, F4: read one resource (a listed URI, an expanded template, a tool's
         ``resource_link``); ``ResourceNotFound`` when the server has none there."""
         return self._ask(self._ask_read(uri), timeout)  # type: ignore[no-any-return]
+
+    def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """F2: be told (``on_resource_updated=``) when the resource at ``uri`` changes;
+        the subscription lasts for the client's life, across new sessions.
+        ``NotOffered`` (nothing sent) when the server does not declare
+        ``resources.subscribe``, or (at 2026-07-28) leaves ``uri`` out."""
+        self._change_subscription(uri, True, timeout)
+
+    def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """F2: stop the subscription to ``uri``."""
+        self._change_subscription(uri, False, timeout)
 
     def list_prompts(self, *, timeout: float | None = None) -> Listing[Prompt]:
         """F5: every prompt the server lists (all pages)."""
@@ -1173,12 +1218,13 @@ def _report_completed(callback: Callable[[str, str], None], event: ElicitationCo
         _log.exception("on_elicitation_complete callback failed")
 
 
-def _report_log(callback: Callable[[LogMessage], object], event: LogMessage) -> None:
-    """F8: the host's on_log, run unlocked and in order; what it raises is logged."""
+def _report_hook(name: str, callback: Callable[..., object], *args: object) -> None:
+    """F2, F8: a host's on_log, on_resource_updated or on_list_changed, run unlocked
+    and in order; what it raises is logged."""
     try:
-        callback(event)
+        callback(*args)
     except Exception:
-        _log.exception("on_log callback failed")
+        _log.exception("%s callback failed", name)
 
 
 def _report_progress(callback: ProgressCallback, event: ProgressReceived) -> None:
