@@ -302,7 +302,8 @@ class ResourceSubscriptions:
     def _answered(self, pending: Pending, value: object, now: float) -> None:
         if pending.kind is SUBSCRIBE:
             self._uris[str(pending.context)] = None
-        self._s.events.append(RequestSucceeded(call_id=pending.call_id, value=None))
+        # The URI as the value: a driver reads None as "ended by closing".
+        self._s.events.append(RequestSucceeded(call_id=pending.call_id, value=pending.context))
 
     def _change_stream(
         self, uri: str, subscribe: bool, already: bool, now: float, budget: float
@@ -312,13 +313,13 @@ class ResourceSubscriptions:
         listener = self._s.listener
         if already and listener.acknowledged_id is not None:
             # Already so on an acknowledged stream: nothing to change.
-            self._s.events.append(RequestSucceeded(call_id=call_id, value=None))
+            self._s.events.append(RequestSucceeded(call_id=call_id, value=uri))
             return call_id
         if subscribe:
             self._uris[uri] = None
         stream = listener.update(now)
         if stream is None:
-            self._s.events.append(RequestSucceeded(call_id=call_id, value=None))
+            self._s.events.append(RequestSucceeded(call_id=call_id, value=uri))
             return call_id
         self._waiting[call_id] = _Waiting(uri, subscribe, stream, now + budget, budget)
         return call_id
@@ -326,7 +327,9 @@ class ResourceSubscriptions:
     def acknowledged(self, stream: int, agreed: Mapping[str, Any] | None) -> None:
         """M64: the stream ``stream`` is up; ``agreed`` is the filter the server honours."""
         honoured = agreed.get("resourceSubscriptions") if agreed is not None else None
-        honoured_uris = set(honoured) if isinstance(honoured, list) else set()
+        honoured_uris = (
+            {u for u in honoured if isinstance(u, str)} if isinstance(honoured, list) else set()
+        )
         for call_id, waiting in list(self._waiting.items()):
             if waiting.stream != stream:
                 continue
@@ -338,7 +341,7 @@ class ResourceSubscriptions:
                 )
                 self._s.events.append(CallFailed(call_id=call_id, error=error))
             else:
-                self._s.events.append(RequestSucceeded(call_id=call_id, value=None))
+                self._s.events.append(RequestSucceeded(call_id=call_id, value=waiting.uri))
 
     def listen_lost(self, stream: int, error: McpError, now: float) -> None:
         """The stream carrying a change ended before it was acknowledged: the change

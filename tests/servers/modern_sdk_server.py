@@ -97,6 +97,10 @@ Tools:
 ``ask confirm``, ``tool-added <name>``, ``tool-removed <name>``,
 ``notified tools/list_changed``
     tool activity.
+``subscribe <uri>`` / ``unsubscribe <uri>`` (handshake era), ``call touch <uri>``
+(``touch(uri)`` announces ``notifications/resources/updated``: on listen streams
+that asked for it, and on a legacy session that subscribed), ``call change_lists``
+(``change_lists()`` announces resources and prompts ``list_changed``),
 ``call shout`` (``shout(text)`` logs ``text`` at info first), ``call link``,
 ``read greeting``, ``read blob``, ``get review``, ``get quote``
     resource and prompt activity.
@@ -128,13 +132,16 @@ from mcp_types import (
     ElicitRequest,
     ElicitRequestURLParams,
     EmbeddedResource,
+    EmptyResult,
     InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
     ResourceLink,
     SamplingMessage,
+    SubscribeRequestParams,
     TextContent,
     TextResourceContents,
+    UnsubscribeRequestParams,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
@@ -706,6 +713,52 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
                 type="resource_link", uri=f"peer://items/{name}", name=f"item {name}", mime_type="text/plain"
             ),
         ]
+
+    # F2: resource subscriptions. Handshake era: resources/subscribe and
+    # resources/unsubscribe (declaring resources.subscribe), per legacy session;
+    # 2026-07-28: the SDK's subscriptions/listen filter. touch(uri) announces an
+    # update in both; change_lists() announces resource and prompt list changes.
+    legacy_subscriptions: dict[str | None, set[str]] = {}  # by Mcp-Session-Id
+
+    def session_of(request_context: Any) -> str | None:
+        request = getattr(request_context, "request", None)
+        headers = getattr(request, "headers", None)
+        return None if headers is None else headers.get("mcp-session-id")
+
+    async def on_subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        events.record(f"subscribe {params.uri}")
+        legacy_subscriptions.setdefault(session_of(ctx), set()).add(str(params.uri))
+        return EmptyResult()
+
+    async def on_unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        events.record(f"unsubscribe {params.uri}")
+        legacy_subscriptions.get(session_of(ctx), set()).discard(str(params.uri))
+        return EmptyResult()
+
+    lowlevel = mcp._lowlevel_server
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, on_subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
+
+    @mcp.tool(structured_output=False)
+    async def touch(uri: str, ctx: Context) -> str:
+        """Announce that the resource at `uri` changed (to whoever subscribed)."""
+        events.record(f"call touch {uri}")
+        await ctx.notify_resource_updated(uri)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            if uri in legacy_subscriptions.get(session_of(ctx.request_context), ()):
+                await ctx.session.send_resource_updated(uri)
+        return f"touched {uri}"
+
+    @mcp.tool(structured_output=False)
+    async def change_lists(ctx: Context) -> str:
+        """Announce that the resource and prompt lists changed."""
+        events.record("call change_lists")
+        await ctx.notify_resources_changed()
+        await ctx.notify_prompts_changed()
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await ctx.session.send_resource_list_changed()
+            await ctx.session.send_prompt_list_changed()
+        return "changed"
 
     @mcp.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
