@@ -101,5 +101,5 @@ async def test_F2_a_server_without_subscribe_gets_nothing_and_the_host_a_NotOffe
             with anyio.fail_after(30):
                 assert (await face.ready(20)).ok
                 assert face.client.offers("resources")
-                with pytest.raises(NotOffered, match="resources.subscribe"):
+                with pytest.raises(NotOffered, match=r"resources\.subscribe"):
                     await face._run(face.client.subscribe_resource, "demo://readme")

@@ -744,9 +744,9 @@ def build_server(events: EventLog, log_level: str) -> MCPServer:
         """Announce that the resource at `uri` changed (to whoever subscribed)."""
         events.record(f"call touch {uri}")
         await ctx.notify_resource_updated(uri)
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            if uri in legacy_subscriptions.get(session_of(ctx.request_context), ()):
-                await ctx.session.send_resource_updated(uri)
+        subscribed = legacy_subscriptions.get(session_of(ctx.request_context), set())
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and uri in subscribed:
+            await ctx.session.send_resource_updated(uri)
         return f"touched {uri}"
 
     @mcp.tool(structured_output=False)
