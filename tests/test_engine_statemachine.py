@@ -7,7 +7,8 @@ id (resumed by GET), and the fake clock moving past deadlines; the session expir
 (404) while the server is down, so that setting up a new one fails and is retried (H6);
 notices and answers the server never acknowledges (H10); SSE events of another type
 (P5); floods of server requests (P6); arguments JSON cannot carry (K9); resource reads
-and prompts on the same path as calls (F1). Invariants (each "call" here is any request
+and prompts on the same path as calls (F1); subscribing to resources and stopping (F2).
+Invariants (each "call" here is any request
 of the host: a call, a read or a prompt):
 
 * K6/K2: every call ends exactly once (one CallSucceeded / CallFailed / CallCancelled);
@@ -20,7 +21,9 @@ of the host: a call, a read or a prompt):
   GET) goes out without one;
 * H10: no notice or answer POST stays open longer than its bound;
 * P6: answer POSTs open at once never exceed ``max_answers_in_flight``;
-* nothing is pending (no request, timer or exchange) once every call has ended.
+* nothing is pending (no request, timer or exchange) once every call has ended;
+* F2, H6: every resource the host subscribed to (and did not unsubscribe from) was
+  subscribed to on the session in use, however many new sessions came between.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from fake_peer import FakeServer, connect
+from fake_peer import connect
 from mcpcore import CallTimeout, InvalidArguments, InvalidState
 from mcpcore._events import (
     AbortExchange,
@@ -52,6 +55,7 @@ from mcpcore._prompts import PROMPTS_GET
 from mcpcore._requests import Ask
 from mcpcore._resources import RESOURCES_READ
 from mcpcore._session import SessionOptions
+from test_subscriptions import SubscribingServer
 
 SSE = [(b"content-type", b"text/event-stream")]
 JSON = [(b"content-type", b"application/json")]
@@ -80,7 +84,7 @@ class EngineMachine(RuleBasedStateMachine):
         limits = HttpLimits(
             max_reconnects=2, notice_timeout=NOTICE_BOUND, max_answers_in_flight=ANSWERS_IN_FLIGHT
         )
-        self.link = connect(FakeServer(), options=options, listen=False, limits=limits)
+        self.link = connect(SubscribingServer(), options=options, listen=False, limits=limits)
         self.engine = self.link.engine
         self.now = self.link.now
         self.link.events.clear()
@@ -105,6 +109,11 @@ class EngineMachine(RuleBasedStateMachine):
         self.stall_notices = False
         self.open_notices: dict[int, tuple[float, bool]] = {}  # xid -> (opened at, is answer)
         self.most_answers_open = 0
+        # F2: the host's subscriptions (confirmed, not since stopped), and which were
+        # sent on which session
+        self.uri_of: dict[int, str] = {}
+        self.subscribed: set[str] = set()
+        self.subscribed_on: set[tuple[str, str]] = set()
 
     # --- plumbing ------------------------------------------------------------------
 
@@ -116,6 +125,8 @@ class EngineMachine(RuleBasedStateMachine):
             for event in e.take_events():
                 if isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                     self.outcomes.setdefault(event.call_id, []).append(event)
+                    if isinstance(event, RequestSucceeded) and self.kinds.get(event.call_id) == "resources/subscribe":
+                        self.subscribed.add(self.uri_of[event.call_id])
             if not actions:
                 return
             for action in actions:
@@ -157,7 +168,16 @@ class EngineMachine(RuleBasedStateMachine):
             e.response_data(xid, json.dumps(body).encode(), self.now)
             e.response_ended(xid, self.now)
             return
-        if method in ("tools/call", "resources/read", "prompts/get"):
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            sid = headers.get(b"mcp-session-id", b"").decode()
+            if method == "resources/subscribe":
+                self.subscribed_on.add((message["params"]["uri"], sid))
+            if message["id"] not in self.deadline:  # sent again for a new session: answered
+                e.response_started(xid, 200, JSON, self.now)
+                e.response_data(xid, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}).encode(), self.now)
+                e.response_ended(xid, self.now)
+                return
+        if method in ("tools/call", "resources/read", "prompts/get", "resources/subscribe", "resources/unsubscribe"):
             self.open[xid] = Open(cid=message["id"], sid=headers.get(b"mcp-session-id", b"").decode())
             self.on_wire[message["id"]] = True
             return
@@ -192,7 +212,7 @@ class EngineMachine(RuleBasedStateMachine):
             return
         self.sessions += 1
         self.sid = f"session-{self.sessions}"
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "resources": {"subscribe": True}}}
         e.response_started(xid, 200, [*JSON, (b"mcp-session-id", self.sid.encode())], self.now)
         e.response_data(xid, json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode(), self.now)
         e.response_ended(xid, self.now)
@@ -248,6 +268,21 @@ class EngineMachine(RuleBasedStateMachine):
         assert cid not in self.deadline
         self.deadline[cid] = self.now + (10.0 if timeout is None else timeout)
         self.kinds[cid] = ask.kind.method
+        self.process()
+
+    @rule(uri=st.sampled_from(["r://a", "r://b"]), on=st.booleans(), timeout=st.sampled_from([None, 1.0]))
+    def subscribe(self, uri: str, on: bool, timeout: float | None) -> None:
+        """F2: subscribe to a resource, or stop; held by the 'server' like a call."""
+        if self.engine.finished:
+            with pytest.raises(InvalidState):
+                self.engine.subscribe(uri, self.now, on=on, timeout=timeout)
+            return
+        cid = self.engine.subscribe(uri, self.now, on=on, timeout=timeout)
+        if not on:
+            self.subscribed.discard(uri)
+        self.deadline[cid] = self.now + (10.0 if timeout is None else timeout)
+        self.kinds[cid] = "resources/subscribe" if on else "resources/unsubscribe"
+        self.uri_of[cid] = uri
         self.process()
 
     @precondition(lambda self: self.deadline)
@@ -480,6 +515,16 @@ class EngineMachine(RuleBasedStateMachine):
     @invariant()
     def engine_and_server_agree_on_open_exchanges(self) -> None:
         assert self.engine.http.active_exchanges == sorted([*self.open, *self.open_notices])
+
+    @invariant()
+    def subscriptions_survive_new_sessions(self) -> None:
+        session = self.engine.session
+        if self.engine.finished or session.reinitializing or self.sid == "forgotten":
+            return
+        if self.open_notices:  # requests of a new session wait for its held `initialized`
+            return
+        for uri in self.subscribed:
+            assert (uri, self.sid) in self.subscribed_on, (uri, self.sid, self.subscribed_on)
 
     @invariant()
     def nothing_pending_when_idle(self) -> None:

@@ -246,6 +246,9 @@ class ResourceSubscriptions:
         # The URIs the host subscribed to, in order (a dict as an ordered set).
         self._uris: dict[str, None] = {}
         self._waiting: dict[int, _Waiting] = {}
+        # Handshake era: which session (counted) each host's subscribe went out in.
+        self._session_number = 0
+        self._sent_in: dict[int, int] = {}
 
     @property
     def uris(self) -> tuple[str, ...]:
@@ -287,7 +290,7 @@ class ResourceSubscriptions:
         if s.modern:
             return self._change_stream(uri, subscribe, already, now, budget)
         _log.debug("%s %s %s", s.tag, method, excerpt(uri, 200))
-        return s.path.issue(
+        pending = s.path.issue(
             SUBSCRIBE if subscribe else UNSUBSCRIBE,
             {"uri": uri},
             now,
@@ -297,11 +300,19 @@ class ResourceSubscriptions:
             budget=budget,
             hosted=True,
             context=uri,
-        ).call_id
+        )
+        self._sent_in[pending.call_id] = self._session_number
+        return pending.call_id
 
     def _answered(self, pending: Pending, value: object, now: float) -> None:
+        sent_in = self._sent_in.pop(pending.call_id, self._session_number)
         if pending.kind is SUBSCRIBE:
-            self._uris[str(pending.context)] = None
+            uri = str(pending.context)
+            self._uris[uri] = None
+            if sent_in != self._session_number and not self._s.modern:
+                # Answered for a session that has since been replaced (its answer came
+                # late, on the old session's stream): the new one has to hear it too.
+                self._subscribe_again(uri, now)
         # The URI as the value: a driver reads None as "ended by closing".
         self._s.events.append(RequestSucceeded(call_id=pending.call_id, value=pending.context))
 
@@ -382,6 +393,8 @@ class ResourceSubscriptions:
         subscriptions: subscribe to each URI again (a failure is logged; the host
         keeps the URI, and the next new session tries again)."""
         s = self._s
+        self._session_number += 1
+        self._sent_in = {c: n for c, n in self._sent_in.items() if c in s.path.carriers}
         if s.modern or not self._uris:
             return
         if not _declares(s.server_capabilities, "resources", "subscribe"):
@@ -392,15 +405,18 @@ class ResourceSubscriptions:
             )
             return
         for uri in self._uris:
-            s.path.issue(
-                SUBSCRIBE,
-                {"uri": uri},
-                now,
-                on_done=_resubscribed,
-                on_failed=self._resubscribe_failed,
-                deadline=now + s.options.call_timeout,
-                context=uri,
-            )
+            self._subscribe_again(uri, now)
+
+    def _subscribe_again(self, uri: str, now: float) -> None:
+        self._s.path.issue(
+            SUBSCRIBE,
+            {"uri": uri},
+            now,
+            on_done=_resubscribed,
+            on_failed=self._resubscribe_failed,
+            deadline=now + self._s.options.call_timeout,
+            context=uri,
+        )
 
     def _resubscribe_failed(self, pending: Pending, error: McpError, now: float) -> None:
         _log.info(
