@@ -8,6 +8,7 @@ engine, the registration objects (async or blocking callables) and, for
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from ._http import HeaderSource, HttpLimits
     from ._input import AskHost
     from ._oauth import ClientRecord, TokenSet
-    from ._resources import Resource, ServerResource
+    from ._render import ToolOutput
+    from ._resources import ReadResult, Resource, ServerResource
     from ._resume import Continuation
     from ._session import SessionOptions
     from ._tools import SyncReport, Tool
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["ClientBase", "HubBase", "Registration", "looks_like_document"]
 
 _C = TypeVar("_C", bound="_NamedClient")
+
+_log = logging.getLogger("mcpcore.registry")
 
 # The attribute under which each registration object holds its ledger.
 _LEDGER = "_mcpcore_ledger"
@@ -310,13 +314,50 @@ class ClientBase:
             tool=tool, timeout=self._options.call_timeout, policy=self._options.policy
         )
 
-    def register_into(self, registry: MutableMapping[str, object]) -> None:
-        """Put one registration per tool into ``registry`` (call ``ready()`` first)."""
+    def register_into(
+        self, registry: MutableMapping[str, object], *, resources: bool = False
+    ) -> None:
+        """Put one registration per tool into ``registry`` (call ``ready()`` first).
+
+        With ``resources=True`` (F4, opt-in), a server that offers resources adds
+        one more: ``<server><separator>read_resource``, which reads the resource
+        at the ``uri`` it is given and returns its contents, bounded (a server's
+        own tool of that name keeps the id; the reader is then left out, with a
+        warning). ``sync_into`` leaves it where it is.
+        """
         engine = self._engine
         if engine is None or engine.catalogue is None:
             return
         ledger = self._ledger_for(registry)
         register_catalogue(registry, engine.catalogue, self._maker(ledger), ledger.baseline)
+        if resources and self.offers("resources"):
+            from ._resources import reader_tool
+
+            tool = reader_tool(self._options.server_name, self._options.separator)
+            if engine.catalogue.get(tool.id) is not None:
+                _log.warning(
+                    "server %r has a tool named read_resource: its resources are not "
+                    "added to the registry as one",
+                    self._options.server_name,
+                )
+            else:
+                registry[tool.id] = self._make_reader(tool)
+
+    def _make_reader(self, tool: Tool) -> Registration:
+        """F4: the registration object of a server's ``read_resource`` tool."""
+        raise NotImplementedError
+
+    def _reader_ask(self, arguments: object) -> Ask:
+        """F4: the read a reader registration's call makes (``InvalidArguments`` first)."""
+        from ._resources import reader_uri
+
+        return self._ask_read(reader_uri(arguments))
+
+    @staticmethod
+    def _reader_output(result: ReadResult) -> ToolOutput:
+        from ._resources import reader_output
+
+        return reader_output(result)
 
     def _mirror_into(self, registry: MutableMapping[str, object]) -> SyncReport:
         """After a re-list: mirror the catalogue into a host's ``registry``."""

@@ -13,6 +13,10 @@ naming the URI. A read of a URI the server does not have raises
 -32602 in the handshake era too, which deployed servers (the official Python
 SDK among them) answer an unknown URI with: a read has no other param.
 
+F4's opt-in lives here too: ``reader_tool`` is the ``read_resource`` tool
+``register_into(registry, resources=True)`` adds per server, and
+``reader_output`` turns a read into that tool's bounded output.
+
 Every string here is untrusted server text. Loaded when a host first lists or
 reads, never on import of a driver.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidArguments, McpError, RemoteProtocolError, ResourceNotFound
 from ._escape import excerpt
@@ -29,6 +33,10 @@ from ._jsonrpc import ErrorResponse
 from ._listing import Listing, cache_hints, read_items, text
 from ._render import decode_base64
 from ._requests import Pending, RequestKind, error_detail, register
+
+if TYPE_CHECKING:
+    from ._render import ToolOutput
+    from ._tools import Tool
 
 __all__ = [
     "RESOURCES_LIST",
@@ -41,6 +49,9 @@ __all__ = [
     "ServerResource",
     "TextContents",
     "read_params",
+    "reader_output",
+    "reader_tool",
+    "reader_uri",
 ]
 
 _INVALID_PARAMS = -32602
@@ -265,3 +276,72 @@ RESOURCES_READ = register(
         name_param="uri",
     )
 )
+
+
+# --- F4: a server's resources as one tool in a host's registry (opt-in) ---------------
+
+#: The name of the tool ``register_into(registry, resources=True)`` adds per server.
+READER_NAME = "read_resource"
+#: The most characters of text (and bytes of a blob) one reader call hands back.
+READER_LIMIT = 100_000
+
+
+def reader_tool(server: str, separator: str) -> Tool:
+    """F4: the ``read_resource`` tool of ``server`` (it is not the server's own: a
+    call reads a resource). Its id is ``<server><separator>read_resource``."""
+    from ._tools import Tool
+
+    return Tool(
+        id=f"{server}{separator}{READER_NAME}",
+        name=READER_NAME,
+        server=server,
+        description=(
+            f"Read one resource of the MCP server {server!r} by its URI (one it lists, "
+            "one made from its URI templates, or a tool result's resource_link). "
+            "Returns the resource's text; a binary part is returned as data."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource's URI."}},
+            "required": ["uri"],
+            "additionalProperties": False,
+        },
+        annotations={"readOnlyHint": True, "title": "Read resource"},
+        title="Read resource",
+    )
+
+
+def reader_uri(arguments: object) -> str:
+    """The URI a reader call names; ``InvalidArguments`` (nothing sent) otherwise."""
+    uri = arguments.get("uri") if isinstance(arguments, Mapping) else None
+    if not isinstance(uri, str) or not uri:
+        raise InvalidArguments("uri", message="read_resource takes {'uri': <a non-empty string>}")
+    return uri
+
+
+def reader_output(result: ReadResult, limit: int = READER_LIMIT) -> ToolOutput:
+    """F4: a read as a tool's output, bounded: each part an embedded ``ResourceBlock``
+    (text cut to ``limit`` characters overall, a blob of more than ``limit`` bytes
+    left out and described); ``text`` the text parts, and a line per binary part."""
+    from ._render import ResourceBlock, ToolOutput
+
+    blocks: list[ResourceBlock] = []
+    lines: list[str] = []
+    room = limit
+    for part in result.contents:
+        if isinstance(part, TextContents):
+            text = part.text[:room]
+            if len(part.text) > room:
+                text += f"\n[cut: {len(part.text) - room} more characters]"
+            room = max(0, room - len(part.text))
+            blocks.append(ResourceBlock(part.uri, part.mime_type, text=text))
+            lines.append(text)
+        else:
+            data = part.data
+            shown = f"[binary resource {excerpt(part.uri, 200)!r}: {part.mime_type or 'no type'}, {len(data)} bytes"
+            if len(data) > limit:
+                lines.append(shown + f", over the {limit}-byte bound: left out]")
+                continue
+            blocks.append(ResourceBlock(part.uri, part.mime_type, data=data))
+            lines.append(shown + "]")
+    return ToolOutput(text="\n\n".join(lines), content=tuple(blocks))

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from mcpcore import Availability
 
-from ._client import McpClient, ProgressCallback, ToolRegistration
+from ._client import McpClient, ProgressCallback, ResourceReader, ToolRegistration
 from ._hub import McpHub
 
-__all__ = ["Availability", "McpClient", "McpHub", "ProgressCallback", "ToolRegistration"]
+__all__ = [
+    "Availability",
+    "McpClient",
+    "McpHub",
+    "ProgressCallback",
+    "ResourceReader",
+    "ToolRegistration",
+]

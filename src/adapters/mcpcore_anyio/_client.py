@@ -254,6 +254,26 @@ class _Permits:
             self._free += 1
 
 
+class ResourceReader:
+    """F4: a server's ``read_resource`` tool put into a host registry by
+    ``register_into(registry, resources=True)``: ``await reader({"uri": uri})`` reads
+    the resource and returns its contents as a ``ToolOutput`` (bounded)."""
+
+    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
+        self.client = client
+        self.tool = tool
+        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
+
+    async def __call__(self, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
+        client = self.client
+        ask = client._reader_ask(arguments)
+        result = await client._ask(ask, self.contract.timeout)
+        return client._reader_output(result)
+
+    def __repr__(self) -> str:
+        return f"ResourceReader({self.tool.id!r})"
+
+
 class McpClient(ClientBase):
     """One MCP server, used from async code (asyncio or trio).
 
@@ -1097,6 +1117,9 @@ class McpClient(ClientBase):
 
     def _make_registration(self, tool: Tool) -> ToolRegistration:
         return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
+
+    def _make_reader(self, tool: Tool) -> ResourceReader:
+        return ResourceReader(self, tool, self._options.call_timeout, self._options.policy)
 
     async def sync_into(self, registry: MutableMapping[str, object]) -> SyncReport:
         """Re-list the tools and bring ``registry`` (filled by ``register_into``) up to

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mcpcore import Availability
 
-from ._client import CallHandle, McpClient, ProgressCallback, ToolRegistration
+from ._client import CallHandle, McpClient, ProgressCallback, ResourceReader, ToolRegistration
 from ._hub import McpHub
 
 __all__ = [
@@ -18,5 +18,6 @@ __all__ = [
     "McpClient",
     "McpHub",
     "ProgressCallback",
+    "ResourceReader",
     "ToolRegistration",
 ]

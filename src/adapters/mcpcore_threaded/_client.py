@@ -294,6 +294,26 @@ class ToolRegistration:
         return f"ToolRegistration({self.tool.id!r})"
 
 
+class ResourceReader:
+    """F4: a server's ``read_resource`` tool put into a host registry by
+    ``register_into(registry, resources=True)``: ``reader({"uri": uri})`` reads
+    the resource and returns its contents as a ``ToolOutput`` (bounded)."""
+
+    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
+        self.client = client
+        self.tool = tool
+        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
+
+    def __call__(self, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
+        client = self.client
+        ask = client._reader_ask(arguments)
+        result = client._ask(ask, self.contract.timeout)
+        return client._reader_output(result)
+
+    def __repr__(self) -> str:
+        return f"ResourceReader({self.tool.id!r})"
+
+
 class McpClient(ClientBase):
     """One MCP server, used from blocking code. The same names as ``mcpcore_anyio``.
 
@@ -1198,6 +1218,9 @@ class McpClient(ClientBase):
 
     def _make_registration(self, tool: Tool) -> ToolRegistration:
         return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
+
+    def _make_reader(self, tool: Tool) -> ResourceReader:
+        return ResourceReader(self, tool, self._options.call_timeout, self._options.policy)
 
     def _set_options(self, **changes: Any) -> None:
         with self._lock:
