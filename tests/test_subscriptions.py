@@ -28,7 +28,7 @@ from mcpcore import (
     ResourceUpdated,
 )
 from mcpcore._session import SessionOptions
-from test_modern import SSE, ModernFake, link_to
+from test_modern import SSE, ModernFake, link_to, rpc
 
 URI = "file:///project/config.json"
 OTHER = "file:///project/notes.md"
@@ -308,3 +308,102 @@ def test_F2_F5_M63_an_on_list_changed_host_asks_for_every_list_the_server_says_m
         "resources",
         "prompts",
     ]
+
+
+# --- E7, F9: re-lists served from a fresh answer, only when the host opts in ----------------------
+
+
+def cached_server(ttl_ms: int = 60_000, scope: str = "public") -> ModernFake:
+    server = ModernFake(capabilities=CAPS)
+
+    def hook(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+        hints = {"resultType": "complete", "ttlMs": ttl_ms, "cacheScope": scope}
+        if message["method"] == "tools/list":
+            result = {**hints, "tools": server.tools}
+        elif message["method"] == "resources/list":
+            result = {**hints, "resources": [{"uri": URI, "name": "config"}]}
+        else:
+            return None
+        return Reply(200, [(b"content-type", b"application/json")], [json.dumps(rpc(message["id"], result)).encode()])
+
+    server.hook = hook
+    return server
+
+
+def test_E7_F9_refresh_within_ttl_is_served_from_the_catalogue_only_when_asked() -> None:
+    from mcpcore import ToolsRefreshed
+
+    for honour in (False, True):
+        server = cached_server()
+        link = link_to(server, honour_cache_hints=honour)
+        listed = server.methods().count("tools/list")
+        refresh_id = link.engine.refresh(link.now)
+        link.pump()
+        [done] = [e for e in link.of_type(ToolsRefreshed) if e.refresh_id == refresh_id]
+        assert done.catalogue is link.engine.catalogue and done.report.untouched == ("srv/echo",)
+        assert server.methods().count("tools/list") == listed + (0 if honour else 1)
+    link.advance(61)  # M78: past the ttl, the server is asked again
+    link.engine.refresh(link.now)
+    link.pump()
+    assert server.methods().count("tools/list") == listed + 1
+
+
+def test_E7_M66_M79_a_list_changed_notification_ends_the_freshness() -> None:
+    from mcpcore import Notification
+    from mcpcore._requests import Ask
+    from mcpcore._resources import RESOURCES_LIST
+
+    server = cached_server()
+    link = link_to(server, honour_cache_hints=True)
+    ask = Ask(RESOURCES_LIST, None, "srv")
+    first = ended(link, link.engine.request(ask, link.now)).value
+    again = ended(link, link.engine.request(ask, link.now)).value
+    assert again is first and server.methods().count("resources/list") == 1
+    link.engine.session.receive_message(Notification(method="notifications/resources/list_changed"), link.now)
+    ended(link, link.engine.request(ask, link.now))
+    assert server.methods().count("resources/list") == 2
+    link.engine.session.receive_message(Notification(method="notifications/tools/list_changed"), link.now)
+    link.engine.refresh(link.now)
+    link.pump()
+    assert server.methods().count("tools/list") == 2
+
+
+@pytest.mark.parametrize(("scope", "reused"), [("private", False), ("public", True)])
+def test_F9_M78_with_per_request_credentials_a_private_answer_is_never_reused(scope: str, reused: bool) -> None:
+    from mcpcore._requests import Ask
+    from mcpcore._resources import RESOURCES_LIST
+
+    server = cached_server(scope=scope)
+    link = link_to(server, honour_cache_hints=True, credentials_vary=True)
+    for _ in range(2):
+        ended(link, link.engine.request(Ask(RESOURCES_LIST, None, "srv"), link.now))
+    assert server.methods().count("resources/list") == (1 if reused else 2)
+
+
+def test_E7_M80_a_handshake_era_servers_hints_are_ignored() -> None:
+    server = SubscribingServer()
+
+    def hinted(seen: Any) -> Reply | None:
+        message = seen.message or {}
+        if message.get("method") == "tools/list":
+            body = {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": server.tools, "ttlMs": 60_000, "cacheScope": "public"}}
+            return Reply(200, [(b"content-type", b"application/json")], [json.dumps(body).encode()])
+        return None
+
+    server.hook = hinted
+    link = legacy_link(server, honour_cache_hints=True)
+    link.engine.refresh(link.now)
+    link.pump()
+    assert [s.message["method"] for s in server.seen if s.message and "method" in s.message].count("tools/list") == 2
+
+
+def test_E7_the_client_options_reach_the_session() -> None:
+    from mcpcore import prepare_client
+
+    setup = prepare_client(
+        "s", {"url": "https://example.test/mcp"}, {"honour_cache_hints": True, "headers": lambda m, s: {}},
+        env={}, home="/nonexistent",
+    )
+    assert setup.session.honour_cache_hints and setup.session.credentials_vary
+    plain = prepare_client("s", {"url": "https://example.test/mcp"}, {}, env={}, home="/nonexistent")
+    assert not plain.session.honour_cache_hints and not plain.session.credentials_vary

@@ -185,6 +185,7 @@ class Handshake:
         new session may offer other tools than the old one."""
         self._reinit_failures = 0
         self._s.last_error = None
+        self._s.cache.forget()  # E7: answers of the old session are not reused
         self._s.path.release()
         if self._s.modern or "tools" in self._s.server_capabilities:
             self._s.tools.queue_refresh(-1, now)

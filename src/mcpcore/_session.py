@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._cache import ListCache
 from ._errors import (
     CallTimeout,
     InvalidArguments,
@@ -140,6 +141,9 @@ class SessionOptions:
     update_events: bool = False
     # E7, F9: a re-list within a 2026-07-28 result's ttlMs is served from the last one.
     honour_cache_hints: bool = False
+    # M78: a headers= callable may give each request its own credentials: only
+    # "public" answers are reused then.
+    credentials_vary: bool = False
     # Q1: what the host offers a server that asks for input (nothing by default)
     input: InputOptions = field(default_factory=InputOptions)
     # T7–T9: declare the tasks extension and follow tasks (off by default, seed 000);
@@ -176,6 +180,7 @@ class ClientSession:
         self.handshake = Handshake(self)
         self.listener = Listener(self)
         self.subscriptions = ResourceSubscriptions(self)
+        self.cache = ListCache(self)
 
     # --- the table ---------------------------------------------------------------
 
@@ -328,6 +333,8 @@ class ClientSession:
                 f"cannot send {kind.method} while the session is {self.state.value!r}"
             )
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
+        if (served := self.cache.serve(ask, now)) is not None:
+            return served  # E7: a fresh answer, nothing sent
         path = self.path
         request_id = path.peek_id
         try:
@@ -355,8 +362,7 @@ class ClientSession:
     def subscribe(
         self, uri: str, now: float, *, on: bool = True, timeout: float | None = None
     ) -> int:
-        """F2: subscribe to ``uri`` (``on=False``: stop); ends like ``request``. See
-        ``ResourceSubscriptions.change`` for what raises at once."""
+        """F2: subscribe to ``uri`` (``on=False``: stop); see ``ResourceSubscriptions.change``."""
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
         return self.subscriptions.change(uri, on, now, budget)
 
@@ -371,6 +377,7 @@ class ClientSession:
             pending.call_id,
             (now - pending.started) * 1000,
         )
+        self.cache.keep(pending, value, now)
         self.events.append(RequestSucceeded(call_id=pending.call_id, value=value))
 
     def host_failed(self, pending: Pending, error: McpError, now: float) -> None:
@@ -699,6 +706,7 @@ class ClientSession:
             self._progress(params, now)
         elif note.method == "notifications/tools/list_changed":
             self.events.append(ToolsListChanged())
+            self.cache.forget("tools/list")  # M66, M79
             if not self.options.auto_refresh:
                 return
             if self.state is SessionState.READY:

@@ -336,6 +336,7 @@ def prepare_client(
         update_events=_hook("on_resource_updated", options.get("on_resource_updated")) is not None,
         list_events=_hook("on_list_changed", options.get("on_list_changed")) is not None,
         honour_cache_hints=bool(options.get("honour_cache_hints", False)),
+        credentials_vary=options.get("headers") is not None,
         input=InputOptions(
             elicit_url=bool(options.get("elicit_url", False)),
             apply_defaults=bool(options.get("elicit_defaults", False)),

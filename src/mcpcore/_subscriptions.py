@@ -446,8 +446,11 @@ class ResourceSubscriptions:
                     )
                 )
         elif method == "notifications/resources/list_changed":
+            s.cache.forget("resources/list")  # M79: list again when asked
+            s.cache.forget("resources/templates/list")
             s.events.append(ResourcesListChanged())
         elif method == "notifications/prompts/list_changed":
+            s.cache.forget("prompts/list")
             s.events.append(PromptsListChanged())
         else:
             _log.debug("%s ignored notification %r", s.tag, excerpt(method, 100))

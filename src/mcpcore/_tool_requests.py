@@ -281,6 +281,20 @@ class ToolsFeature:
     def refresh(self, now: float) -> int:
         refresh_id = self._next_refresh_id
         self._next_refresh_id += 1
+        catalogue = self.catalogue
+        if (
+            catalogue is not None
+            and self.listing is None
+            and self._session.cache.fresh("tools/list", now)
+        ):
+            # E7: the last listing is fresh: it is the catalogue, nothing is sent.
+            _log.debug("%s tools re-list served from the last one (ttlMs)", self._session.tag)
+            self._session.events.append(
+                ToolsRefreshed(
+                    refresh_id=refresh_id, catalogue=catalogue, report=catalogue.diff(catalogue)
+                )
+            )
+            return refresh_id
         self.queue_refresh(refresh_id, now)
         return refresh_id
 
@@ -357,8 +371,11 @@ class ToolsFeature:
             self.listing_failed(exc, now)
             return
         self.listing = None
+        cache = self._session.cache
         if listing.refresh_id is _STARTUP:
             self.catalogue = catalogue
+            cache.forget()  # E7: a (re)start: nothing of before is reused
+            cache.listed("tools/list", result.get("ttlMs"), result.get("cacheScope"), None, now)
             self._session.listed_at_start(catalogue, pending.pages.count, now)
             if self.relist_after_start:
                 self.relist_after_start = False
@@ -367,6 +384,7 @@ class ToolsFeature:
         previous = self.catalogue
         assert previous is not None
         self.catalogue = catalogue
+        cache.listed("tools/list", result.get("ttlMs"), result.get("cacheScope"), None, now)
         self._session.relisted()
         _log.debug("%s tools re-listed: %d tools", self._session.tag, len(catalogue))
         self._session.events.append(
