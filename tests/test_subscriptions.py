@@ -407,3 +407,18 @@ def test_E7_the_client_options_reach_the_session() -> None:
     assert setup.session.honour_cache_hints and setup.session.credentials_vary
     plain = prepare_client("s", {"url": "https://example.test/mcp"}, {}, env={}, home="/nonexistent")
     assert not plain.session.honour_cache_hints and not plain.session.credentials_vary
+
+
+def test_F2_M65_an_acknowledgement_of_another_subscription_changes_nothing() -> None:
+    _, streams, link = modern()
+    streams.silent = True
+    call_id = link.engine.subscribe(URI, link.now, timeout=5)
+    link.pump()
+    listen_id = streams.listens[0]["id"]
+    other = note(ACK, {"_meta": {"io.modelcontextprotocol/subscriptionId": listen_id + 100}, "notifications": {"resourceSubscriptions": [URI]}})
+    link.engine.response_data(listen_exchange(link, listen_id), sse(other), link.now)
+    link.pump()
+    assert not [e for e in link.events if getattr(e, "call_id", None) == call_id]  # still waiting
+    mine = note(ACK, {"_meta": {"io.modelcontextprotocol/subscriptionId": listen_id}, "notifications": {"resourceSubscriptions": [URI]}})
+    link.engine.response_data(listen_exchange(link, listen_id), sse(mine), link.now)
+    assert isinstance(ended(link, call_id), RequestSucceeded)
