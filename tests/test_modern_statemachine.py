@@ -20,6 +20,14 @@ With tasks on (T7–T9) a held call may also be answered with a task: its polls
 an unknown status, ``input_required``, an error, a broken stream); the call's
 deadline becomes the task's own (``task_timeout``); a task is never polled
 after its call ended, and a caller that abandons it sends ``tasks/cancel``.
+
+Resource subscriptions (F2, M63–M68) ride on the same machine: the host
+subscribes and stops; the 'server' holds each ``subscriptions/listen`` stream and
+acknowledges it (all of its filter, or leaving a URI out), sends updates on it,
+or ends it (with its result, or broken). Then also: each change ends exactly
+once within its deadline; once the newest stream is acknowledged it is the only
+one left open (make before break, M68); every URI the host holds subscribed is
+in the newest stream's filter; every update sent reaches the host once.
 """
 
 from __future__ import annotations
@@ -35,7 +43,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fake_peer import Link, Reply, connect, tool
-from mcpcore import CallCancelled, CallFailed, CallSucceeded, RequestSucceeded
+from mcpcore import (
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    NotOffered,
+    RequestSucceeded,
+    ResourceUpdated,
+)
 from mcpcore._events import AbortExchange, HttpRequest
 from mcpcore._requests import Ask
 from mcpcore._resources import RESOURCES_READ
@@ -83,10 +98,22 @@ class ModernMachine(RuleBasedStateMachine):
         self.listings = 0
         self.tasks: dict[int, str] = {}  # call id -> its task's id (T7)
         self.cancels: list[str] = []  # tasks/cancel received
+        # F2: listen streams held open (exchange id -> (request id, filter, acknowledged)),
+        # the host's subscriptions as it sees them, updates sent and heard
+        self.listens: dict[int, tuple[int, dict[str, Any], bool]] = {}
+        self.uri_of: dict[int, tuple[str, bool]] = {}
+        self.latest: dict[str, int] = {}  # uri -> the host's latest change of it
+        self.subscribed: set[str] = set()
+        self.updates_sent = 0
+        self.updates_heard = 0
         self.link: Link = connect(
             ModernServer(self),  # type: ignore[arg-type]
             options=SessionOptions(
-                server_name="srv", call_timeout=CALL_TIMEOUT, tasks=True, task_timeout=TASK_TIMEOUT
+                server_name="srv",
+                call_timeout=CALL_TIMEOUT,
+                tasks=True,
+                task_timeout=TASK_TIMEOUT,
+                update_events=True,
             ),
             protocol="auto",
             start=False,
@@ -118,7 +145,7 @@ class ModernMachine(RuleBasedStateMachine):
             self.problems.append("a session id sent")
         rid = message["id"]
         if method == "server/discover":
-            result = {"supportedVersions": [V], "capabilities": {"tools": {}}}
+            result = {"supportedVersions": [V], "capabilities": {"tools": {}, "resources": {"subscribe": True}}}
             return Reply(200, JSON, [json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()])
         if method == "tools/list":
             self.listings += 1
@@ -126,6 +153,9 @@ class ModernMachine(RuleBasedStateMachine):
             return Reply(200, JSON, [json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()])
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             return self.task_request(req.exchange_id, message, headers)
+        if method == "subscriptions/listen":
+            self.listens[req.exchange_id] = (rid, message["params"]["notifications"], False)
+            return Reply(200, SSE, [], finish="stall")
         if method in ("tools/call", "resources/read"):
             params = message["params"]
             # which caller's call this POST carries (a new round has a new id, M49)
@@ -177,11 +207,20 @@ class ModernMachine(RuleBasedStateMachine):
             for event in e.take_events():
                 if isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                     self.outcomes.setdefault(event.call_id, []).append(event)
+                    subscription = self.uri_of.get(event.call_id)
+                    if subscription and subscription[1] and isinstance(event, RequestSucceeded):
+                        if self.latest[subscription[0]] == event.call_id:  # not since undone
+                            self.subscribed.add(subscription[0])
+                    if subscription and isinstance(event, CallFailed) and isinstance(event.error, NotOffered):
+                        self.subscribed.discard(subscription[0])  # M64: left out: it ended
+                elif isinstance(event, ResourceUpdated):
+                    self.updates_heard += 1
             if not actions:
                 return
             for action in actions:
                 if isinstance(action, AbortExchange):
                     self.held.pop(action.exchange_id, None)
+                    self.listens.pop(action.exchange_id, None)
                     continue
                 assert isinstance(action, HttpRequest)
                 self.link._perform(action)
@@ -326,6 +365,60 @@ class ModernMachine(RuleBasedStateMachine):
         e.response_ended(xid, self.now)
         self.process()
 
+    @rule(uri=st.sampled_from(["r://a", "r://b"]), on=st.booleans(), timeout=st.sampled_from([None, 1.0]))
+    def subscribe(self, uri: str, on: bool, timeout: float | None) -> None:
+        """F2: subscribe to a resource, or stop: the listen stream changes."""
+        call_id = self.engine.subscribe(uri, self.now, on=on, timeout=timeout)
+        if not on:
+            self.subscribed.discard(uri)
+        self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        self.uri_of[call_id] = (uri, on)
+        self.latest[uri] = call_id
+        self.process()
+
+    def _frame(self, xid: int, message: dict[str, Any]) -> None:
+        self.engine.response_data(xid, b"data: " + json.dumps(message).encode() + b"\n\n", self.now)
+
+    @precondition(lambda self: any(not acked for _, _, acked in self.listens.values()))
+    @rule(index=st.integers(0, 50), leave_out=st.booleans())
+    def acknowledge_listen(self, index: int, leave_out: bool) -> None:
+        """M64: the first frame: the filter honoured (perhaps less one URI)."""
+        waiting = sorted(x for x, (_, _, acked) in self.listens.items() if not acked)
+        xid = waiting[index % len(waiting)]
+        rid, wanted, _ = self.listens[xid]
+        agreed = dict(wanted)
+        if leave_out and agreed.get("resourceSubscriptions"):
+            agreed["resourceSubscriptions"] = agreed["resourceSubscriptions"][1:]
+        self.listens[xid] = (rid, wanted, True)
+        params = {"_meta": {"io.modelcontextprotocol/subscriptionId": rid}, "notifications": agreed}
+        self._frame(xid, {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": params})
+        self.process()
+
+    @precondition(lambda self: any(a and f.get("resourceSubscriptions") for _, f, a in self.listens.values()))
+    @rule(index=st.integers(0, 50))
+    def resource_updated(self, index: int) -> None:
+        """F2: an update for a URI the stream carries reaches the host."""
+        ready = sorted(x for x, (_, f, a) in self.listens.items() if a and f.get("resourceSubscriptions"))
+        xid = ready[index % len(ready)]
+        rid, wanted, _ = self.listens[xid]
+        uri = wanted["resourceSubscriptions"][0]
+        params = {"_meta": {"io.modelcontextprotocol/subscriptionId": rid}, "uri": uri}
+        self.updates_sent += 1
+        self._frame(xid, {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params})
+        self.process()
+
+    @precondition(lambda self: self.listens)
+    @rule(index=st.integers(0, 50), graceful=st.booleans())
+    def end_listen(self, index: int, graceful: bool) -> None:
+        """M67: the stream ends: with its result (graceful), or broken."""
+        xid = sorted(self.listens)[index % len(self.listens)]
+        rid, _, _ = self.listens.pop(xid)
+        if graceful:
+            meta = {"io.modelcontextprotocol/subscriptionId": rid}
+            self._frame(xid, {"jsonrpc": "2.0", "id": rid, "result": {"_meta": meta}})
+        self.engine.response_ended(xid, self.now)
+        self.process()
+
     @precondition(lambda self: self.running())
     @rule(index=st.integers(0, 50))
     def cancel(self, index: int) -> None:
@@ -366,6 +459,18 @@ class ModernMachine(RuleBasedStateMachine):
     def no_call_outlives_its_deadline(self) -> None:
         for call_id in self.running():
             assert self.now < self.deadline[call_id], (call_id, self.now)
+
+    @invariant()
+    def the_newest_listen_stream_carries_the_subscriptions_and_closes_the_old(self) -> None:
+        assert self.updates_heard == self.updates_sent
+        if not self.listens:
+            return
+        newest = max(self.listens, key=lambda x: self.listens[x][0])
+        _, wanted, acked = self.listens[newest]
+        if acked:  # M68: make before break: the older ones are closed by now
+            assert list(self.listens) == [newest], self.listens
+        carried = set(wanted.get("resourceSubscriptions") or ())
+        assert self.subscribed <= carried, (self.subscribed, wanted)
 
     @invariant()
     def rounds_are_bounded(self) -> None:

@@ -210,6 +210,7 @@ class Listener:
         if pending.call_id != self.listen_id:
             return
         self.listen_id = self.acknowledged_id = None
+        self._retire()  # the next stream carries everything wanted
         self._s.subscriptions.listen_lost(
             pending.call_id,
             error or RemoteProtocolError("the server ended subscriptions/listen"),
@@ -236,6 +237,8 @@ class _Waiting:
     stream: int | None
     deadline: float
     budget: float
+    # This change added the URI to the set (a failure takes it out again).
+    added: bool = False
 
 
 class ResourceSubscriptions:
@@ -326,13 +329,26 @@ class ResourceSubscriptions:
             # Already so on an acknowledged stream: nothing to change.
             self._s.events.append(RequestSucceeded(call_id=call_id, value=uri))
             return call_id
+        if already and listener.listen_id is not None:
+            # Already so on the stream being opened: its acknowledgement answers.
+            waiting = _Waiting(uri, subscribe, listener.listen_id, now + budget, budget)
+            self._waiting[call_id] = waiting
+            return call_id
         if subscribe:
             self._uris[uri] = None
         stream = listener.update(now)
         if stream is None:
-            self._s.events.append(RequestSucceeded(call_id=call_id, value=uri))
+            # Nothing is wanted any more: no stream to wait for, every change is done.
+            done = [(call_id, uri)] + [(c, w.uri) for c, w in self._waiting.items()]
+            self._waiting.clear()
+            for finished, its_uri in done:
+                self._s.events.append(RequestSucceeded(call_id=finished, value=its_uri))
             return call_id
-        self._waiting[call_id] = _Waiting(uri, subscribe, stream, now + budget, budget)
+        for earlier in self._waiting.values():  # the new stream carries their changes too
+            earlier.stream = stream
+        self._waiting[call_id] = _Waiting(
+            uri, subscribe, stream, now + budget, budget, added=subscribe and not already
+        )
         return call_id
 
     def acknowledged(self, stream: int, agreed: Mapping[str, Any] | None) -> None:
@@ -353,6 +369,17 @@ class ResourceSubscriptions:
                 self._s.events.append(CallFailed(call_id=call_id, error=error))
             else:
                 self._s.events.append(RequestSucceeded(call_id=call_id, value=waiting.uri))
+        if agreed is None:
+            return
+        for uri in [u for u in self._uris if u not in honoured_uris]:
+            # M64: the server left out a URI no change of the host waits on (a stream
+            # opened again after a loss): the host's wish stays, and the next stream
+            # asks again; said here, as there is no request to fail.
+            _log.info(
+                "server %r left %r out of subscriptions/listen: no updates for it now",
+                self._s.options.server_name,
+                excerpt(uri, 200),
+            )
 
     def listen_lost(self, stream: int, error: McpError, now: float) -> None:
         """The stream carrying a change ended before it was acknowledged: the change
@@ -362,9 +389,7 @@ class ResourceSubscriptions:
                 self._fail(call_id, error)
 
     def _fail(self, call_id: int, error: McpError) -> None:
-        waiting = self._waiting.pop(call_id)
-        if waiting.subscribe:
-            self._uris.pop(waiting.uri, None)
+        self.cancel(call_id)
         self._s.events.append(CallFailed(call_id=call_id, error=error))
 
     def handle_timer(self, now: float) -> None:
@@ -380,10 +405,20 @@ class ResourceSubscriptions:
                 )
 
     def cancel(self, call_id: int) -> bool:
+        """A change that did not happen: a URI it added leaves the set again, unless
+        another subscribe to it is still waiting."""
         waiting = self._waiting.pop(call_id, None)
-        if waiting is not None and waiting.subscribe:
-            self._uris.pop(waiting.uri, None)
-        return waiting is not None
+        if waiting is None:
+            return False
+        if waiting.added:
+            heir = next(
+                (w for w in self._waiting.values() if w.subscribe and w.uri == waiting.uri), None
+            )
+            if heir is None:
+                self._uris.pop(waiting.uri, None)
+            else:
+                heir.added = True  # its own failure takes the URI out then
+        return True
 
     def close(self) -> None:
         self._waiting.clear()
