@@ -208,9 +208,13 @@ class ModernMachine(RuleBasedStateMachine):
                 if isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                     self.outcomes.setdefault(event.call_id, []).append(event)
                     subscription = self.uri_of.get(event.call_id)
-                    if subscription and subscription[1] and isinstance(event, RequestSucceeded):
-                        if self.latest[subscription[0]] == event.call_id:  # not since undone
-                            self.subscribed.add(subscription[0])
+                    if (
+                        subscription
+                        and subscription[1]
+                        and isinstance(event, RequestSucceeded)
+                        and self.latest[subscription[0]] == event.call_id  # not since undone
+                    ):
+                        self.subscribed.add(subscription[0])
                     if subscription and isinstance(event, CallFailed) and isinstance(event.error, NotOffered):
                         self.subscribed.discard(subscription[0])  # M64: left out: it ended
                 elif isinstance(event, ResourceUpdated):
