@@ -46,7 +46,7 @@ from ._input import INPUT_ATTEMPTS_FROM
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
 from ._observe import RequestEnded, RequestStarted, error_type, safely_ended, safely_started
 from ._requests import Ask
-from ._session import ClientSession, SessionOptions, SessionState
+from ._session import ClientSession, SessionOptions, SessionState, positive_seconds
 from ._stdio import DEFAULT_GRACE, ChildControl, LineFramer, frame_message
 from ._tools import Catalogue
 
@@ -209,7 +209,9 @@ class _EngineBase:
         self, uri: str, now: float, *, on: bool = True, timeout: float | None = None
     ) -> int:
         """F2: subscribe to ``uri`` (``on=False``: stop); it ends like ``request``."""
-        call_id = self.session.subscribe(uri, now, on=on, timeout=timeout)
+        session = self.session
+        budget = session.options.call_timeout if timeout is None else positive_seconds(timeout)
+        call_id = session.subscriptions.change(uri, on, now, budget)
         self._pump(now)
         return call_id
 

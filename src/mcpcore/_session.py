@@ -100,6 +100,9 @@ _server_log = logging.getLogger("mcpcore.server")
 _DEBUG = logging.DEBUG
 
 _METHOD_NOT_FOUND = -32601
+# What a listen stream (or, in the handshake era, any stream) brings about the
+# server's lists, resources and the stream itself: _subscriptions.py reads it.
+_LISTENED = ("notifications/resources/", "notifications/prompts/", "notifications/subscriptions/")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,7 +235,6 @@ class ClientSession:
                 self.path.earliest_deadline(),
                 self.handshake.next_deadline(),
                 self.listener.next_deadline(),
-                self.subscriptions.next_deadline(),
                 self.input.next_deadline(),
                 self.tasks.next_deadline(),
             )
@@ -247,12 +249,7 @@ class ClientSession:
     @property
     def pending_call_ids(self) -> list[int]:
         """The ids of the host's requests that have not ended (calls and the rest)."""
-        return [
-            *self.path.carriers,
-            *self.input.call_ids,
-            *self.tasks.calls,
-            *self.subscriptions.call_ids,
-        ]
+        return [*self.path.carriers, *self.input.call_ids, *self.tasks.calls, *self.listener.calls]
 
     @property
     def modern(self) -> bool:
@@ -270,7 +267,7 @@ class ClientSession:
             and self.handshake.idle
             and self.input.idle
             and self.tasks.idle
-            and not self.subscriptions.call_ids
+            and not self.listener.calls
         )
 
     @property
@@ -359,13 +356,6 @@ class ClientSession:
         )
         return request_id
 
-    def subscribe(
-        self, uri: str, now: float, *, on: bool = True, timeout: float | None = None
-    ) -> int:
-        """F2: subscribe to ``uri`` (``on=False``: stop); see ``ResourceSubscriptions.change``."""
-        budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
-        return self.subscriptions.change(uri, on, now, budget)
-
     def begin_host_request(self) -> None:
         self.transition(SessionInput.CALL)
 
@@ -392,7 +382,7 @@ class ClientSession:
                 self.tasks.cancel(call_id, now, reason)
                 or self.tools.cancel_waiting(call_id)
                 or self.input.cancel(call_id)
-                or self.subscriptions.cancel(call_id)
+                or self.listener.cancel(call_id)
             ):
                 return False
         else:
@@ -508,7 +498,6 @@ class ClientSession:
         """Fire every deadline that is due at ``now``."""
         self.handshake.handle_timer(now)
         self.listener.handle_timer(now)
-        self.subscriptions.handle_timer(now)
         self.input.handle_timer(now)
         self.tasks.handle_timer(now)
         while (pending := self.path.pop_due(now)) is not None:
@@ -717,10 +706,8 @@ class ClientSession:
                 self.tools.relist_after_start = True
         elif note.method == "notifications/elicitation/complete":
             self.input.completed(params)
-        elif note.method == "notifications/subscriptions/acknowledged":
-            self.listener.acknowledged(params)
-        elif note.method.startswith(("notifications/resources/", "notifications/prompts/")):
-            self.subscriptions.notified(note.method, params)  # F2, F5
+        elif note.method.startswith(_LISTENED):  # M64, F2, F5
+            self.subscriptions.notified(note.method, params)
         elif note.method == "notifications/message":
             if self.options.log_events:
                 self.events.append(_log_message(self.options.server_name, params))

@@ -100,10 +100,24 @@ class Listener:
         self._reopen_at: float | None = None
         self._failures = 0
 
+    # The host's subscription changes waiting for a stream's acknowledgement are
+    # this stream's too: their deadlines, ids and cancelling go through here.
+
     def next_deadline(self) -> float | None:
-        return self._reopen_at
+        waiting = self._s.subscriptions.next_deadline()
+        if waiting is None or self._reopen_at is None:
+            return waiting if self._reopen_at is None else self._reopen_at
+        return min(waiting, self._reopen_at)
+
+    @property
+    def calls(self) -> list[int]:
+        return self._s.subscriptions.call_ids
+
+    def cancel(self, call_id: int) -> bool:
+        return self._s.subscriptions.cancel(call_id)
 
     def handle_timer(self, now: float) -> None:
+        self._s.subscriptions.handle_timer(now)
         if self._reopen_at is not None and now >= self._reopen_at:
             self._reopen_at = None
             if self._s.ready and self.listen_id is None and self.wanted():
@@ -462,9 +476,12 @@ class ResourceSubscriptions:
         )
 
     def notified(self, method: str, params: Mapping[str, Any]) -> None:
-        """F2, F5: a notification about resources or prompts, as an event."""
+        """M64, F2, F5: a listen stream's acknowledgement; a notification about
+        resources or prompts, as an event."""
         s = self._s
-        if method == "notifications/resources/updated":
+        if method == "notifications/subscriptions/acknowledged":
+            s.listener.acknowledged(params)
+        elif method == "notifications/resources/updated":
             uri, title = params.get("uri"), params.get("title")
             if not isinstance(uri, str):
                 _log.debug("%s ignored resources/updated without a uri string", s.tag)
