@@ -20,9 +20,13 @@ request (two ``RequestKind`` rows), sent only when the server declares
 ``resources.subscribe`` (else ``NotOffered``, nothing sent). At 2026-07-28 a
 change re-opens the listen stream with the new set, and the host's request
 ends when the server acknowledges it (``NotOffered`` when the server leaves
-the URI out of what it agreed to). The set belongs to the client, not to one
+the URI out of what it agreed to). A change made while another waits folds
+into the same new stream; a change that fails, times out or is cancelled takes
+out only a URI it added itself. The set belongs to the client, not to one
 session: after a new session (an expired one, H6) or a restart the handshake
-era subscribes to each URI again, and a new listen stream carries them all.
+era subscribes to each URI again (and a subscribe answered for a session
+since replaced is sent on the new one), and a new listen stream carries them
+all. A URI a re-opened stream's server leaves out stays wanted, and is logged.
 
 Notifications about resources and prompts reach the host as events:
 ``ResourceUpdated`` (with ``on_resource_updated=``; without it, logged at
@@ -433,9 +437,6 @@ class ResourceSubscriptions:
             else:
                 heir.added = True  # its own failure takes the URI out then
         return True
-
-    def close(self) -> None:
-        self._waiting.clear()
 
     def resubscribe(self, now: float) -> None:
         """F2, H6: a new handshake-era session knows nothing of the old one's
