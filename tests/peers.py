@@ -567,3 +567,65 @@ else:
         mode, response_mode = param if isinstance(param, tuple) else (param, "auto")
         with ts_modern_server(mode, response_mode) as peer:
             yield peer
+
+
+# ---------------------------------------------------------------------------
+# Task peers (issue 29; wire shapes in tests/servers/TASKS_WIRE.md)
+#
+#     with fastmcp_tasks_server() as peer: ...   # fastmcp-tasks 4.1.4, SEP-2663 at 2026-07-28
+#     with ts_tasks_server() as peer: ...        # TS SDK 1.32.2, experimental tasks at 2025-11-25
+#
+# Both serve one tool set: slow_task (task-optional, status "step i/n"),
+# required_task, ask_task (asks for {"confirmed": boolean}), failing_task,
+# long_task (records "cancelled long_task" when cancelled), echo; and record
+# `start <tool>`, `done <tool>`, `ask <tool>`, `answer <tool> <action>`,
+# `cancelled <tool>` in their events file.
+
+FASTMCP_TASKS_VENV = PEERS_DIR / "fastmcp-tasks-venv"
+FASTMCP_TASKS_PYTHON = FASTMCP_TASKS_VENV / "bin" / "python"
+FASTMCP_TASKS_SERVER_SCRIPT = ROOT / "tests" / "servers" / "fastmcp_tasks_server.py"
+TS_TASKS_SERVER_SCRIPT = ROOT / "tests" / "servers" / "ts_tasks_server.mjs"
+TS_SDK1_PACKAGE_JSON = NODE_MODULES / "@modelcontextprotocol" / "sdk" / "package.json"
+TASK_TOOLS = ("echo", "slow_task", "required_task", "ask_task", "failing_task", "long_task")
+
+
+def task_peers_installed() -> bool:
+    """Whether install_peers.sh has made the fastmcp-tasks venv and installed the TS SDK 1.x."""
+    return (
+        os.access(FASTMCP_TASKS_PYTHON, os.X_OK)
+        and TS_SDK1_PACKAGE_JSON.is_file()
+        and os.access(NODE22_BIN, os.X_OK)
+    )
+
+
+@contextlib.contextmanager
+def fastmcp_tasks_server(*, start_timeout: float = START_TIMEOUT) -> Iterator[Peer]:
+    """Run tests/servers/fastmcp_tasks_server.py with the fastmcp-tasks venv's python (Streamable HTTP, /mcp)."""
+    if not os.access(FASTMCP_TASKS_PYTHON, os.X_OK):
+        raise PeersNotInstalled(f"{FASTMCP_TASKS_PYTHON} missing. {INSTALL_HINT}")
+
+    def argv(port: int, events_path: Path | None) -> list[str]:
+        cmd = [str(FASTMCP_TASKS_PYTHON), str(FASTMCP_TASKS_SERVER_SCRIPT), str(port)]
+        if events_path is not None:
+            cmd += ["--events-file", str(events_path)]
+        return cmd
+
+    with _run_peer("fastmcp-tasks", argv, with_events=True, start_timeout=start_timeout) as peer:
+        yield peer
+
+
+@contextlib.contextmanager
+def ts_tasks_server(*, start_timeout: float = START_TIMEOUT) -> Iterator[Peer]:
+    """Run tests/servers/ts_tasks_server.mjs (TS SDK 1.x experimental tasks) under Node 22 (/mcp)."""
+    if not TS_SDK1_PACKAGE_JSON.is_file():
+        raise PeersNotInstalled(f"{TS_SDK1_PACKAGE_JSON} missing. {INSTALL_HINT}")
+    node_bin = node22()
+
+    def argv(port: int, events_path: Path | None) -> list[str]:
+        cmd = [node_bin, str(TS_TASKS_SERVER_SCRIPT), str(port), "--peers-dir", str(PEERS_DIR)]
+        if events_path is not None:
+            cmd += ["--events-file", str(events_path)]
+        return cmd
+
+    with _run_peer("ts-tasks", argv, with_events=True, start_timeout=start_timeout) as peer:
+        yield peer
