@@ -43,6 +43,7 @@ DEFAULT_TOOLS = [
     "fail",
     "slow",
     "log",
+    "build",
 ]
 
 Headers = dict[str | bytes, str | bytes]
@@ -480,7 +481,7 @@ async def test_stateless_mode() -> None:
             response = await client.post(rpc(1, "initialize", init_params()))
             assert header(response, "mcp-session-id") is None
             assert all(e.get("data") for e in parse_sse(response.content))  # no priming
-            assert len((await client.request("tools/list"))["result"]["tools"]) == 11
+            assert len((await client.request("tools/list"))["result"]["tools"]) == len(DEFAULT_TOOLS)
             assert (await client.call("echo", {"text": "hi"}))["content"][0]["text"] == "hi"
             get = await client.pool.request("GET", client.url, headers={"accept": ACCEPT})
             assert get.status == 405
@@ -957,3 +958,85 @@ async def test_F10_the_demo_server_offers_resources_a_template_and_prompts() -> 
                 assert got.messages[0].text == "Summarize this in one sentence:\n\na long story"
                 with pytest.raises(InvalidArguments):
                     await client.get_prompt("summarize", {"text": 3})  # type: ignore[dict-item]
+
+
+async def test_T7_demo_server_runs_a_task_augmented_call_as_a_task() -> None:
+    """T7 (server side, 2025-11-25 experimental tasks): ``build`` answers a call that
+    carries ``task`` with a task at once; tasks/get shows its status messages;
+    tasks/result waits for the result; the refusals of taskSupport; tasks/cancel."""
+    required = DemoTool(
+        {"name": "must", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+        lambda args, ctx: _text_result("ran"),
+    )
+    with anyio.fail_after(TIMEOUT):
+        async with serving(tools=[*default_tools(), required], task_poll_interval_ms=50) as (
+            server,
+            client,
+        ):
+            init = await client.initialize()
+            assert init["result"]["capabilities"]["tasks"] == {
+                "list": {},
+                "cancel": {},
+                "requests": {"tools": {"call": {}}},
+            }
+            tools = {t["name"]: t for t in (await client.request("tools/list"))["result"]["tools"]}
+            assert tools["build"]["execution"] == {"taskSupport": "optional"}
+
+            created = await client.request(
+                "tools/call", {"name": "build", "arguments": {"delay": 0.05}, "task": {"ttl": 5000}}
+            )
+            task = created["result"]["task"]
+            assert task["status"] == "working" and task["ttl"] == 5000
+            assert task["pollInterval"] == 50
+            task_id = task["taskId"]
+            await server.wait_until(lambda: server.tasks[task_id].status_message == "compiling")
+            seen = (await client.request("tasks/get", {"taskId": task_id}))["result"]
+            assert seen["taskId"] == task_id and seen["status"] == "working"
+            assert seen["statusMessage"] in ("compiling", "running tests", "packaging")
+            result = (await client.request("tasks/result", {"taskId": task_id}))["result"]
+            assert result["content"] == [{"type": "text", "text": "build: 4 steps done in 0.2 s"}]
+            assert result["_meta"] == {"io.modelcontextprotocol/related-task": {"taskId": task_id}}
+            done = (await client.request("tasks/get", {"taskId": task_id}))["result"]
+            assert done["status"] == "completed" and done["statusMessage"] == "done"
+            listed = (await client.request("tasks/list"))["result"]["tasks"]
+            assert [t["taskId"] for t in listed] == [task_id]
+
+            # taskSupport: required without task, forbidden with task -> -32601
+            must = await client.request("tools/call", {"name": "must", "arguments": {}})
+            assert must["error"]["code"] == -32601
+            echo = await client.request(
+                "tools/call", {"name": "echo", "arguments": {"text": "x"}, "task": {}}
+            )
+            assert echo["error"]["code"] == -32601
+            bad = await client.request("tools/call", {"name": "build", "task": 5})
+            assert bad["error"]["code"] == -32602
+            assert server.tasks.keys() == {task_id}
+
+            # cancel: the tool stops; a second cancel and an unknown id are errors
+            long = await client.request(
+                "tools/call", {"name": "build", "arguments": {"delay": 30}, "task": {}}
+            )
+            long_id = long["result"]["task"]["taskId"]
+            cancelled = (await client.request("tasks/cancel", {"taskId": long_id}))["result"]
+            assert cancelled["status"] == "cancelled"
+            assert server.cancelled_tasks == [long_id]
+            again = await client.request("tasks/cancel", {"taskId": long_id})
+            assert again["error"]["code"] == -32602
+            gone = await client.request("tasks/result", {"taskId": long_id})
+            assert gone["error"]["code"] == -32603
+            for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+                unknown = await client.request(method, {"taskId": "nope"})
+                assert unknown["error"] == {"code": -32602, "message": "Task not found: nope"}
+                not_string = await client.request(method, {"taskId": 7})
+                assert not_string["error"]["code"] == -32602
+
+
+async def _text_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}]}
+
+
+async def test_T7_demo_server_declares_tasks_only_from_2025_11_25() -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with serving() as (_, client):
+            old = await client.initialize("2025-06-18")
+            assert "tasks" not in old["result"]["capabilities"]

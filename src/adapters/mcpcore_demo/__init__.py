@@ -2,7 +2,8 @@
 
 A small, dependency-light MCP server (revision 2025-11-25, Streamable HTTP) on
 h11 and anyio. It serves a default set of demo tools (one per content shape,
-plus ``slow`` for progress/cancellation and ``log`` for log notifications),
+plus ``slow`` for progress/cancellation, ``log`` for log notifications and
+``build``, a long job that runs as a task when the client asks for one),
 records what it receives, and can be configured to misbehave for tests.
 
 Async::
@@ -20,6 +21,7 @@ Command line: ``python -m mcpcore_demo --port 8000 [--json] [--stateless]``.
 
 from ._main import main
 from ._server import DemoServer, RunningServer, ToolContext
+from ._tasks import DemoTask
 from ._tools import AUDIO_WAV, IMAGE_PNG, LOG_LEVELS, default_tools
 from ._types import (
     LATEST_PROTOCOL_VERSION,
@@ -41,6 +43,7 @@ __all__ = [
     "LOG_LEVELS",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "DemoServer",
+    "DemoTask",
     "DemoTool",
     "FaultHook",
     "FaultResponse",

@@ -1,4 +1,5 @@
-"""A small MCP Streamable HTTP server (revision 2025-11-25) on h11 and anyio."""
+"""A small MCP Streamable HTTP server (revision 2025-11-25, with its experimental tasks)
+on h11 and anyio."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import anyio.lowlevel
 import h11
 
 from . import _resources
+from ._tasks import TASKS_CAPABILITY, DemoTask, TaskBook
 from ._tools import LOG_LEVELS, default_tools
 from ._types import (
     LATEST_PROTOCOL_VERSION,
@@ -265,6 +267,35 @@ class ToolContext:
         return await self.server._client_request(self._stream, method, params)
 
 
+class _TaskToolContext(ToolContext):
+    """A tool running as a task: its progress becomes the task's status message;
+    nothing reaches the client but through ``tasks/get`` and ``tasks/result``."""
+
+    def __init__(
+        self,
+        server: DemoServer,
+        request_id: RequestId,
+        params: dict[str, Any],
+        stream: _EventStream,
+        session: _Session | None,
+        task: DemoTask,
+    ) -> None:
+        super().__init__(server, request_id, params, stream, session)
+        self.task = task
+
+    @property
+    def can_stream(self) -> bool:
+        return False
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        shown = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        self.task.update("working", message or shown)
+        self.server._touch()
+        await anyio.lowlevel.checkpoint()
+
+
 @dataclass(frozen=True)
 class RunningServer:
     """A listening demo server: ``url`` is the MCP endpoint."""
@@ -322,6 +353,12 @@ class DemoServer:
     ``sessions_ended``, ``session_ids``; wait on them with ``wait_until`` /
     ``wait_until_blocking``. Set ``record=False`` for long-running servers.
 
+    Tasks (the experimental tasks of 2025-11-25, see ``_tasks``): a tool whose
+    definition has ``execution.taskSupport`` ``optional`` or ``required`` runs as
+    a task when the call carries ``task``; ``task_poll_interval_ms`` is the
+    ``pollInterval`` the tasks advertise. ``tasks`` (by id) and
+    ``cancelled_tasks`` record them.
+
     Control (thread-safe): ``set_tools``, ``notify_tools_changed``,
     ``expire_sessions``.
     """
@@ -351,6 +388,7 @@ class DemoServer:
         server_name: str = "mcpcore-demo",
         server_version: str = "0.1.0",
         instructions: str | None = None,
+        task_poll_interval_ms: int = 200,
         record: bool = True,
     ) -> None:
         if not path.startswith("/"):
@@ -385,6 +423,7 @@ class DemoServer:
 
         self._tools: dict[str, DemoTool] = {}
         self._install_tools(default_tools() if tools is None else tools)
+        self._tasks = TaskBook(task_poll_interval_ms)
 
         # Observability.
         self.received: list[ReceivedRequest] = []
@@ -438,6 +477,16 @@ class DemoServer:
         for session in self._sessions.values():
             session.standalone.append(dict(message))
         return len(self._sessions)
+
+    @property
+    def tasks(self) -> dict[str, DemoTask]:
+        """The tasks created so far, by task id."""
+        return self._tasks.tasks
+
+    @property
+    def cancelled_tasks(self) -> list[str]:
+        """The ids of the tasks that ``tasks/cancel`` stopped, in order."""
+        return self._tasks.cancelled
 
     # -------------------------------------------------------------- sessions
 
@@ -625,11 +674,24 @@ class DemoServer:
                 self._finish_with(stream, rid, {})
         elif method == "tools/call":
             self._call_tool(session, stream, rid, params)
+        elif method == "tasks/get":
+            self._finish_with(stream, rid, self._tasks.get(params))
+        elif method == "tasks/list":
+            self._finish_with(stream, rid, self._tasks.list_tasks(params))
+        elif method == "tasks/cancel":
+            self._finish_with(stream, rid, self._tasks.cancel(params))
+            self._touch()
+        elif method == "tasks/result":
+            assert self._tg is not None
+            self._tg.start_soon(self._task_result, stream, rid, params)
         elif method in _FEATURES:
             self._finish_with(stream, rid, _FEATURES[method](params))
         else:
             self._finish_with(stream, rid, (METHOD_NOT_FOUND, f"Method not found: {method}"))
         return stream, None
+
+    async def _task_result(self, stream: _EventStream, rid: RequestId, params: dict[str, Any]) -> None:
+        self._finish_with(stream, rid, await self._tasks.result(params))
 
     def _finish_with(
         self, stream: _EventStream, rid: RequestId, outcome: dict[str, Any] | tuple[int, str]
@@ -655,6 +717,8 @@ class DemoServer:
             },
             "serverInfo": dict(self.server_info),
         }
+        if version >= "2025-11-25":  # tasks came with that revision
+            result["capabilities"]["tasks"] = dict(TASKS_CAPABILITY)
         if self.instructions is not None:
             result["instructions"] = self.instructions
         return result
@@ -693,13 +757,24 @@ class DemoServer:
         if not isinstance(arguments, dict):
             self._finish_with(stream, rid, (INVALID_PARAMS, "arguments must be an object"))
             return
+        refusal = self._tasks.refusal(tool, params)
+        if refusal is not None:
+            self._finish_with(stream, rid, refusal)
+            return
+        assert self._tg is not None
+        if "task" in params:
+            task = self._tasks.create(tool, params)
+            ctx: ToolContext = _TaskToolContext(self, rid, params, stream, session, task)
+            self._tg.start_soon(self._tasks.run, task, tool.handler, arguments, ctx, self._touch)
+            self._finish_with(stream, rid, {"task": task.snapshot()})
+            self._touch()
+            return
         running = _Running(rid, stream, session)
         if session is not None:
             session.running[rid] = running
         else:
             self._stateless_running.append(running)
         ctx = ToolContext(self, rid, params, stream, session)
-        assert self._tg is not None
         self._tg.start_soon(self._run_tool, tool, arguments, ctx, running)
 
     async def _run_tool(

@@ -1,4 +1,5 @@
-"""The default demo tool set: one tool per content shape, plus progress and logging."""
+"""The default demo tool set: one tool per content shape, plus progress, logging and a
+long job that runs as a task."""
 
 from __future__ import annotations
 
@@ -157,6 +158,21 @@ async def _slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         await anyio.sleep(delay)
         await ctx.progress(step, steps, f"step {step} of {steps}")
     return {"content": [_text(f"slow: completed {steps} steps")]}
+
+
+_BUILD_STEPS: tuple[str, ...] = ("fetching sources", "compiling", "running tests", "packaging")
+
+
+async def _build(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    delay = args.get("delay", 0.5)
+    if not _number(delay) or not 0 <= delay <= 60:
+        return _error("build: 'delay' must be a number of seconds between 0 and 60")
+    total = len(_BUILD_STEPS)
+    for step, phase in enumerate(_BUILD_STEPS, 1):
+        await ctx.progress(step - 1, total, phase)
+        await anyio.sleep(delay)
+    await ctx.progress(total, total, "done")
+    return {"content": [_text(f"build: {total} steps done in {total * delay:g} s")]}
 
 
 async def _log(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -327,5 +343,22 @@ def default_tools() -> list[DemoTool]:
                 },
             },
             _log,
+        ),
+        DemoTool(
+            {
+                "name": "build",
+                "title": "Build",
+                "description": (
+                    "A long job of four steps of delay seconds; runs as a task when the "
+                    "client supports tasks (its status after each step)."
+                ),
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"delay": {"type": "number", "minimum": 0, "default": 0.5}},
+                    "additionalProperties": False,
+                },
+                "execution": {"taskSupport": "optional"},
+            },
+            _build,
         ),
     ]
