@@ -481,7 +481,9 @@ async def test_stateless_mode() -> None:
             response = await client.post(rpc(1, "initialize", init_params()))
             assert header(response, "mcp-session-id") is None
             assert all(e.get("data") for e in parse_sse(response.content))  # no priming
-            assert len((await client.request("tools/list"))["result"]["tools"]) == len(DEFAULT_TOOLS)
+            assert len((await client.request("tools/list"))["result"]["tools"]) == len(
+                DEFAULT_TOOLS
+            )
             assert (await client.call("echo", {"text": "hi"}))["content"][0]["text"] == "hi"
             get = await client.pool.request("GET", client.url, headers={"accept": ACCEPT})
             assert get.status == 405
@@ -944,7 +946,9 @@ async def test_F10_the_demo_server_offers_resources_a_template_and_prompts() -> 
                     ("demo://readme", "text/markdown"),
                     ("demo://logo.png", "image/png"),
                 ]
-                assert (await client.read_resource("demo://readme")).text.startswith("# The mcpcore")
+                assert (await client.read_resource("demo://readme")).text.startswith(
+                    "# The mcpcore"
+                )
                 [logo] = (await client.read_resource("demo://logo.png")).contents
                 assert logo.data == IMAGE_PNG  # type: ignore[union-attr]
                 [template] = await client.list_resource_templates()
@@ -964,12 +968,19 @@ async def test_T7_demo_server_runs_a_task_augmented_call_as_a_task() -> None:
     """T7 (server side, 2025-11-25 experimental tasks): ``build`` answers a call that
     carries ``task`` with a task at once; tasks/get shows its status messages;
     tasks/result waits for the result; the refusals of taskSupport; tasks/cancel."""
-    required = DemoTool(
-        {"name": "must", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+    optional = DemoTool(
+        {
+            "name": "maybe",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"},
+        },
         lambda args, ctx: _text_result("ran"),
     )
+    assert default_tools()[-1].definition["execution"] == {"taskSupport": "optional"}
     with anyio.fail_after(TIMEOUT):
-        async with serving(tools=[*default_tools(), required], task_poll_interval_ms=50) as (
+        async with serving(
+            tools=[*default_tools("required"), optional], task_poll_interval_ms=50
+        ) as (
             server,
             client,
         ):
@@ -980,7 +991,7 @@ async def test_T7_demo_server_runs_a_task_augmented_call_as_a_task() -> None:
                 "requests": {"tools": {"call": {}}},
             }
             tools = {t["name"]: t for t in (await client.request("tools/list"))["result"]["tools"]}
-            assert tools["build"]["execution"] == {"taskSupport": "optional"}
+            assert tools["build"]["execution"] == {"taskSupport": "required"}
 
             created = await client.request(
                 "tools/call", {"name": "build", "arguments": {"delay": 0.05}, "task": {"ttl": 5000}}
@@ -1001,9 +1012,12 @@ async def test_T7_demo_server_runs_a_task_augmented_call_as_a_task() -> None:
             listed = (await client.request("tasks/list"))["result"]["tasks"]
             assert [t["taskId"] for t in listed] == [task_id]
 
-            # taskSupport: required without task, forbidden with task -> -32601
-            must = await client.request("tools/call", {"name": "must", "arguments": {}})
+            # taskSupport: required without task, forbidden with task -> -32601;
+            # optional: either way
+            must = await client.request("tools/call", {"name": "build", "arguments": {}})
             assert must["error"]["code"] == -32601
+            inline = await client.request("tools/call", {"name": "maybe", "arguments": {}})
+            assert inline["result"] == {"content": [{"type": "text", "text": "ran"}]}
             echo = await client.request(
                 "tools/call", {"name": "echo", "arguments": {"text": "x"}, "task": {}}
             )

@@ -38,16 +38,15 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import anyio
 import mcp_types
-from datetime import timedelta
-
 from fastmcp import Context, FastMCP
-from mcp.shared.exceptions import MCPError
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
+from mcp.shared.exceptions import MCPError
 
 EVENTS: Path | None = None
 _events_lock = threading.Lock()
@@ -117,7 +116,11 @@ async def ask_task(action: str, ctx: Context) -> str | mcp_types.InputRequiredRe
                 )
             }
         )
-    data = answer.model_dump(mode="json", by_alias=True) if hasattr(answer, "model_dump") else dict(answer)
+    data = (
+        answer.model_dump(mode="json", by_alias=True)
+        if hasattr(answer, "model_dump")
+        else dict(answer)
+    )
     choice = data.get("action")
     record(f"answer ask_task {choice}")
     if choice == "accept":

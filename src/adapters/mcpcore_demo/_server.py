@@ -690,7 +690,9 @@ class DemoServer:
             self._finish_with(stream, rid, (METHOD_NOT_FOUND, f"Method not found: {method}"))
         return stream, None
 
-    async def _task_result(self, stream: _EventStream, rid: RequestId, params: dict[str, Any]) -> None:
+    async def _task_result(
+        self, stream: _EventStream, rid: RequestId, params: dict[str, Any]
+    ) -> None:
         self._finish_with(stream, rid, await self._tasks.result(params))
 
     def _finish_with(

@@ -184,8 +184,14 @@ async def _log(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return {"content": [_text(f"logged at {level}")]}
 
 
-def default_tools() -> list[DemoTool]:
-    """A fresh list of the default demo tools (the definitions are new dicts)."""
+def default_tools(build_task_support: str = "optional") -> list[DemoTool]:
+    """A fresh list of the default demo tools (the definitions are new dicts).
+
+    ``build_task_support`` is the ``execution.taskSupport`` of ``build``:
+    ``"optional"`` (a client may call it either way) or ``"required"`` (only as
+    a task; a client that does not use tasks hides it)."""
+    if build_task_support not in ("optional", "required"):
+        raise ValueError("build_task_support must be 'optional' or 'required'")
     number = {"type": "number"}
     return [
         DemoTool(
@@ -349,15 +355,15 @@ def default_tools() -> list[DemoTool]:
                 "name": "build",
                 "title": "Build",
                 "description": (
-                    "A long job of four steps of delay seconds; runs as a task when the "
-                    "client supports tasks (its status after each step)."
+                    "A long job of four steps of delay seconds; runs as a task when "
+                    "the client asks for one (its status after each step)."
                 ),
                 "inputSchema": {
                     "type": "object",
                     "properties": {"delay": {"type": "number", "minimum": 0, "default": 0.5}},
                     "additionalProperties": False,
                 },
-                "execution": {"taskSupport": "optional"},
+                "execution": {"taskSupport": build_task_support},
             },
             _build,
         ),
