@@ -1,5 +1,5 @@
-"""The ``mcpcore`` commands: demo, tools, call, resources, read, prompts, prompt,
-check, login, logout, auth status.
+"""The ``mcpcore`` commands: demo, tools, call, task, resources, read, prompts,
+prompt, check, login, logout, auth status.
 
 Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
 found a server not ready; 2 bad usage, an unknown tool or server, arguments
@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, TypeVar
 
 import mcpcore
 from mcpcore import (
@@ -74,6 +74,7 @@ from mcpcore import (
 )
 
 from ._ask import TerminalAsker
+from ._tasks import cmd_task, follow_call
 from ._term import (
     LogFormatter,
     Redactor,
@@ -94,7 +95,7 @@ from ._term import (
 from ._tokens import FileTokenStore, StoreView, TokenFileError, default_token_file
 
 if TYPE_CHECKING:
-    from mcpcore_threaded import CallHandle, McpClient
+    from mcpcore_threaded import McpClient
 
     from ._login import LoopbackListener
 
@@ -133,6 +134,7 @@ COMMANDS = (
     "demo",
     "tools",
     "call",
+    "task",
     "resources",
     "read",
     "prompts",
@@ -348,7 +350,11 @@ def _top_parser() -> _Parser:
             "  call    call one tool with arguments (a JSON object, or key=value pairs\n"
             "          typed by the tool's schema, checked before sending) and print its\n"
             "          result (--json: text, structured content and content blocks;\n"
-            "          --save DIR: write images, audio and binary resources to files)\n"
+            "          --save DIR: write images, audio and binary resources to files); a\n"
+            "          call the server runs as a task is followed, its status shown, and\n"
+            "          Ctrl-C leaves it running and prints its id\n"
+            "  task    'task ID': pick up a task 'call' started and print its result like\n"
+            "          call; 'task ID --cancel' asks the server to cancel it\n"
             "  resources  list a server's resources and resource templates\n"
             "  read    read one resource by URI and print it (--save DIR: binary parts\n"
             "          to files)\n"
@@ -373,8 +379,8 @@ def _top_parser() -> _Parser:
         choices=COMMANDS,
         metavar="COMMAND",
         help=(
-            "demo, tools, call, resources, read, prompts, prompt, check, login, logout "
-            "or auth (described below)"
+            "demo, tools, call, task, resources, read, prompts, prompt, check, login, "
+            "logout or auth (described below)"
         ),
     )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -471,6 +477,14 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
         )
     parser.add_argument("--timeout", type=_positive_seconds, metavar="S", help=timeout_help)
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--no-tasks",
+        action="store_true",
+        help=(
+            "do not declare tasks: a server then answers every call itself, and tools "
+            "it runs only as tasks are hidden"
+        ),
+    )
     _permissions(parser)
     _tool_filters(parser)
     _token_file(parser)
@@ -562,6 +576,23 @@ def _command_parser(command: str) -> _Parser:
                 "decline any question the server asks during the call (without a terminal "
                 "they are declined anyway; on one, each form field or URL is asked)"
             ),
+        )
+    elif command == "task":
+        parser = _Parser(
+            prog="mcpcore task",
+            usage=f"mcpcore task {_SERVER_FORMS} TASK_ID [--cancel] {_FLAGS}",
+            description=_wrapped(
+                "Pick up a task that 'mcpcore call' started (the server runs the call in "
+                "the background), follow it to its end and print its result like call: "
+                "the same exit statuses; Ctrl-C leaves the task running. With --cancel, "
+                "ask the server to cancel it instead. With --config, --server NAME says "
+                "which server."
+            ),
+        )
+        parser.add_argument("operands", nargs="*", help=argparse.SUPPRESS)
+        _connection(parser, server_flag=True)
+        parser.add_argument(
+            "--cancel", action="store_true", help="ask the server to cancel the task"
         )
     elif command in _FEATURE_USAGE:
         usage, description = _FEATURE_USAGE[command]
@@ -857,6 +888,8 @@ def _client(
         "allow_local": args.allow_local,
         "allow_insecure_http": args.allow_http,
         "close_grace": CLOSE_GRACE,
+        # T7: the command line follows tasks (the library's default is off)
+        "tasks": not getattr(args, "no_tasks", False),
     }
     if timeout is not None:
         options["call_timeout"] = timeout
@@ -1190,6 +1223,20 @@ def _show_configured_tool(cli: Cli, args: argparse.Namespace, written: str) -> i
 # --- call ------------------------------------------------------------------------------
 
 
+_T = TypeVar("_T")
+
+
+class _Waitable(Protocol):
+    """A call in flight: a ``CallHandle``, or a task followed on another thread."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def cancel(self, reason: str = ...) -> bool: ...
+
+    def result(self, timeout: float | None = None) -> Any: ...
+
+
 class _Progress:
     """The progress line on stderr (a terminal only) for calls longer than a second."""
 
@@ -1234,7 +1281,34 @@ class _Progress:
             self.cli.stderr.flush()
             self._drawn = False
 
-    def wait(self, handle: CallHandle) -> ToolOutput:
+    def run(self, work: Callable[[], _T]) -> _T:
+        """Run ``work`` on this thread (Ctrl-C interrupts it, and the call it makes
+        is cancelled as always) while another thread draws the progress line."""
+        if not self.enabled:
+            return work()
+        stop = threading.Event()
+        start = time.monotonic()
+
+        def draw_until_stopped() -> None:
+            while not stop.is_set():
+                self.wake.wait(0.1)
+                self.wake.clear()
+                elapsed = time.monotonic() - start
+                asking = self.quiet is not None and self.quiet.is_set()
+                if not stop.is_set() and elapsed >= PROGRESS_AFTER and not asking:
+                    self.draw(elapsed)
+
+        drawer = threading.Thread(target=draw_until_stopped, name="mcpcore-progress", daemon=True)
+        drawer.start()
+        try:
+            return work()
+        finally:
+            stop.set()
+            self.wake.set()
+            drawer.join(1.0)
+            self.clear()
+
+    def wait(self, handle: _Waitable) -> ToolOutput:
         """Block for the call; Ctrl-C cancels it (``notifications/cancelled``).
 
         The wait is in short steps, never one unbounded wait: a SIGINT that the
@@ -1256,7 +1330,8 @@ class _Progress:
             raise
         finally:
             self.clear()
-        return handle.result()
+        output: ToolOutput = handle.result()
+        return output
 
 
 def _command(
@@ -1675,9 +1750,12 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
         tool_id = found.id
         progress = _Progress(cli, show(tool_id, keep_newlines=False), quiet=asker.asking)
         failed = False
+
+        def resume_command(task_id: str) -> str:
+            return _command(args, server, config, "task", task_id)
+
         try:
-            handle = client.start_call(tool_id, arguments, on_progress=progress.update)
-            output = progress.wait(handle)
+            output = follow_call(cli, client, tool_id, arguments, progress, resume_command)
         except AuthorizationRequired:
             # The tokens stopped working during the call and could not be refreshed.
             if not isinstance(server, RemoteServer):
@@ -2233,10 +2311,16 @@ _FEATURE_USAGE = {
     ),
 }
 
+
+def _task_command(cli: Cli, args: argparse.Namespace) -> int:
+    return cmd_task(cli, args)
+
+
 _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
     "demo": cmd_demo,
     "tools": cmd_tools,
     "call": cmd_call,
+    "task": _task_command,
     "resources": _feature("resources"),
     "read": _feature("read"),
     "prompts": _feature("prompts"),
@@ -2309,7 +2393,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
             if ns.command is None:
                 top.print_usage(cli.stderr)
                 raise UsageError(
-                    "a command is required (demo, tools, call, resources, read, prompts, "
+                    "a command is required (demo, tools, call, task, resources, read, prompts, "
                     "prompt, check, login, logout, auth)"
                 )
             command = ns.command
