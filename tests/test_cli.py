@@ -49,6 +49,7 @@ DEFAULT_TOOLS = [
     "fail",
     "slow",
     "log",
+    "build",
 ]
 
 
@@ -163,7 +164,7 @@ def test_demo_runs_end_to_end() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "demo server listening at http://127.0.0.1:" in out
-    assert "connected as server 'demo': 11 tools" in out
+    assert "connected as server 'demo': 12 tools" in out
     for name in DEFAULT_TOOLS:
         assert f"> call demo/{name} " in out
         assert f"demo/{name} " in out.split("> call", 1)[0]  # in the table
@@ -178,7 +179,12 @@ def test_demo_runs_end_to_end() -> None:
     assert "> read demo://greeting/Ada (the template, expanded)\n  Hello, Ada!" in out
     assert "  summarize(text)\n  translate(text, language?)" in out
     assert "  user:\n    Summarize this in one sentence:" in out
-    assert "called 11 tools; client closed and server stopped" in out
+    # T7: build runs as a task, followed to its end, its status shown
+    task_part = out.split("> call demo/build ", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r"\n  task [0-9a-f]{32} \(the server runs the call\)\n", task_part)
+    assert "\n  status fetching sources\n" in task_part or "\n  status compiling\n" in task_part
+    assert task_part.endswith("\n  status done\n  build: 4 steps done in 2 s")
+    assert "called 12 tools; client closed and server stopped" in out
     assert "\x1b" not in out  # not a terminal: no colour
 
 
@@ -1020,7 +1026,15 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     result = run("check", config, "--timeout", "10")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATUS", "PROTOCOL", "TOOLS", "RESOURCES", "PROMPTS", "REASON"]
+    assert lines[0].split() == [
+        "NAME",
+        "STATUS",
+        "PROTOCOL",
+        "TOOLS",
+        "RESOURCES",
+        "PROMPTS",
+        "REASON",
+    ]
     rows = {
         line.split()[0]: line.split(None, 6) for line in lines[1:] if not line.startswith("Bad")
     }

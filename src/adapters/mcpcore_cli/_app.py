@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, TypeVar, cast
 
 import mcpcore
 from mcpcore import (
@@ -56,6 +56,7 @@ from mcpcore import (
     RemoteServer,
     ResourceBlock,
     ResourceLinkBlock,
+    TaskHandle,
     TextBlock,
     TokenSet,
     Tool,
@@ -74,7 +75,7 @@ from mcpcore import (
 )
 
 from ._ask import TerminalAsker
-from ._tasks import cmd_task, follow_call
+from ._tasks import cmd_task, follow_call, shown_id
 from ._term import (
     LogFormatter,
     Redactor,
@@ -2164,19 +2165,22 @@ _DEMO_ARGUMENTS: Mapping[str, dict[str, Any]] = {
     "fail": {"message": "this tool always fails (on purpose)"},
     "slow": {"steps": 3, "delay": 0.1},
     "log": {"level": "info", "data": "hello from the demo"},
+    "build": {"delay": 0.5},
 }
 _EXPECTED_ERRORS = frozenset({"fail"})
 
 
 def cmd_demo(cli: Cli, args: argparse.Namespace) -> int:
-    from mcpcore_demo import DemoServer
+    from mcpcore_demo import DemoServer, default_tools
     from mcpcore_threaded import McpClient
 
     style = cli.style
     problems = 0
-    with DemoServer(record=False).serve_in_thread() as running:
+    # build runs only as a task here, so that the demo shows one being followed (T7)
+    server = DemoServer(tools=default_tools(build_task_support="required"), record=False)
+    with server.serve_in_thread() as running:
         cli.out(f"demo server listening at {running.url}")
-        with McpClient("demo", {"url": running.url}, startup_timeout=10.0) as client:
+        with McpClient("demo", {"url": running.url}, startup_timeout=10.0, tasks=True) as client:
             _ensure_ready(cli, client, 10.0)
             tools = client.tools
             cli.out(f"connected as server 'demo': {len(tools)} tools")
@@ -2189,7 +2193,10 @@ def cmd_demo(cli: Cli, args: argparse.Namespace) -> int:
                 cli.out(style.bold(f"> call {show(tool.id)} {json.dumps(arguments)}"))
                 on_progress = _demo_progress(cli)
                 try:
-                    output = client.call(tool.id, arguments, on_progress=on_progress)
+                    if tool.task_support == "required":
+                        output = _demo_task(cli, client, tool.id, arguments)
+                    else:
+                        output = client.call(tool.id, arguments, on_progress=on_progress)
                 except BackendError as exc:
                     expected = tool.name in _EXPECTED_ERRORS
                     label = "error (expected)" if expected else "unexpected error"
@@ -2260,6 +2267,19 @@ def _demo_resources_and_prompts(cli: Cli, client: McpClient) -> int:
         cli.out(f"  {cli.style.red('failed')}: {_describe(exc)}")
         return 1
     return 0
+
+
+def _demo_task(cli: Cli, client: McpClient, tool_id: str, arguments: Any) -> ToolOutput:
+    """T7, T8: start the call as a task, then follow it; each status the client sees."""
+    started = client.start_task(tool_id, arguments)
+    if not isinstance(started, TaskHandle):
+        return cast(ToolOutput, started)
+    cli.out(f"  {cli.style.dim('task')} {shown_id(started.task_id)} (the server runs the call)")
+
+    def status(progress: float, total: float | None, message: str | None) -> None:
+        cli.out(f"  {cli.style.dim('status')} {one_line(message or '')}")
+
+    return cast(ToolOutput, client.resume_task(started, on_progress=status))
 
 
 def _demo_progress(cli: Cli) -> Callable[[float, float | None, str | None], None]:

@@ -355,8 +355,13 @@ def default_tools(build_task_support: str = "optional") -> list[DemoTool]:
                 "name": "build",
                 "title": "Build",
                 "description": (
-                    "A long job of four steps of delay seconds; runs as a task when "
-                    "the client asks for one (its status after each step)."
+                    "A long job of four steps of delay seconds; runs "
+                    + (
+                        "only as a task"
+                        if build_task_support == "required"
+                        else "as a task when asked"
+                    )
+                    + " (its status after each step)."
                 ),
                 "inputSchema": {
                     "type": "object",
