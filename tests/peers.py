@@ -587,6 +587,7 @@ FASTMCP_TASKS_SERVER_SCRIPT = ROOT / "tests" / "servers" / "fastmcp_tasks_server
 TS_TASKS_SERVER_SCRIPT = ROOT / "tests" / "servers" / "ts_tasks_server.mjs"
 TS_SDK1_PACKAGE_JSON = NODE_MODULES / "@modelcontextprotocol" / "sdk" / "package.json"
 TASK_TOOLS = ("echo", "slow_task", "required_task", "ask_task", "failing_task", "long_task")
+# ts_tasks_server also has slow_required: slow_task, but task-required.
 
 
 def task_peers_installed() -> bool:

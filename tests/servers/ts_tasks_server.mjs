@@ -17,6 +17,9 @@
 //                                  "step i/n" per step; result "counted to N".
 //                                  Called without `task`, the SDK runs it as a
 //                                  task itself and answers the call when done.
+//   slow_required(steps=3, delay=0.2)  the same, taskSupport "required" (a
+//                                  client that tasks only required tools, as
+//                                  mcpcore does in this era, follows this one).
 //   required_task(text)            taskSupport "required": "required: <text>";
 //                                  without `task` the SDK answers -32601.
 //   ask_task(action)               "required": elicits {confirmed: boolean}
@@ -148,6 +151,22 @@ function createServer() {
             execution: { taskSupport: 'optional' },
         },
         taskHandlers('slow_task', async ({ steps, delay }, _extra, taskId) => {
+            for (let i = 1; i <= steps; i++) {
+                await sleep(delay * 1000);
+                if (TERMINAL.has(await statusOf(taskId))) return undefined;
+                await taskStore.updateTaskStatus(taskId, 'working', `step ${i}/${steps}`);
+            }
+            return text(`counted to ${steps}`);
+        }),
+    );
+    tasks.registerToolTask(
+        'slow_required',
+        {
+            description: 'Count to steps with a status message per step (only as a task).',
+            inputSchema: { steps: z.number().int().default(3), delay: z.number().default(0.2) },
+            execution: { taskSupport: 'required' },
+        },
+        taskHandlers('slow_required', async ({ steps, delay }, _extra, taskId) => {
             for (let i = 1; i <= steps; i++) {
                 await sleep(delay * 1000);
                 if (TERMINAL.has(await statusOf(taskId))) return undefined;

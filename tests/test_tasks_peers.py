@@ -1,0 +1,355 @@
+"""Tasks against real servers, on every driver (T7, T8, T9).
+
+Three peers, each started once for the module:
+
+- ``fastmcp``: fastmcp-tasks 4.1.4, the ``io.modelcontextprotocol/tasks``
+  extension (SEP-2663) at 2026-07-28 (tests/servers/fastmcp_tasks_server.py);
+- ``ts``: the TypeScript SDK 1.x server's experimental tasks at 2025-11-25
+  (tests/servers/ts_tasks_server.mjs);
+- ``demo``: the bundled demo server, 2025-11-25 tasks, its ``build`` tool
+  task-required.
+
+The wire shapes these peers put out are in tests/servers/TASKS_WIRE.md. What
+a host sees is checked: the result of a call the server ran as a task, its
+status messages as progress, the answer a hook gives to the task's question,
+the cancel the server records, a task resumed by another process, and the
+task-required tool listed with tasks on and hidden (with the warning) or
+refused with them off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from drivers import DRIVERS, Face, backend_of, open_client, wait_for
+from mcpcore import (
+    BackendError,
+    Elicitation,
+    ElicitResult,
+    McpError,
+    TaskHandle,
+    ToolOutput,
+)
+from mcpcore_demo import DemoServer, default_tools
+from peers import Peer, fastmcp_tasks_server, ts_tasks_server
+
+pytestmark = [pytest.mark.realpeer, pytest.mark.anyio]
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 30
+
+
+@dataclass
+class TaskPeer:
+    """One peer as the tests use it: its URL, era, tool names and what it recorded."""
+
+    kind: str
+    url: str
+    era: str
+    slow: tuple[str, dict[str, Any]]  # a task with status messages, and its arguments
+    required: str  # a tool that runs only as a task
+    long: tuple[str, dict[str, Any]]  # a task that runs until cancelled
+    cancelled: Callable[[], bool]  # the server recorded the cancel
+    started_long: Callable[[], bool]  # the long task runs (and the call follows it)
+
+
+def _peer_events(peer: Peer) -> Callable[[str], bool]:
+    return lambda line: line in peer.events()
+
+
+@contextlib.contextmanager
+def _fastmcp_peer() -> Iterator[TaskPeer]:
+    with fastmcp_tasks_server() as peer:
+        seen = _peer_events(peer)
+        yield TaskPeer(
+            "fastmcp",
+            peer.url,
+            "2026-07-28",
+            ("slow_task", {"steps": 2, "delay": 0.15}),
+            "required_task",
+            ("long_task", {"seconds": 30}),
+            lambda: seen("cancelled long_task"),
+            lambda: seen("start long_task"),
+        )
+
+
+@contextlib.contextmanager
+def _ts_peer() -> Iterator[TaskPeer]:
+    with ts_tasks_server() as peer:
+        seen = _peer_events(peer)
+        yield TaskPeer(
+            "ts",
+            peer.url,
+            "2025-11-25",
+            # mcpcore asks for a task only for a task-required tool in this era
+            ("slow_required", {"steps": 2, "delay": 0.15}),
+            "required_task",
+            ("long_task", {"seconds": 30}),
+            lambda: seen("cancelled long_task"),
+            lambda: seen("start long_task") and seen("request tasks/get"),
+        )
+
+
+@contextlib.contextmanager
+def _demo_peer() -> Iterator[TaskPeer]:
+    server = DemoServer(
+        tools=default_tools(build_task_support="required"), task_poll_interval_ms=100
+    )
+    with server.serve_in_thread() as running:
+        yield TaskPeer(
+            "demo",
+            running.url,
+            "2025-11-25",
+            ("build", {"delay": 0.1}),
+            "build",
+            ("build", {"delay": 30}),
+            lambda: bool(server.cancelled_tasks),
+            lambda: _following_a_working_task(server),
+        )
+
+
+def _following_a_working_task(server: DemoServer) -> bool:
+    """A task runs on the demo server and the client has asked about it."""
+    working = {t.task_id for t in server.tasks.values() if t.status == "working"}
+    asked = {r.json["params"].get("taskId") for r in server.requests_for("tasks/get")}
+    return bool(working & asked)
+
+
+_PEERS = {"fastmcp": _fastmcp_peer, "ts": _ts_peer, "demo": _demo_peer}
+
+
+@pytest.fixture(scope="module", params=list(_PEERS))
+def peer(request: pytest.FixtureRequest) -> Iterator[TaskPeer]:
+    """Each peer once for the module (the tests are grouped by peer)."""
+    with _PEERS[request.param]() as running:
+        yield running
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(driver: str) -> str:
+    return backend_of(driver)
+
+
+async def _run(client: Face, name: str, *args: Any, **kwargs: Any) -> Any:
+    """The client's ``name`` method: awaited on anyio, in a worker thread on threaded."""
+    return await client._run(getattr(client.client, name), *args, **kwargs)
+
+
+def _answering(driver: str, answer: ElicitResult, seen: list[Elicitation]) -> Any:
+    def hook(question: Elicitation) -> ElicitResult:
+        seen.append(question)
+        return answer
+
+    if driver == "threaded":
+        return hook
+
+    async def ahook(question: Elicitation) -> ElicitResult:
+        return hook(question)
+
+    return ahook
+
+
+async def test_T7_a_call_follows_its_task_to_the_result_with_status_as_progress(
+    driver: str, peer: TaskPeer
+) -> None:
+    statuses: list[str | None] = []
+    tool, arguments = peer.slow
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert (await client.ready(TIMEOUT)).ok
+            assert client.protocol_version == peer.era
+            out = await client.call(
+                f"p/{tool}", arguments, on_progress=lambda p, t, m: statuses.append(m)
+            )
+            required = await client.call(f"p/{peer.required}", _required_arguments(peer))
+    expected = "build: 4 steps done in 0.4 s" if peer.kind == "demo" else "counted to 2"
+    assert out.text == expected and not out.is_error
+    # the server's status messages arrive as progress while the task runs
+    steps = [
+        m for m in statuses if m and (m.startswith("step ") or m in ("compiling", "packaging"))
+    ]
+    assert steps, statuses
+    assert required.text == (
+        "build: 4 steps done in 0.4 s" if peer.kind == "demo" else "required: hi"
+    )
+
+
+def _required_arguments(peer: TaskPeer) -> dict[str, Any]:
+    return dict(peer.slow[1]) if peer.kind == "demo" else {"text": "hi"}
+
+
+WITH_FAILING_AND_ASKING = pytest.mark.parametrize("peer", ["fastmcp", "ts"], indirect=True)
+"""The demo server's task neither fails nor asks: these run against the other two."""
+ONE_DRIVER = pytest.mark.parametrize("driver", ["threaded"], indirect=True)
+
+
+@WITH_FAILING_AND_ASKING
+async def test_T7_a_task_that_fails_raises_like_a_failed_call(driver: str, peer: TaskPeer) -> None:
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert (await client.ready(TIMEOUT)).ok
+            with pytest.raises(BackendError) as failed:
+                await client.call("p/failing_task", {"reason": "the disk is full"})
+            # the client goes on
+            assert (await client.call("p/echo", {"text": "still here"})).text == "still here"
+    assert "the disk is full" in failed.value.text
+
+
+@WITH_FAILING_AND_ASKING
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        (ElicitResult.accept({"confirmed": True}), "deploy: accept confirmed=true"),
+        (ElicitResult.decline(), "deploy: decline"),
+    ],
+)
+async def test_T7_the_tasks_question_is_answered_through_the_hook(
+    driver: str, peer: TaskPeer, answer: ElicitResult, text: str
+) -> None:
+    """2026-07-28: input_required in tasks/get, answered with tasks/update;
+    2025-11-25: elicitation/create on the tasks/result stream."""
+    seen: list[Elicitation] = []
+    hook = _answering(driver, answer, seen)
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True, elicit=hook) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert (await client.ready(TIMEOUT)).ok
+            out = await client.call("p/ask_task", {"action": "deploy"})
+    assert out.text.lower() == text
+    [question] = seen
+    assert question.server == "p" and question.mode == "form"
+    assert question.message == "Confirm deploy?" and "confirmed" in question.fields
+
+
+async def test_T7_an_abandoned_call_cancels_its_task_on_the_server(
+    driver: str, peer: TaskPeer
+) -> None:
+    tool, arguments = peer.long
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert (await client.ready(TIMEOUT)).ok
+            await client.call_and_cancel(f"p/{tool}", arguments, peer.started_long)
+            # tasks/cancel reaches the server, which stops the task
+            await wait_for(peer.cancelled, TIMEOUT)
+
+
+_RESUME = """
+import sys
+from mcpcore import TaskHandle
+from mcpcore_threaded import McpClient
+handle = TaskHandle.from_json(sys.stdin.read())
+with McpClient(handle.server, {"url": sys.argv[1]}, tasks=True, startup_timeout=20) as client:
+    assert client.ready(20).ok
+    statuses = []
+    out = client.resume_task(handle, on_progress=lambda p, t, m: statuses.append(m))
+    print(out.text)
+    print(",".join(m or "" for m in statuses), file=sys.stderr)
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "src" / "adapters")])
+    return env
+
+
+@ONE_DRIVER
+async def test_T8_a_task_started_here_is_resumed_by_another_process(
+    driver: str, peer: TaskPeer
+) -> None:
+    """The handle, serialized, is all a new process needs to pick the task up (one
+    driver starts it: the other process is a blocking program either way; the
+    drivers' resume_task is the next test's)."""
+    tool, arguments = peer.slow
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert (await client.ready(TIMEOUT)).ok
+            handle = await _run(client, "start_task", f"p/{tool}", arguments)
+    assert isinstance(handle, TaskHandle)
+    assert (handle.server, handle.tool) == ("p", tool)
+    text = handle.to_json()
+    assert peer.url not in text  # the handle names the server, never its URL
+    resumed = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-c", _RESUME, peer.url],
+            input=text,
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=TIMEOUT,
+        )
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    expected = "build: 4 steps done in 0.4 s" if peer.kind == "demo" else "counted to 2"
+    assert resumed.stdout.strip() == expected
+
+
+async def test_T8_a_new_client_resumes_and_asks_about_a_task(driver: str, peer: TaskPeer) -> None:
+    tool, arguments = peer.required, _required_arguments(peer)
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as first:
+        with anyio.fail_after(TIMEOUT):
+            assert (await first.ready(TIMEOUT)).ok
+            handle = await _run(first, "start_task", f"p/{tool}", arguments)
+    assert isinstance(handle, TaskHandle)
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as second:
+        with anyio.fail_after(TIMEOUT):
+            assert (await second.ready(TIMEOUT)).ok
+            status = await _run(second, "task_status", handle.task_id)
+            assert status.task_id == handle.task_id
+            assert status.status in ("working", "completed")
+            out = await _run(second, "resume_task", TaskHandle.from_json(handle.to_json()))
+    assert isinstance(out, ToolOutput) and not out.is_error
+
+
+async def test_T8_the_task_required_tool_is_listed_with_tasks_on_and_not_usable_off(
+    driver: str, peer: TaskPeer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """2025-11-25 (execution.taskSupport "required"): listed with tasks on, hidden
+    with a warning off. 2026-07-28 marks no tool: the server refuses the call
+    (-32021) when the request does not declare the extension."""
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as on:
+        with anyio.fail_after(TIMEOUT):
+            assert (await on.ready(TIMEOUT)).ok
+            names_on = {t.name for t in on.tools}
+    assert peer.required in names_on
+    caplog.set_level(logging.WARNING, logger="mcpcore")
+    async with open_client(driver, "p", {"url": peer.url}) as off:
+        with anyio.fail_after(TIMEOUT):
+            assert (await off.ready(TIMEOUT)).ok
+            names_off = {t.name for t in off.tools}
+            if peer.era == "2026-07-28":
+                assert peer.required in names_off
+                with pytest.raises(McpError) as refused:
+                    await off.call(f"p/{peer.required}", _required_arguments(peer))
+                assert "-32021" in str(refused.value) or "task" in str(refused.value).lower()
+                return
+    assert peer.required not in names_off
+    assert "echo" in names_off or peer.kind == "demo"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(f"hid tool '{peer.required}'" in w for w in warnings), warnings
+
+
+@ONE_DRIVER
+async def test_T7_the_task_peers_are_installed(driver: str) -> None:
+    """The peers come from scripts/install_peers.sh: missing ones fail, never skip."""
+    from peers import task_peers_installed
+
+    assert task_peers_installed(), "run scripts/install_peers.sh"
+    sdk = ROOT / ".peers" / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+    assert json.loads(sdk.read_text())["version"] == "1.32.2"
