@@ -22,7 +22,7 @@ import pytest
 import mcpcore_anyio
 from drivers import wait_for
 from mcpcore import BackendError
-from mcpcore_demo import DemoServer
+from mcpcore_demo import DemoServer, default_tools
 from peers import everything_server, sdk_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realpeer]
@@ -31,6 +31,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "build" / "interop.json"
 BEHAVIOURS = [
     "era", "handshake", "paging", "text", "image", "audio", "embedded text", "embedded blob",
     "resource link", "structured", "isError", "progress", "cancel", "resume", "expiry", "DELETE",
+    "task",
 ]  # fmt: skip
 
 
@@ -162,10 +163,29 @@ def _has(text: str) -> Callable[[str], bool]:
     return lambda shown: text in shown
 
 
+async def task_probe(
+    probe: Probe, url: str, server: str, tool: str, arguments: dict[str, Any], expect: str
+) -> None:
+    """T7: a client with tasks on calls a task-required tool; the call follows the
+    task to its result, the server's status messages arriving as progress."""
+
+    async def task() -> None:
+        statuses: list[str | None] = []
+        async with mcpcore_anyio.McpClient(server, {"url": url}, tasks=True) as client:
+            output = await client.call(
+                f"{server}/{tool}", arguments, on_progress=lambda p, t, m: statuses.append(m)
+            )
+        assert expect in output.text, output.text
+        assert len(statuses) >= 2, statuses
+
+    await probe.check("task", task)
+
+
 async def test_interop_demo_server() -> None:
     """The bundled demo server (stateful SSE, paging, polling streams)."""
     with recording("mcpcore demo server") as probe:
-        async with DemoServer(page_size=4).serve() as running:
+        tools = default_tools(build_task_support="required")
+        async with DemoServer(page_size=4, tools=tools, task_poll_interval_ms=50).serve() as running:
             server = running.server
             async with mcpcore_anyio.McpClient("demo", {"url": running.url}) as client:
                 await common_probes(
@@ -204,6 +224,7 @@ async def test_interop_demo_server() -> None:
                     assert (await client.call("demo/echo", {"text": "again"})).text == "again"
 
                 await probe.check("expiry", expiry)
+                await task_probe(probe, running.url, "demo", "build", {"delay": 0.05}, "4 steps done")
         async with DemoServer(close_after_priming=True, retry_ms=50).serve() as polling:
             async with mcpcore_anyio.McpClient("demo", {"url": polling.url}) as client:
 
@@ -268,6 +289,7 @@ async def test_interop_sdk_server(mode: str) -> None:
 
             await probe.check("isError", is_error)
             session_id = client._engine.http.session_id  # type: ignore[union-attr]
+        probe.na("task", "the Python SDK server has no tasks")
         if modern:
             probe.na("resume", "2026-07-28 has no resumption")
             probe.na("expiry", "2026-07-28 has no session")
@@ -309,6 +331,8 @@ async def test_interop_everything_server() -> None:
             await probe.check("isError", is_error)
             session_id = client._engine.http.session_id  # type: ignore[union-attr]
         await probe.check("DELETE", lambda: _session_ended(peer.url, session_id))
+        # its experimental task tool: four stages of a second, each a status message
+        await task_probe(probe, peer.url, "ev", "simulate-research-query", {"topic": "tides"}, "tides")
         probe.na("audio", "no tool returns audio")
         probe.na("paging", "the server never pages")
         probe.na("resume", "streams are not closed early by this server")
