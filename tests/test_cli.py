@@ -258,7 +258,7 @@ def test_tables_stay_aligned_with_colour(demo_url: str, tmp_path: Path) -> None:
     tools, reason = lines[0].index("TOOLS"), lines[0].index("REASON")
     good = next(line for line in lines if line.startswith("good"))
     down = next(line for line in lines if line.startswith("down"))
-    assert good[tools : tools + 5] == "   11"  # right-aligned under TOOLS
+    assert good[tools : tools + 5] == "   12"  # right-aligned under TOOLS
     assert down[tools : tools + 5] == "    -"
     assert down[reason - 2 : reason] == "  " and down[reason] != " "
 
@@ -1040,7 +1040,7 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     }
     # E1: the demo server speaks a legacy revision (found by the probe's fallback): the
     # era's word is the API's (protocol="legacy", client.era == "legacy")
-    assert rows["good"][1:7] == ["ready", "2025-11-25", "(legacy)", "11", "2", "2"]  # F10
+    assert rows["good"][1:7] == ["ready", "2025-11-25", "(legacy)", "12", "2", "2"]  # F10
     down = next(line for line in lines if line.startswith("down")).split(None, 6)
     assert down[1] == "unavailable" and down[2] == "-" and "connection" in down[6]
     plain = next(line for line in lines if line.startswith("plain")).split(None, 6)
@@ -1057,7 +1057,7 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
         "name": "good",
         "status": "ready",
         "protocol": "2025-11-25",
-        "tools": 11,
+        "tools": 12,
         "resources": 2,
         "prompts": 2,
         "reason": None,

@@ -94,6 +94,7 @@ ARGS = {
     "echo": {"text": "hi"},
     "add": {"a": 2, "b": 3},
     "slow": {"steps": 2, "delay": 0.01},
+    "build": {"delay": 0},
 }
 EXPECTED_TEXT = {
     "echo": "hi",

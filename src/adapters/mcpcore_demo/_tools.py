@@ -164,7 +164,7 @@ _BUILD_STEPS: tuple[str, ...] = ("fetching sources", "compiling", "running tests
 
 
 async def _build(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    delay = args.get("delay", 0.5)
+    delay = args.get("delay", 0.05)
     if not _number(delay) or not 0 <= delay <= 60:
         return _error("build: 'delay' must be a number of seconds between 0 and 60")
     total = len(_BUILD_STEPS)
@@ -365,7 +365,7 @@ def default_tools(build_task_support: str = "optional") -> list[DemoTool]:
                 ),
                 "inputSchema": {
                     "type": "object",
-                    "properties": {"delay": {"type": "number", "minimum": 0, "default": 0.5}},
+                    "properties": {"delay": {"type": "number", "minimum": 0, "default": 0.05}},
                     "additionalProperties": False,
                 },
                 "execution": {"taskSupport": build_task_support},
