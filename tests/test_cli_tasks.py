@@ -191,3 +191,19 @@ def test_T8_task_usage_errors() -> None:
     assert bad.returncode == 2 and "printable" in bad.stderr
     help_text = run("task", "--help")
     assert help_text.returncode == 0 and "--cancel" in help_text.stdout
+
+
+@pytest.mark.parametrize("peer_name", ["fastmcp-tasks (2026-07-28)", "ts-sdk-1 (2025-11-25)"])
+def test_T7_the_cli_calls_a_task_required_tool_of_a_real_server_in_either_era(peer_name: str) -> None:
+    """Done-when of issue 29: a task-required tool works from the command line in both eras."""
+    from peers import fastmcp_tasks_server, ts_tasks_server
+
+    start = fastmcp_tasks_server if peer_name.startswith("fastmcp") else ts_tasks_server
+    with start() as peer:
+        listed = run("tools", peer.url)
+        assert listed.returncode == 0, listed.stderr
+        assert "required_task" in listed.stdout
+        result = run("call", peer.url, "required_task", "text=hi")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "required: hi"
+        assert "start required_task" in peer.events()
