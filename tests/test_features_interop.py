@@ -1,6 +1,7 @@
-"""Resources, templates, links, prompts, completion, instructions and logs live against
-the TypeScript SDK 2.x server, fastmcp 4.2 and server-everything (F2–F8), on every
-driver (anyio on asyncio and trio, threaded), in every era each peer speaks.
+"""Resources, templates, links, prompts, completion, instructions, logs, list changes and
+resource subscriptions live against the TypeScript SDK 2.x server, fastmcp 4.2 and
+server-everything (F2–F8), on every driver (anyio on asyncio and trio, threaded),
+in every era each peer speaks.
 
 Each test walks every row of the "Beyond tools" table of docs/interop.md
 (tests/feature_probes.py) and records the rows that held; the official Python

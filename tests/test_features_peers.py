@@ -1,5 +1,5 @@
-"""Resources, templates, prompts, completion, instructions and logs against the official
-Python SDK server (F2–F9).
+"""Resources, templates, prompts, completion, instructions, logs, list changes and
+resource subscriptions against the official Python SDK server (F2–F9).
 
 The official Python SDK 2.3 server (tests/servers/modern_sdk_server.py, which
 serves both eras on one endpoint) is read and asked for prompts by every
@@ -18,7 +18,16 @@ import anyio
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client
-from feature_probes import SDK, Changes, Heard, PeerSpec, Sent, client_options, probe_features, recording
+from feature_probes import (
+    SDK,
+    Changes,
+    Heard,
+    PeerSpec,
+    Sent,
+    client_options,
+    probe_features,
+    recording,
+)
 from mcpcore import InvalidArguments, LogMessage
 from peers import MODERN_PROTOCOL_VERSION, Peer, event_records, modern_sdk_server
 
