@@ -11,7 +11,8 @@ hand). A row a peer cannot show is in ``NOT_SHOWN`` with the reason.
 ``Sent`` is a ``headers=`` callable (V3) that counts what the client sent,
 method by method, on any peer: so "refused before sending" and "followed
 every page" are checked from the client's side of the wire, the same way for
-peers with and without an events file.
+peers with and without an events file. ``Heard`` keeps what reached the host's
+``on_resource_updated=`` and ``on_list_changed=`` hooks.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from mcpcore import (
     InvalidArguments,
     Listing,
     LogMessage,
+    NotOffered,
     Prompt,
     ReadResult,
     Resource,
@@ -40,6 +42,7 @@ from mcpcore import (
     ResourceLinkBlock,
     ResourceNotFound,
     ResourceTemplate,
+    ResourceUpdated,
     TextContents,
 )
 
@@ -69,11 +72,23 @@ FEATURES = [
     "complete a prompt argument",
     "complete a template variable",
     "logs (on_log, log_level)",
+    "a resource list change reaches on_list_changed",
+    "a prompt list change reaches on_list_changed",
+    "subscribe: an update reaches on_resource_updated, unsubscribe stops it",
 ]
+LIST_CHANGED = {"resources": FEATURES[-3], "prompts": FEATURES[-2]}  # by on_list_changed's ``what``
+SUBSCRIBE = FEATURES[-1]
 
 NOT_SHOWN: dict[tuple[str, str], str] = {
     (TS, "resources over several pages"): "the server never pages",
     (EVERYTHING, "resources over several pages"): "the server never pages",
+    (FASTMCP, SUBSCRIBE): "fastmcp 4.2 has no resource subscriptions: no resources.subscribe declared",
+    (EVERYTHING, LIST_CHANGED["prompts"]): "its prompts never change",
+}
+# A row a peer shows in one era only: the other era, and why.
+NOT_SHOWN_IN: dict[tuple[str, str], str] = {
+    (TS, SUBSCRIBE): "handshake era n/a (served statelessly: no session, no GET stream to carry an update; "
+    "no resources.subscribe declared)",
 }
 
 
@@ -87,6 +102,32 @@ class Sent:
     def __call__(self, method: str | None, server: str) -> Mapping[str, str]:
         self.methods[method] += 1
         return {}
+
+
+class Heard:
+    """What reached the host's ``on_resource_updated=`` and ``on_list_changed=`` hooks."""
+
+    def __init__(self) -> None:
+        self.updates: list[ResourceUpdated] = []
+        self.changes: list[tuple[str, str]] = []
+
+    def list_changed(self, server: str, what: str) -> None:
+        self.changes.append((server, what))
+
+
+@dataclass(frozen=True)
+class Changes:
+    """How a peer is made to announce changes, for the last three rows of FEATURES."""
+
+    # a tool call (name, arguments) after which the server announces these lists changed;
+    # each call is new (a peer may need a fresh name each time)
+    change_lists: Callable[[], tuple[str, dict[str, Any]]]
+    lists: frozenset[str]  # "resources", "prompts"
+    uri: str | None = None  # a resource to subscribe to; None: the peer offers no subscriptions
+    subscribe_eras: frozenset[str] | None = None  # the eras it offers them in (None: every era)
+    # tool calls after which the server announces an update of uri to its subscribers
+    touch: tuple[tuple[str, dict[str, Any]], ...] = ()
+    quiet: tuple[tuple[str, dict[str, Any]], ...] = ()  # calls that stop any further updates
 
 
 @dataclass
@@ -145,6 +186,7 @@ class PeerSpec:
     log_tool: tuple[str, dict[str, Any]]  # a tool that makes the server log
     missing: str  # a URI the server has no resource at
     min_pages: int = 1  # resources/list requests a full listing takes at least
+    changes: Changes | None = None  # how the peer announces changes (None: not probed)
 
 
 async def probe_features(
@@ -153,10 +195,11 @@ async def probe_features(
     record: FeatureRecord,
     sent: Sent,
     logs: list[LogMessage] | None,
+    heard: Heard,
 ) -> None:
     """Every row of FEATURES against the peer behind ``face`` (opened with
-    ``headers=sent``, and ``on_log=logs.append, log_level="debug"`` unless ``logs``
-    is None: the peer cannot log in this mode)."""
+    ``client_options(sent, logs, heard)``: ``on_log`` unless ``logs`` is None, the
+    peer cannot log in this mode)."""
     client = face.client
 
     async def run(name: str, *args: Any) -> Any:
@@ -250,10 +293,68 @@ async def probe_features(
             assert all(isinstance(m, LogMessage) and m.server == spec.name for m in logs)
             record.ok("logs (on_log, log_level)")
 
+        if spec.changes is not None:
+            await probe_changes(face, spec, record, sent, heard)
 
-def client_options(sent: Sent, logs: list[LogMessage] | None) -> dict[str, Callable[..., Any] | str]:
+
+async def probe_changes(face: Face, spec: PeerSpec, record: FeatureRecord, sent: Sent, heard: Heard) -> None:
+    """F2, F5: a list change reaches ``on_list_changed``; an update of a subscribed
+    resource reaches ``on_resource_updated``, and none after unsubscribing. A list
+    change is also the fence: the server announces it after where an update would
+    have been, on the same stream, so once it is here no update is on its way."""
+    changes = spec.changes
+    assert changes is not None
+    client = face.client
+
+    async def call(tool: str, arguments: dict[str, Any]) -> None:
+        await face.call(f"{spec.name}/{tool}", arguments)
+
+    async def lists_change() -> None:
+        before = len(heard.changes)
+        await call(*changes.change_lists())
+        wanted = {(spec.name, what) for what in changes.lists}
+        await wait_for(lambda: wanted <= set(heard.changes[before:]), 15)
+
+    offered = changes.uri is not None and (changes.subscribe_eras is None or record.era in changes.subscribe_eras)
+    uri = changes.uri or spec.text[0]
+    if not offered:  # the reason the table gives: the server does not declare resources.subscribe
+        with pytest.raises(NotOffered, match=r"resources\.subscribe"):
+            await face._run(client.subscribe_resource, uri)
+    if offered:
+        if record.era == "2025-11-25":  # a handshake-era server sends updates on the GET stream
+            await wait_for(lambda: sent.methods[None] > 0, 10)
+        await face._run(client.subscribe_resource, uri)
+        for touch in changes.touch:
+            await call(*touch)
+        await wait_for(lambda: bool(heard.updates), 15)
+        assert {(u.server, u.uri) for u in heard.updates} == {(spec.name, uri)}, heard.updates
+        assert all(isinstance(u, ResourceUpdated) for u in heard.updates)
+        for quiet in changes.quiet:
+            await call(*quiet)
+    await lists_change()  # every update announced before it has arrived
+    for what in sorted(changes.lists):
+        record.ok(LIST_CHANGED[what])
+    if offered:
+        updates = len(heard.updates)
+        await face._run(client.unsubscribe_resource, uri)
+        for touch in changes.touch:
+            await call(*touch)
+        await lists_change()
+        for quiet in changes.quiet:
+            await call(*quiet)
+        assert len(heard.updates) == updates, heard.updates[updates:]
+        record.ok(SUBSCRIBE)
+
+
+def client_options(
+    sent: Sent, logs: list[LogMessage] | None, heard: Heard
+) -> dict[str, Callable[..., Any] | str]:
     """The options ``probe_features`` needs the client opened with."""
-    options: dict[str, Callable[..., Any] | str] = {"headers": sent}
+    options: dict[str, Callable[..., Any] | str] = {
+        "headers": sent,
+        "on_resource_updated": heard.updates.append,
+        "on_list_changed": heard.list_changed,
+    }
     if logs is not None:
         options.update(on_log=logs.append, log_level="debug")
     return options

@@ -1,5 +1,5 @@
-"""Resources, templates, prompts, completion, instructions and logs against the official
-Python SDK server (F2–F9).
+"""Resources, templates, prompts, completion, instructions, logs, list changes and
+resource subscriptions against the official Python SDK server (F2–F9).
 
 The official Python SDK 2.3 server (tests/servers/modern_sdk_server.py, which
 serves both eras on one endpoint) is read and asked for prompts by every
@@ -18,7 +18,16 @@ import anyio
 import pytest
 
 from drivers import DRIVERS, backend_of, open_client
-from feature_probes import SDK, PeerSpec, Sent, client_options, probe_features, recording
+from feature_probes import (
+    SDK,
+    Changes,
+    Heard,
+    PeerSpec,
+    Sent,
+    client_options,
+    probe_features,
+    recording,
+)
 from mcpcore import InvalidArguments, LogMessage
 from peers import MODERN_PROTOCOL_VERSION, Peer, event_records, modern_sdk_server
 
@@ -55,6 +64,12 @@ SDK_SPEC = PeerSpec(
     log_tool=("shout", {"text": "hello log"}),
     missing="peer://nowhere",
     min_pages=2,  # two resources, one a page
+    changes=Changes(
+        change_lists=lambda: ("change_lists", {}),
+        lists=frozenset({"resources", "prompts"}),
+        uri="peer://greeting",
+        touch=(("touch", {"uri": "peer://greeting"}),),
+    ),
 )
 
 
@@ -68,11 +83,11 @@ async def test_F2_F3_F4_F5_F6_F7_F8_F9_every_feature_row_on_every_driver_in_both
     the cache hints (F9), a refused prompt never reaching the server."""
     json_answers, server = peer
     # F8: a JSON reply carries only the result, no log message (as progress)
-    sent, logs = Sent(), None if json_answers else list[LogMessage]()
-    options = client_options(sent, logs)
+    sent, logs, heard = Sent(), None if json_answers else list[LogMessage](), Heard()
+    options = client_options(sent, logs, heard)
     with recording(SDK, driver) as record:
         async with open_client(driver, "peer", {"url": server.url}, protocol=protocol, **options) as face:
-            await probe_features(face, SDK_SPEC, record, sent, logs)
+            await probe_features(face, SDK_SPEC, record, sent, logs, heard)
             client = face.client
 
             async def run(name: str, *args: Any) -> Any:

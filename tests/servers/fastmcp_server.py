@@ -14,6 +14,10 @@ Resources (F2-F8): ``fast://greeting`` (text), ``fast://blob`` (16 bytes,
 ``fast://items/{item}``; a prompt ``review(code, language="python")`` whose
 second message embeds ``fast://greeting``; completion of ``review``'s
 ``language`` and of the template's ``item``; instructions.
+``change_lists()`` announces that the resource and prompt lists changed, on
+the call's own stream (fastmcp's ``ctx.send_notification``, the way its own
+visibility rules announce changes, in both eras). fastmcp 4.2 has no resource
+subscriptions: it declares no ``resources.subscribe``.
 
 Also:
 ``pick(repo)``: asks the person which branch (a form: ``branch``, an enum, and
@@ -209,6 +213,14 @@ async def signin(service: str, ctx: Context) -> str | InputRequiredResult:
     if action != "accept":
         return f"{service}: {action}"
     return f"{service}: signed in ({state})"
+
+
+@server.tool
+async def change_lists(ctx: Context) -> str:
+    """Announce that the resource and prompt lists changed."""
+    await ctx.send_notification(mcp_types.ResourceListChangedNotification())
+    await ctx.send_notification(mcp_types.PromptListChangedNotification())
+    return "changed"
 
 
 if __name__ == "__main__":

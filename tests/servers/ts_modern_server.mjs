@@ -54,12 +54,24 @@
 // resource_link to ts://items/<name>; shout(text), which logs `text` at info
 // (the server declares `logging`) before answering.
 //
+// Subscriptions and list changes (F2, F5): at 2026-07-28 the server declares
+// resources.subscribe and listChanged for resources and prompts, and the SDK's
+// listen router honours `resourceSubscriptions` on subscriptions/listen;
+// touch(uri) publishes notifications/resources/updated for `uri` to the listen
+// streams that asked for it (handler.notify.resourceUpdated). change_lists()
+// publishes resources and prompts list_changed to listen streams and, in the
+// handshake era, sends both on the call's own stream (a stateless legacy
+// request has no other way out). The handshake era (stateless in --mode dual)
+// declares no resources.subscribe: with no session and no GET stream there is
+// nowhere to send an update.
+//
 // --events-file receives the same lines as tests/servers/modern_sdk_server.py:
 // `request <method>` / `notification <method>` / `get` / `delete`,
 // `http {json}`, `closed <method>`, `done {json}`, and `call <tool>`,
 // `progress slow <i>`, `finished slow`, `cancelled slow`, `ask confirm`,
 // `tool-added <name>`, `tool-removed <name>`, `notified tools/list_changed`,
-// `call link`, `call shout`, `read greeting`, `read blob`, `get review`.
+// `call link`, `call shout`, `read greeting`, `read blob`, `get review`,
+// `call touch <uri>`, `call change_lists`.
 
 import { appendFileSync } from 'node:fs';
 import http from 'node:http';
@@ -257,12 +269,43 @@ function registerFeatures(server) {
     });
 }
 
-function buildServer() {
+function registerChanges(server, era) {
+    server.registerTool(
+        'touch',
+        { description: 'Announce that the resource at `uri` changed (to listen streams subscribed to it).', inputSchema: z.object({ uri: z.string() }) },
+        async ({ uri }) => {
+            record(`call touch ${uri}`);
+            handler.notify.resourceUpdated(uri);
+            return text(`touched ${uri}`);
+        }
+    );
+    server.registerTool('change_lists', { description: 'Announce that the resource and prompt lists changed.', inputSchema: z.object({}) }, async (_args, ctx) => {
+        record('call change_lists');
+        handler.notify.resourcesChanged();
+        handler.notify.promptsChanged();
+        if (era === 'legacy') {
+            await ctx.mcpReq.notify({ method: 'notifications/resources/list_changed' });
+            await ctx.mcpReq.notify({ method: 'notifications/prompts/list_changed' });
+        }
+        return text('changed');
+    });
+}
+
+function buildServer(era = 'modern') {
     const server = new McpServer(
         { name: 'mcpcore-ts-modern-server', version: sdkVersion },
-        { capabilities: { tools: { listChanged: true }, logging: {} }, instructions: 'mcpcore test peer (TypeScript SDK v2)' }
+        {
+            capabilities: {
+                tools: { listChanged: true },
+                logging: {},
+                resources: { subscribe: era === 'modern', listChanged: true },
+                prompts: { listChanged: true }
+            },
+            instructions: 'mcpcore test peer (TypeScript SDK v2)'
+        }
     );
     registerFeatures(server);
+    registerChanges(server, era);
 
     server.registerTool('echo', { description: 'Echo the text back.', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => {
         record('call echo');
@@ -433,7 +476,7 @@ function buildServer() {
         { description: 'Register a new tool `name(text)` and announce tools/list_changed.', inputSchema: z.object({ name: z.string() }) },
         async ({ name }) => {
             record('call add_tool');
-            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'signin', 'visit', 'gated', 'add_tool', 'remove_tool', 'link', 'shout'].includes(name)) {
+            if (dynamicTools.has(name) || ['echo', 'add', 'slow', 'regional', 'confirm', 'signin', 'visit', 'gated', 'add_tool', 'remove_tool', 'link', 'shout', 'touch', 'change_lists'].includes(name)) {
                 return { ...text(`tool '${name}' already exists`), isError: true };
             }
             dynamicTools.add(name);
@@ -470,7 +513,7 @@ function buildServer() {
     return server;
 }
 
-handler = createMcpHandler(() => buildServer(), {
+handler = createMcpHandler(ctx => buildServer(ctx.era), {
     legacy: args.mode === 'dual' ? 'stateless' : 'reject',
     responseMode: args.responseMode,
     onerror: err => process.stderr.write(`ts_modern_server: ${err?.stack ?? err}\n`)
@@ -496,7 +539,7 @@ async function statefulLegacy(request) {
         onsessioninitialized: id => legacySessions.set(id, transport),
         onsessionclosed: id => legacySessions.delete(id)
     });
-    await buildServer().connect(transport);
+    await buildServer('legacy').connect(transport);
     return transport.handleRequest(request);
 }
 
