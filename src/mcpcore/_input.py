@@ -35,10 +35,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
-from ._errors import McpError, RemoteProtocolError
+from ._errors import LocalProtocolError, McpError, RemoteProtocolError
 from ._escape import excerpt
 from ._events import ElicitationCompleted, RequestSucceeded
-from ._jsonrpc import ErrorResponse, Notification, Request, Result
+from ._jsonrpc import ErrorResponse, Notification, Request, Result, encode_message
 from ._modern import answer_input_requests
 
 if TYPE_CHECKING:
@@ -728,16 +728,30 @@ class InputDesk:
 
     def _check(self, held: _Attempt, value: object) -> dict[str, Any]:
         """The wire answer a hook's value makes; ``InputError`` when it cannot."""
+        answer: dict[str, Any]
         if held.hook == "roots":
             from ._roots import check_roots
 
-            return {"roots": list(check_roots(value, hook=True))}
-        if held.hook == "sample":
+            answer = {"roots": list(check_roots(value, hook=True))}
+        elif held.hook == "sample":
             from ._roots import check_sample
 
-            return check_sample(value)
-        assert isinstance(held.question, Elicitation)
-        return check_answer(held.question, value, apply_defaults=self.options.apply_defaults)
+            answer = check_sample(value)
+        else:
+            assert isinstance(held.question, Elicitation)
+            answer = check_answer(held.question, value, apply_defaults=self.options.apply_defaults)
+        try:
+            # A value JSON cannot carry (NaN, a set, any object) in a field the form
+            # does not type, or in a sample's content, would otherwise raise later,
+            # out of the engine, when the answer or the next round is encoded.
+            encode_message(Result(id=0, result=answer))
+        except LocalProtocolError:
+            raise InputError(
+                f"the {held.hook} hook's answer holds a value JSON cannot carry",
+                hook=held.hook,
+                outcome="unusable",
+            ) from None
+        return answer
 
     # --- answers in ---------------------------------------------------------------
 

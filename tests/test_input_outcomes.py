@@ -1,0 +1,87 @@
+"""Every answer an input hook can give has a defined outcome (Q5, D2), found by the
+state machines and the fuzz harness of issue 28 and kept here as regressions.
+
+An ``elicit`` hook that accepts a value JSON cannot carry (NaN, a set, any
+object) in a field the server's form leaves untyped, or a ``sample`` hook whose
+content holds one, used to make the engine raise ``LocalProtocolError`` out of
+``hook_answered`` when the answer (handshake era) or the next round (2026-07-28)
+was encoded. Now such an answer is ``unusable``: it fails only its own call
+with ``InputError``, and the handshake era's server gets a JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpcore import CallFailed, ElicitResult, InputError, SampleResult
+from test_elicitation import Elicits, calls, modern_call, offering, outcome
+
+UNTYPED = {"type": "object", "properties": {"free": {}, "loose": True}}
+QUESTION = {"method": "elicitation/create", "params": {"message": "m", "requestedSchema": UNTYPED}}
+SAMPLING = {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}
+
+UNCARRIABLE: list[Any] = [
+    ElicitResult.accept({"free": float("nan")}),
+    ElicitResult.accept({"free": float("inf")}),
+    ElicitResult.accept({"loose": {1, 2}}),
+    ElicitResult.accept({"loose": object()}),
+]
+UNCARRIABLE_SAMPLES: list[Any] = [
+    SampleResult(model="m", content={"type": "text", "text": float("nan")}),
+    SampleResult(model="m", content={"type": "text", "text": {"a", "b"}}),
+]
+
+
+def _unusable(ended: Any) -> None:
+    assert isinstance(ended, CallFailed), ended
+    assert isinstance(ended.error, InputError) and ended.error.outcome == "unusable"
+    assert "JSON" in str(ended.error)
+
+
+@pytest.mark.parametrize("answer", UNCARRIABLE, ids=["nan", "inf", "set", "object"])
+def test_Q5_D2_a_handshake_answer_json_cannot_carry_fails_only_its_call(answer: ElicitResult) -> None:
+    peer = Elicits(question=QUESTION)
+    call_id, ask = peer.call()
+    assert ask is not None
+    peer.link.engine.hook_answered(ask.attempt, answer, peer.link.now)  # raised before
+    _unusable(outcome(peer.link, call_id))
+    [sent] = peer.answers()
+    assert sent["error"]["code"] == -32603 and "result" not in sent
+
+
+@pytest.mark.parametrize("answer", UNCARRIABLE_SAMPLES, ids=["nan", "set"])
+def test_Q5_D2_a_handshake_sample_json_cannot_carry_fails_only_its_call(answer: SampleResult) -> None:
+    import dataclasses
+
+    from mcpcore import InputOptions
+
+    peer = Elicits(
+        link_options=dataclasses.replace(offering(), input=InputOptions(sampling=True)),
+        question=SAMPLING,
+    )
+    call_id, ask = peer.call()
+    assert ask is not None and ask.hook == "sample"
+    peer.link.engine.hook_answered(ask.attempt, answer, peer.link.now)
+    _unusable(outcome(peer.link, call_id))
+    [sent] = peer.answers()
+    assert sent["error"]["code"] == -32603
+
+
+@pytest.mark.parametrize("answer", UNCARRIABLE, ids=["nan", "inf", "set", "object"])
+def test_Q5_D2_a_modern_round_answer_json_cannot_carry_fails_the_call_unsent(answer: ElicitResult) -> None:
+    link, server, call_id = modern_call([{"resultType": "input_required", "inputRequests": {"q": QUESTION}}])
+    [ask] = link.engine.take_input()
+    link.engine.hook_answered(ask.attempt, answer, link.now)  # raised before
+    _unusable(outcome(link, call_id))
+    assert len(calls(server)) == 1  # no next round went out
+
+
+def test_Q5_D2_a_modern_sample_json_cannot_carry_fails_the_call_unsent() -> None:
+    rounds = [{"resultType": "input_required", "inputRequests": {"s": SAMPLING}}]
+    link, server, call_id = modern_call(rounds, sampling=True)
+    [ask] = link.engine.take_input()
+    link.engine.hook_answered(ask.attempt, UNCARRIABLE_SAMPLES[1], link.now)
+    _unusable(outcome(link, call_id))
+    assert len(calls(server)) == 1
