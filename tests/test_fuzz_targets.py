@@ -32,7 +32,7 @@ OAUTH_TARGETS = [
     "oauth_challenge",
     "oauth_callback",
 ]
-TARGETS = ["sse", "jsonrpc", "http", "session", "config", *OAUTH_TARGETS]
+TARGETS = ["sse", "jsonrpc", "http", "session", "input", "config", *OAUTH_TARGETS]
 
 if str(FUZZ) not in sys.path:
     sys.path.insert(0, str(FUZZ))
@@ -177,7 +177,7 @@ def mutated_seed(draw: Any, target: str) -> bytes:
     return bytes(seed)
 
 
-@pytest.mark.parametrize("target", ["http", "session", "sse", "config", *OAUTH_TARGETS])
+@pytest.mark.parametrize("target", ["http", "session", "input", "sse", "config", *OAUTH_TARGETS])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_real_exchanges(target: str, data: st.DataObject) -> None:

@@ -85,3 +85,48 @@ def test_Q5_D2_a_modern_sample_json_cannot_carry_fails_the_call_unsent() -> None
     link.engine.hook_answered(ask.attempt, UNCARRIABLE_SAMPLES[1], link.now)
     _unusable(outcome(link, call_id))
     assert len(calls(server)) == 1
+
+
+# --- a SampleResult of the wrong types (found by fuzz/fuzz_input.py) ------------------------
+# A sample hook that answered SampleResult(content=True) (or a list, a number) made
+# check_sample raise TypeError/ValueError out of hook_answered. A SampleResult now
+# checks its fields when built (the hook raises, like ElicitResult's), and one whose
+# fields were bent afterwards is unusable.
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"content": True}, {"content": [["type", "text"]]}, {"text": 7}, {"text": "t", "stop_reason": 3}],
+    ids=["content-bool", "content-pairs", "text-int", "stop-int"],
+)
+def test_Q3_a_sample_result_of_the_wrong_types_is_refused_when_built(fields: dict[str, Any]) -> None:
+    with pytest.raises(TypeError):
+        SampleResult(model="m", **fields)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("content", True), ("content", [["type", "text"]]), ("text", 7), ("stop_reason", 3)],
+    ids=["content-bool", "content-pairs", "text-int", "stop-int"],
+)
+def test_Q3_D2_a_bent_sample_result_fails_only_its_call(field: str, value: object) -> None:
+    import dataclasses
+
+    from mcpcore import InputOptions
+
+    peer = Elicits(
+        link_options=dataclasses.replace(offering(), input=InputOptions(sampling=True)),
+        question=SAMPLING,
+    )
+    call_id, ask = peer.call()
+    assert ask is not None
+    answer = SampleResult(model="m", text="t")
+    if field == "content":
+        object.__setattr__(answer, "text", None)
+    object.__setattr__(answer, field, value)
+    peer.link.engine.hook_answered(ask.attempt, answer, peer.link.now)  # raised before
+    ended = outcome(peer.link, call_id)
+    assert isinstance(ended, CallFailed) and isinstance(ended.error, InputError)
+    assert ended.error.outcome == "unusable"
+    [sent] = peer.answers()
+    assert sent["error"]["code"] == -32603

@@ -241,6 +241,12 @@ class SampleResult:
     def __post_init__(self) -> None:
         if (self.text is None) == (self.content is None):
             raise ValueError("a SampleResult has text or content, one of the two")
+        if self.text is not None and not isinstance(self.text, str):
+            raise TypeError("a SampleResult's text is a string")
+        if self.content is not None and not isinstance(self.content, Mapping):
+            raise TypeError("a SampleResult's content is a mapping (one content block)")
+        if self.stop_reason is not None and not isinstance(self.stop_reason, str):
+            raise TypeError("a SampleResult's stop_reason is a string or None")
 
 
 class UrlElicitationRequired(McpError):

@@ -82,9 +82,20 @@ def check_sample(answer: object) -> dict[str, Any]:
             hook="sample",
             outcome="unusable",
         )
-    content = (
-        {"type": "text", "text": answer.text} if answer.content is None else dict(answer.content)
-    )
+    # SampleResult checks its fields when built; a subclass or a patched instance
+    # may still carry anything, which must fail only the call, not the engine.
+    text, block, stop = answer.text, answer.content, answer.stop_reason
+    if (
+        (block is None and not isinstance(text, str))
+        or (block is not None and not isinstance(block, Mapping))
+        or (stop is not None and not isinstance(stop, str))
+    ):
+        raise InputError(
+            "the sample hook's SampleResult holds a field of the wrong type",
+            hook="sample",
+            outcome="unusable",
+        )
+    content = {"type": "text", "text": text} if block is None else dict(block)
     if not isinstance(content.get("type"), str) or not isinstance(answer.model, str):
         raise InputError(
             "the sample hook's content has no type, or its model is not a string",
@@ -92,6 +103,6 @@ def check_sample(answer: object) -> dict[str, Any]:
             outcome="unusable",
         )
     wire: dict[str, Any] = {"role": "assistant", "content": content, "model": answer.model}
-    if answer.stop_reason is not None:
-        wire["stopReason"] = excerpt(answer.stop_reason, 100)
+    if stop is not None:
+        wire["stopReason"] = excerpt(stop, 100)
     return wire
