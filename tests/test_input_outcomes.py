@@ -7,6 +7,10 @@ content holds one, used to make the engine raise ``LocalProtocolError`` out of
 ``hook_answered`` when the answer (handshake era) or the next round (2026-07-28)
 was encoded. Now such an answer is ``unusable``: it fails only its own call
 with ``InputError``, and the handshake era's server gets a JSON-RPC error.
+
+Also here: a ``SampleResult`` of the wrong types (found by ``fuzz/fuzz_input.py``),
+and time limits that are infinite (which left an attempt without a finite
+deadline, against the state machines' invariant).
 """
 
 from __future__ import annotations
@@ -130,3 +134,31 @@ def test_Q3_D2_a_bent_sample_result_fails_only_its_call(field: str, value: objec
     assert ended.error.outcome == "unusable"
     [sent] = peer.answers()
     assert sent["error"]["code"] == -32603
+
+
+# --- an infinite time limit (found by the state machines' finite-deadline invariant) ---------
+# positive_seconds took inf: with input_timeout=inf a question on the GET stream (no
+# call deadline above it) was never settled, next_deadline() was inf, and the
+# threaded driver's timer (Condition.wait(inf)) raised OverflowError.
+
+
+@pytest.mark.parametrize("option", ["input_timeout", "call_timeout", "startup_timeout", "call_timeout_max"])
+@pytest.mark.parametrize("bad", [float("inf"), 10**400], ids=["inf", "huge-int"])
+def test_D2_K2_an_infinite_time_limit_is_refused_naming_it(option: str, bad: object) -> None:
+    from mcpcore import InvalidValue, RemoteServer
+    from mcpcore._setup import prepare_client
+
+    remote = RemoteServer(name="r", url="https://a.example/mcp")
+    with pytest.raises(InvalidValue, match=f"^{option} must be a positive number of seconds"):
+        prepare_client("r", remote, {option: bad}, env={}, home="/h")  # type: ignore[misc]
+
+
+def test_D2_K2_a_call_with_an_infinite_timeout_is_refused_and_nothing_is_sent() -> None:
+    from mcpcore import InvalidValue
+
+    peer = Elicits()
+    link = peer.link
+    link.pump()
+    with pytest.raises(InvalidValue, match="a call timeout must be a positive number of seconds"):
+        link.engine.call("srv/echo", {}, link.now, timeout=float("inf"))
+    assert link.engine.take_actions() == [] and link.engine.next_deadline() is None

@@ -775,14 +775,18 @@ def timeout_error(pending: Pending) -> CallTimeout:
 
 def positive_seconds(value: object, what: str = "a call timeout") -> float:
     """A caller's time limit as a float; ``InvalidValue`` naming ``what`` when it is
-    not a positive number of seconds (zero, negative, NaN, a string, a bool)."""
+    not a positive number of seconds (zero, negative, NaN, infinite, a string, a bool).
+
+    An infinite limit is no limit: whatever waits under it (a call, a question for
+    the person on the GET stream) would never end, ``next_deadline()`` would be
+    ``inf``, and a driver's timer cannot sleep that long (D2, K2)."""
     seconds = math.nan
     if not isinstance(value, (str, bytes, bool)):
         try:
             seconds = float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             pass
-    if seconds > 0:
+    if seconds > 0 and math.isfinite(seconds):
         return seconds
     shown = repr(value) if isinstance(value, (int, float)) else f"a {type(value).__name__}"
     raise InvalidValue(f"{what} must be a positive number of seconds, not {shown}")
