@@ -162,3 +162,46 @@ def test_D2_K2_a_call_with_an_infinite_timeout_is_refused_and_nothing_is_sent() 
     with pytest.raises(InvalidValue, match="a call timeout must be a positive number of seconds"):
         link.engine.call("srv/echo", {}, link.now, timeout=float("inf"))
     assert link.engine.take_actions() == [] and link.engine.next_deadline() is None
+
+
+# --- a question of a session the server forgot (found by the engine state machine) -------------
+# H6: after a 404 the client sets up a new session; a hook that answered a question
+# of the old one later had its answer POSTed to the new session (which never asked),
+# and a hook that failed then failed the call on the old stream. The questions of a
+# forgotten session are now void: a later report changes nothing.
+
+
+@pytest.mark.parametrize("how", ["answer", "raise"])
+def test_H6_D2_a_hook_report_for_a_forgotten_session_changes_nothing(how: str) -> None:
+    from fake_peer import FakeServer, Reply, Seen, connect, sse
+    from mcpcore import CallSucceeded, HookFailure
+
+    server = FakeServer()
+    asked: list[int] = []
+
+    def first_call_asks(seen: Seen) -> Reply | None:
+        message = seen.message
+        if message and message.get("method") == "tools/call" and not asked:
+            asked.append(message["id"])
+            body = sse({"jsonrpc": "2.0", "id": "q1", **QUESTION})
+            return Reply(200, [(b"content-type", b"text/event-stream")], [body], finish="stall")
+        return None
+
+    server.hook = first_call_asks
+    link = connect(server, options=offering(), listen=False)
+    first = link.engine.call("srv/echo", {}, link.now)
+    link.pump()
+    [ask] = link.engine.take_input()
+    server.sessions.clear()  # the server forgets the session
+    second = link.engine.call("srv/echo", {}, link.now)  # 404, a new session, sent again
+    link.pump()
+    assert isinstance(outcome(link, second), CallSucceeded)
+    assert len(server.requests("initialize")) == 2
+    if how == "answer":
+        link.engine.hook_answered(ask.attempt, ElicitResult.accept({"free": "x"}), link.now)
+    else:
+        link.engine.hook_failed(ask.attempt, HookFailure.RAISED, link.now)
+    link.pump()
+    assert [s for s in server.seen if s.message and s.message.get("id") == "q1"] == []
+    assert outcome(link, first) is None  # the first call is not failed by it
+    assert link.engine.session.input.idle

@@ -882,6 +882,16 @@ class InputDesk:
 
                 round_.pending.on_failed(round_.pending, timeout_error(round_.pending), now)
 
+    def session_expired(self) -> None:
+        """H6: the server forgot the session whose requests the handshake era's questions
+        were: they are void. Their hooks' later reports change nothing, and no answer
+        goes to the next session (which never asked; a failure would otherwise also
+        fail a call resent there)."""
+        for number, held in list(self._attempts.items()):
+            if held.request is not None:
+                del self._attempts[number]
+                _log.debug("%s forgot input hook attempt %d (session ended)", self._s.tag, number)
+
     def cancel(self, call_id: int) -> bool:
         """A call waiting for the person is abandoned: its questions are forgotten
         (at 2026-07-28 its stream is already closed: nothing to tell the server)."""

@@ -469,6 +469,8 @@ class ClientSession:
 
     def session_expired(self, resend: list[Request], now: float) -> None:
         """H6: the server forgot our session. Set up a new one, then resend ``resend``."""
+        if self.state is not SessionState.CLOSED:
+            self.input.session_expired()  # its questions for the person are void
         if self.state in (SessionState.CONNECTING, SessionState.LISTING):
             # During start-up an expiry is just a failed attempt.
             self.handshake.fail_start(
