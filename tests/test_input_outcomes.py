@@ -205,3 +205,49 @@ def test_H6_D2_a_hook_report_for_a_forgotten_session_changes_nothing(how: str) -
     assert [s for s in server.seen if s.message and s.message.get("id") == "q1"] == []
     assert outcome(link, first) is None  # the first call is not failed by it
     assert link.engine.session.input.idle
+
+
+# --- two calls that paused alike (found by the modern state machine) ----------------------------
+# Q4: a continuation's id was a digest of its content only, so two calls that paused
+# with the same tool, arguments, questions and state (a stateless server) had the same
+# id: once one was resumed, the other was refused as "resumed already". Each pause now
+# names its call, so each continuation resumes once.
+
+
+def test_Q4_two_calls_that_paused_alike_each_resume_once() -> None:
+    import json as _json
+
+    from fake_peer import Reply
+    from mcpcore import InputRequired, InvalidState, RequestSucceeded
+    from test_modern import JSON, ModernFake, link_to, rpc
+
+    form = {"message": "which?", "requestedSchema": {"type": "object", "properties": {"b": {"type": "string"}}}}
+    asked = {"resultType": "input_required", "inputRequests": {"q": {"method": "elicitation/create", "params": form}}}
+    server = ModernFake()
+
+    def reply(message: dict[str, Any]) -> Reply:
+        result = asked if "inputResponses" not in message["params"] else {"content": []}
+        return Reply(200, JSON, [_json.dumps(rpc(message["id"], result)).encode()])
+
+    server.call_reply = reply
+    link = link_to(server)
+    first = link.engine.call("srv/echo", {"a": 1}, link.now, on_input="return")
+    second = link.engine.call("srv/echo", {"a": 1}, link.now, on_input="return")
+    link.pump()
+    paused = []
+    for call_id in (first, second):
+        ended = outcome(link, call_id)
+        assert isinstance(ended, RequestSucceeded) and isinstance(ended.value, InputRequired)
+        paused.append(ended.value.continuation)
+    assert paused[0].id != paused[1].id
+    for continuation in paused:
+        resumed = link.engine.resume(continuation, {"q": ElicitResult.decline()}, link.now)
+        link.pump()
+        assert outcome(link, resumed) is not None
+        with pytest.raises(InvalidState, match="resumed already"):
+            link.engine.resume(continuation, {"q": ElicitResult.decline()}, link.now)
+    # the pause survives the continuation's JSON form
+    from mcpcore import Continuation
+
+    back = Continuation.from_json(paused[1].to_json())
+    assert back == paused[1] and back.id == paused[1].id

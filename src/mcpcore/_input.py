@@ -620,7 +620,11 @@ class InputDesk:
         ends here with an ``InputRequired`` when the round asks the person (Q4)."""
         if requests is not None and not isinstance(requests, Mapping):
             raise RemoteProtocolError("the server's inputRequests is not a JSON object")
-        if pending.call_id in self.pausing and requests and self._pause(pending, requests, state):
+        if (
+            pending.call_id in self.pausing
+            and requests
+            and self._pause(pending, requests, state, now)
+        ):
             return
         if not self.options.offered:
             extra: dict[str, Any] = {}
@@ -694,7 +698,9 @@ class InputDesk:
         """What a call that may pause declares: form elicitation at least (Q4)."""
         return self._s.tasks.declare(client_capabilities(replace(self.options, elicit_form=True)))
 
-    def _pause(self, pending: Pending, requests: Mapping[str, Any], state: str | None) -> bool:
+    def _pause(
+        self, pending: Pending, requests: Mapping[str, Any], state: str | None, now: float
+    ) -> bool:
         from ._resume import paused_call
 
         for ask in requests.values():
@@ -715,6 +721,8 @@ class InputDesk:
             task_id=(pending.extra or {}).get("taskId")
             if pending.kind.method == "tasks/get"
             else None,
+            # two calls that paused alike stay two continuations, each resumable once
+            pause=f"{pending.call_id}@{now!r}",
         )
         if paused is None:
             return False

@@ -54,7 +54,9 @@ class Continuation:
     ``request_state`` the server's opaque state, echoed byte for byte;
     ``input_requests`` the questions as the server sent them; ``rounds`` how
     many rounds of input the call took so far; ``endpoint`` a digest of the
-    server's URL. ``id`` names this continuation (a digest of all of it).
+    server's URL; ``pause`` which pause of which call this is (the client's call
+    id and the time it paused), so that two calls that paused alike are still two
+    continuations. ``id`` names this continuation (a digest of all of it).
     """
 
     endpoint: str
@@ -65,6 +67,7 @@ class Continuation:
     rounds: int
     # T7: the task that waits for the answers (they go with tasks/update), if any.
     task_id: str | None = None
+    pause: str = ""
 
     @property
     def id(self) -> str:
@@ -81,6 +84,7 @@ class Continuation:
                 "inputRequests": self.input_requests,
                 "rounds": self.rounds,
                 **({"taskId": self.task_id} if self.task_id is not None else {}),
+                **({"pause": self.pause} if self.pause else {}),
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -99,10 +103,11 @@ class Continuation:
         if not isinstance(data, dict) or data.get("mcpcoreContinuation") != _FORMAT:
             raise InvalidValue("the text is not a continuation this client wrote")
         endpoint, tool, params = data.get("endpoint"), data.get("tool"), data.get("params")
-        state, requests, rounds = (
+        state, requests, rounds, pause = (
             data.get("requestState"),
             data.get("inputRequests"),
             data.get("rounds"),
+            data.get("pause", ""),
         )
         task_id = data.get("taskId")
         if not (
@@ -116,9 +121,10 @@ class Continuation:
             and not isinstance(rounds, bool)
             and rounds >= 1
             and (task_id is None or (isinstance(task_id, str) and task_id))
+            and isinstance(pause, str)
         ):
             raise InvalidValue("the continuation is damaged (a field is missing or wrong)")
-        return cls(endpoint, tool, params, state, requests, rounds, task_id)
+        return cls(endpoint, tool, params, state, requests, rounds, task_id, pause)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +155,7 @@ def paused_call(
     rounds: int,
     elicit_url: bool,
     task_id: str | None = None,
+    pause: str = "",
 ) -> InputRequired | None:
     """The ``InputRequired`` for a round that asks the person something, or
     ``None`` when no question in it is for a person (roots only: answered as usual)."""
@@ -176,6 +183,7 @@ def paused_call(
         input_requests=dict(input_requests),
         rounds=rounds,
         task_id=task_id,
+        pause=pause,
     )
     return InputRequired(server, tool_id, questions, continuation)
 
