@@ -15,6 +15,25 @@ M50); the rounds of one call stay bounded (M54); a broken call is never sent
 again (E3), while a read whose stream broke is sent once more and never after a
 second break (F1); every read ends exactly once, within its deadline.
 
+Input from a person (Q1-Q5, D2): the client offers no hook, every hook, or roots
+as a list and form questions only; ``input_required`` rounds ask form, URL and
+malformed elicitations, roots, sampling (well formed or not), a method no client
+offers, or two questions at once. The test plays the host's hooks: an answer in
+time (fitting or not, unusable, holding a value JSON cannot carry), a hook that
+raises or was not given, an answer after the core's hook deadline, and a report
+for an attempt already settled (answered, failed, timed out, its call cancelled or
+ended, the client closed). Calls made with ``on_input="return"`` pause at a
+round that asks the person (Q4) and are resumed with answers that fit, do not fit,
+leave a question out, or for a continuation resumed already. Invariants: the next round carries exactly the asked
+keys, each answered in its hook's shape or as the offer says (E4); a round the
+client cannot answer fails its call at once; a failed hook fails its own call
+(``InputError`` with the hook's outcome) and no other; a stale report changes
+nothing; while an attempt is open ``next_deadline()`` is finite and no later than
+its deadline; none is left at the end; no form value, URL secret or server prompt
+in a log record, a repr or an error; a paused call ends with its questions and
+no hook asked, and a resume is refused at once (nothing sent) unless every question
+has an answer that fits and the continuation is fresh.
+
 With tasks on (T7–T9) a held call may also be answered with a task: its polls
 (``tasks/get``) are held and answered like calls (working, completed, failed,
 an unknown status, ``input_required``, an error, a broken stream); the call's
@@ -33,21 +52,45 @@ in the newest stream's filter; every update sent reaches the host once.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import hypothesis
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from fake_peer import Link, Reply, connect, tool
+from input_hooks import (
+    HOOK_OUTCOMES,
+    HOOK_TIMEOUT,
+    HOOKED,
+    OFFER_OPTIONS,
+    QUESTIONS,
+    ROOTS,
+    Asked,
+    SecretWatch,
+    answer_fits,
+    failure_outcome,
+    hook_value,
+    no_secret_in,
+    report,
+)
 from mcpcore import (
     CallCancelled,
     CallFailed,
     CallSucceeded,
+    CallTimeout,
+    InputError,
+    InputRequired,
+    InvalidArguments,
+    InvalidState,
+    InvalidValue,
     NotOffered,
+    RemoteProtocolError,
     RequestSucceeded,
     ResourceUpdated,
 )
@@ -61,6 +104,28 @@ JSON = [(b"content-type", b"application/json")]
 SSE = [(b"content-type", b"text/event-stream")]
 CALL_TIMEOUT = 10.0
 TASK_TIMEOUT = 20.0
+
+# The questions of one input_required round: name -> {key: question}.
+ROUNDS: dict[str, dict[str, str]] = {
+    "none": {},
+    **{q: {q[:1] + q[-3:]: q} for q in QUESTIONS if q not in ("ping",)},
+    "form+sampling": {"f": "elicit-form", "s": "sampling"},
+    "form+roots+url": {"f": "elicit-form", "r": "roots", "u": "elicit-url"},
+}
+
+
+def expectation(offer: str, question: str) -> str:
+    """What a client with ``offer`` answers one of a round's questions with (E4, Q1, Q3):
+    ``hook:<kind>`` (the host is asked), ``cancel``, ``roots-empty``, ``roots-list``,
+    or ``fail`` (the client cannot answer it: the call fails)."""
+    hooked = HOOKED[offer].get(question)
+    if hooked:
+        return f"hook:{hooked}"
+    if question.startswith("elicit"):
+        return "cancel"
+    if question == "roots":
+        return "roots-list" if offer == "lists" else "roots-empty"
+    return "fail"
 
 
 @dataclass
@@ -87,6 +152,16 @@ class ModernServer:
 class ModernMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
+        self.offer = "none"
+        self.asked: dict[int, Asked] = {}  # attempt -> what it asks
+        self.inputs: dict[int, dict[str, str] | None] = {}  # call -> the next round's answers
+        self.answered: dict[tuple[int, str], str] = {}  # (call, key) -> how its hook answered
+        self.hook_failed_for: dict[int, set[str]] = {}  # call -> outcomes of its failed hooks
+        self.watch = SecretWatch()
+        self.new_asks: list[Any] = []
+        self.pausing: set[int] = set()  # calls made with on_input="return"
+        self.paused: dict[int, tuple[InputRequired, dict[str, str]]] = {}  # call -> its pause
+        self.resumed: set[int] = set()  # paused calls resumed once
         self.problems: list[str] = []
         self.held: dict[int, Held] = {}  # exchange id -> held call
         self.rounds: Counter[int] = Counter()  # call id -> POSTs of it
@@ -106,6 +181,13 @@ class ModernMachine(RuleBasedStateMachine):
         self.subscribed: set[str] = set()
         self.updates_sent = 0
         self.updates_heard = 0
+
+    @initialize(offer=st.sampled_from(sorted(OFFER_OPTIONS)))
+    def connect_with_hooks(self, offer: str) -> None:
+        """Q1, Q3: the client offers no hook, every hook, or roots as a list and form
+        questions only."""
+        self.offer = offer
+        self.watch.install()
         self.link: Link = connect(
             ModernServer(self),  # type: ignore[arg-type]
             options=SessionOptions(
@@ -114,6 +196,7 @@ class ModernMachine(RuleBasedStateMachine):
                 tasks=True,
                 task_timeout=TASK_TIMEOUT,
                 update_events=True,
+                input=OFFER_OPTIONS[offer],
             ),
             protocol="auto",
             start=False,
@@ -170,6 +253,7 @@ class ModernMachine(RuleBasedStateMachine):
             expected = self.expected_state.get(call_key)
             if params.get("requestState") != expected or ("requestState" in params) != (expected is not None):
                 self.problems.append(f"call {call_key}: state {params.get('requestState')!r} != {expected!r}")
+            self.check_input_responses(call_key, params)
             self.rounds[call_key] += 1
             self.held[req.exchange_id] = Held(
                 call_key=call_key, request_id=rid, state=expected, method=method
@@ -177,6 +261,33 @@ class ModernMachine(RuleBasedStateMachine):
             return Reply(200, SSE, [], finish="stall")
         self.problems.append(f"unexpected {method}")
         return Reply(404)
+
+    def check_input_responses(self, call_key: int, params: dict[str, Any]) -> None:
+        """M50, Q1-Q3: a round after an input_required carries exactly the asked keys,
+        each in its hook's shape (answered in time) or as the offer says."""
+        expected = self.inputs.get(call_key)  # a read sent again repeats its round (F1)
+        got = params.get("inputResponses")
+        if expected is None:
+            if got is not None:
+                self.problems.append(f"call {call_key}: inputResponses nobody asked for")
+            return
+        if not isinstance(got, dict) or set(got) != set(expected):
+            self.problems.append(f"call {call_key}: inputResponses {got!r} for {sorted(expected)}")
+            return
+        for key, what in expected.items():
+            answer = got[key]
+            if what.startswith("hook:"):
+                ok = self.answered.get((call_key, key)) is not None and answer_fits(what[5:], answer)
+            elif what.startswith("answered:"):  # Q4: the person's answer, given to resume
+                ok = answer_fits(what[9:], answer)
+            elif what == "cancel":
+                ok = answer == {"action": "cancel"}
+            elif what == "roots-list":
+                ok = answer == {"roots": list(ROOTS)}
+            else:
+                ok = answer == {"roots": []}
+            if not ok:
+                self.problems.append(f"call {call_key}: {key} answered {answer!r}, not {what}")
 
     def task_request(self, xid: int, message: dict[str, Any], headers: dict[str, str]) -> Reply:
         """T7: polls are held (a rule answers them); updates and cancels answered at once."""
@@ -204,9 +315,16 @@ class ModernMachine(RuleBasedStateMachine):
         e = self.engine
         while True:
             actions = e.take_actions()
+            for ask in e.take_input():
+                self.new_asks.append(ask)
             for event in e.take_events():
                 if isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
                     self.outcomes.setdefault(event.call_id, []).append(event)
+                    for asked in self.asked.values():
+                        if asked.cid == event.call_id and not asked.settled:
+                            asked.settled = True  # the round ended with its call
+                            if self.now >= asked.deadline:
+                                self.hook_failed_for.setdefault(asked.cid, set()).add("late")
                     subscription = self.uri_of.get(event.call_id)
                     if (
                         subscription
@@ -251,12 +369,105 @@ class ModernMachine(RuleBasedStateMachine):
 
     # --- rules -------------------------------------------------------------------------
 
-    @rule(timeout=st.sampled_from([None, 1.0, 30.0]))
-    def call(self, timeout: float | None) -> None:
-        call_id = self.engine.call("srv/echo", {"x": 1}, self.now, timeout=timeout)
+    @rule(timeout=st.sampled_from([None, 1.0, 30.0]), pause=st.booleans())
+    def call(self, timeout: float | None, pause: bool) -> None:
+        """A call; with ``on_input="return"`` (Q4) a question for the person ends it
+        with an ``InputRequired`` instead of asking a hook."""
+        on_input = "return" if pause else "hook"
+        call_id = self.engine.call("srv/echo", {"x": 1}, self.now, timeout=timeout, on_input=on_input)
         self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
         self.expected_state[call_id] = None
+        if pause:
+            self.pausing.add(call_id)
         self.process()
+
+    @rule(ask=st.sampled_from(["elicit-form", "form+roots+url"]), state=st.sampled_from([None, "s"]))
+    def call_pauses_for_the_person(self, ask: str, state: str | None) -> None:
+        """Q4: a call made with on_input="return" whose first answer asks the person."""
+        self.call(None, pause=True)
+        call_id = max(self.deadline)
+        held = [x for x, h in self.held.items() if h.call_key == call_id]
+        if held:
+            self.input_required(sorted(self.held).index(held[0]), state, ask)
+
+    def refused_at_once(self, exc: Exception) -> None:
+        assert no_secret_in(exc, repr(exc)), exc
+        assert self.engine.take_events() == []
+        assert not [a for a in self.engine.take_actions() if isinstance(a, HttpRequest)]
+
+    def pauses(self, call_key: int, questions: dict[str, str]) -> bool:
+        """Q4: a call made with on_input="return" pauses at a round that asks the person
+        (a form, or a URL the client takes) and nothing but the person or roots."""
+        return (
+            call_key in self.pausing
+            and bool(questions)
+            and all(QUESTIONS[q][0] in ("elicitation/create", "roots/list") for q in questions.values())
+            and bool(self.for_the_person(questions))
+        )
+
+    def for_the_person(self, questions: dict[str, str]) -> set[str]:
+        """The keys of a round a person can answer: forms, and URLs when the client
+        takes URL questions."""
+        person = {"elicit-form"} | ({"elicit-url"} if self.offer == "all" else set())
+        return {k for k, q in questions.items() if q in person}
+
+    @precondition(lambda self: self.paused)
+    @rule(
+        index=st.integers(0, 50),
+        how=st.sampled_from(["valid", "decline", "invalid", "unanswered", "again"]),
+        timeout=st.sampled_from([None, 1.0]),
+    )
+    def resume(self, index: int, how: str, timeout: float | None) -> None:
+        """Q4: a paused call resumed with the person's answers: once, and only with an
+        answer to each question that fits it; else refused at once, nothing sent."""
+        keys = sorted(self.paused)
+        key = keys[index % len(keys)]
+        paused, questions = self.paused[key]
+        kinds = {k: q for k, q in questions.items() if k in paused.questions}
+        responses: dict[str, Any] = {
+            k: hook_value(q, "decline" if how == "decline" else "valid") for k, q in kinds.items()
+        }
+        if how == "invalid":
+            k = sorted(kinds)[0]
+            responses[k] = hook_value(kinds[k], "uncarriable" if index % 2 else "invalid")
+        elif how == "unanswered":
+            del responses[sorted(kinds)[0]]
+        refused: tuple[type[Exception], ...] = {
+            "invalid": (InputError, InvalidArguments),
+            "unanswered": (InvalidValue,),
+        }.get(how, ())
+        if key in self.resumed:
+            refused = (InvalidState,)  # a call resumes once
+        self.process()
+        try:
+            call_id = self.engine.resume(paused.continuation, responses, self.now, timeout=timeout)
+        except Exception as exc:
+            assert refused and isinstance(exc, refused), (how, exc)
+            self.refused_at_once(exc)
+            return
+        assert not refused, (how, refused)
+        self.resumed.add(key)
+        self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        self.expected_state[call_id] = paused.continuation.request_state
+        self.inputs[call_id] = {
+            k: (
+                f"answered:{kinds[k]}"
+                if k in kinds
+                else "roots-empty"
+                if q == "roots"
+                else "cancel"
+            )
+            for k, q in questions.items()
+        }
+        self.pausing.add(call_id)
+        self.process()
+        if how == "again":
+            try:
+                self.engine.resume(paused.continuation, responses, self.now)
+            except InvalidState as exc:
+                self.refused_at_once(exc)
+            else:
+                raise AssertionError("a continuation was resumed twice")
 
     @rule(timeout=st.sampled_from([None, 1.0, 30.0]))
     def read(self, timeout: float | None) -> None:
@@ -296,35 +507,142 @@ class ModernMachine(RuleBasedStateMachine):
     @rule(
         index=st.integers(0, 50),
         state=st.sampled_from([None, "s", '{"a": "é"}', ""]),
-        ask=st.sampled_from(["none", "elicit", "roots", "sampling"]),
+        ask=st.sampled_from(sorted(ROUNDS)),
     )
     def input_required(self, index: int, state: str | None, ask: str) -> None:
+        """M43-M54, Q1-Q3: a round asks for input; hooked questions become one
+        ``AskHost`` each, the rest are answered as the offer says, and a question the
+        client cannot answer fails the call at once."""
         xid = self.pick(index)
         held = self.held[xid]
         result: dict[str, Any] = {"resultType": "input_required"}
+        questions = ROUNDS[ask]
         if held.method == "tasks/get":
-            asks = {
-                "none": {},
-                "elicit": {"c": {"method": "elicitation/create", "params": {}}},
-                "roots": {"r": {"method": "roots/list", "params": {}}},
-                "sampling": {"s": {"method": "sampling/createMessage", "params": {}}},
-            }
-            task = {"taskId": self.tasks[held.call_key], "status": "input_required", "inputRequests": asks[ask]}
+            # T7: a task's questions go to the same hooks (their answers to tasks/update)
+            requests = {k: {"method": QUESTIONS[q][0], "params": QUESTIONS[q][1] or {}} for k, q in questions.items()}
+            task = {"taskId": self.tasks[held.call_key], "status": "input_required", "inputRequests": requests}
+            self.new_asks.clear()
             self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": task})
+            asks, self.new_asks = self.new_asks, []
+            hooked = [
+                (k, w[5:]) for k, q in questions.items() if (w := expectation(self.offer, q)).startswith("hook:")
+            ]
+            if len(asks) == len(hooked):
+                for a, (key, kind) in zip(asks, hooked, strict=True):
+                    self.asked[a.attempt] = Asked(a.attempt, kind, held.call_key, self.now + HOOK_TIMEOUT, key=key)
+            else:  # paused (Q4) or failed at once: nobody asked
+                assert asks == [], (asks, hooked)
             return
         if state is not None:
             result["requestState"] = state
-        if ask == "elicit":
-            result["inputRequests"] = {"c": {"method": "elicitation/create", "params": {}}}
-        elif ask == "roots":
-            result["inputRequests"] = {"r": {"method": "roots/list", "params": {}}}
-        elif ask == "sampling":
-            result["inputRequests"] = {"s": {"method": "sampling/createMessage", "params": {}}}
+        if questions:
+            result["inputRequests"] = {
+                key: {"method": QUESTIONS[q][0], "params": QUESTIONS[q][1] or {}}
+                for key, q in questions.items()
+            }
         if state is None and ask == "none":
             result["requestState"] = "x"
             state = "x"
+        expected = {key: expectation(self.offer, q) for key, q in questions.items()}
+        fails = "fail" in expected.values()
+        pauses = self.pauses(held.call_key, questions)
         self.expected_state[held.call_key] = state
+        self.inputs[held.call_key] = expected if questions and not fails and not pauses else None
+        self.new_asks.clear()
         self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": result})
+        asks, self.new_asks = self.new_asks, []
+        if pauses:
+            # Q4: the call ends with the questions and a continuation; no hook is asked
+            assert asks == [], asks
+            [ended] = self.outcomes[held.call_key]
+            assert isinstance(ended, RequestSucceeded) and isinstance(ended.value, InputRequired), ended
+            paused = ended.value
+            assert set(paused.questions) == self.for_the_person(questions), (paused, questions)
+            assert paused.continuation.request_state == state
+            assert no_secret_in(repr(paused))
+            self.paused[held.call_key] = (paused, questions)
+            return
+        hooked = [(k, w[5:]) for k, w in expected.items() if w.startswith("hook:")]
+        if fails:
+            assert asks == [], asks
+            [ended] = self.outcomes[held.call_key]
+            assert isinstance(ended, CallFailed) and isinstance(ended.error, RemoteProtocolError)
+            return
+        assert [a.hook for a in asks] == [kind.split("-")[0] for _, kind in hooked], (asks, hooked)
+        for a, (key, kind) in zip(asks, hooked, strict=True):
+            assert no_secret_in(repr(a), repr(a.request)), a
+            if kind.startswith("elicit"):
+                assert a.request is not None and a.request.mode == kind[7:]
+                assert a.request.tool_id == ("srv/echo" if held.method == "tools/call" else None)
+            self.asked[a.attempt] = Asked(
+                a.attempt, kind, held.call_key, self.now + HOOK_TIMEOUT, key=key
+            )
+        if not hooked:
+            return  # the next round went out at once
+        assert held.call_key in self.running() and held.call_key in self.engine.session.pending_call_ids
+
+    def open_attempts(self) -> list[Asked]:
+        return [a for _, a in sorted(self.asked.items()) if not a.settled]
+
+    def settled_attempts(self) -> list[Asked]:
+        return [a for _, a in sorted(self.asked.items()) if a.settled]
+
+    @precondition(lambda self: self.open_attempts())
+    @rule(index=st.integers(0, 100), how=st.sampled_from(HOOK_OUTCOMES))
+    def hook_reports(self, index: int, how: str) -> None:
+        """D2: the hook answers in time (fitting or not), raises, or was not given."""
+        attempts = self.open_attempts()
+        asked = attempts[index % len(attempts)]
+        asked.settled = True
+        outcome = failure_outcome(asked.kind, how)
+        assert asked.key is not None
+        if outcome is None:
+            self.answered[(asked.cid, asked.key)] = how
+        else:
+            self.hook_failed_for.setdefault(asked.cid, set()).add(outcome)
+        report(self.engine, asked.attempt, asked.kind, how, self.now)
+        self.process()
+        hypothesis.event(f"modern hook {how}: {asked.kind}")
+        if outcome is not None:
+            # Q5: the call fails now with the reason; its round's other questions are gone
+            [ended] = self.outcomes[asked.cid]
+            assert isinstance(ended, CallFailed) and isinstance(ended.error, InputError), ended
+            assert ended.error.outcome == outcome, (ended.error.outcome, outcome)
+
+    @precondition(lambda self: self.open_attempts())
+    @rule(index=st.integers(0, 100), how=st.sampled_from(["valid", "raised"]))
+    def hook_answers_late(self, index: int, how: str) -> None:
+        """D2, Q5: the clock passes the hook's deadline (the call fails "late", or with
+        its own timeout if that came first), then the hook answers: nothing changes."""
+        attempts = self.open_attempts()
+        asked = attempts[index % len(attempts)]
+        first = min(a.deadline for a in attempts if a.cid == asked.cid)
+        own_deadline_first = self.deadline[asked.cid] <= first
+        self.advance(max(asked.deadline - self.now, 0.0) + 0.001)
+        assert asked.settled
+        [ended] = self.outcomes[asked.cid]
+        assert isinstance(ended, CallFailed), ended
+        if own_deadline_first:
+            assert isinstance(ended.error, CallTimeout), ended
+        else:
+            assert isinstance(ended.error, InputError) and ended.error.outcome == "late", ended
+        self.stale_report(asked, how)
+
+    @precondition(lambda self: self.settled_attempts())
+    @rule(index=st.integers(0, 100), how=st.sampled_from(HOOK_OUTCOMES))
+    def hook_answers_old_attempt(self, index: int, how: str) -> None:
+        """D2: a report for an attempt already answered, failed, past its deadline,
+        of a call cancelled or ended, or after close: nothing is sent, nothing ends."""
+        attempts = self.settled_attempts()
+        self.stale_report(attempts[index % len(attempts)], how)
+        hypothesis.event("modern hook answers an old attempt")
+
+    def stale_report(self, asked: Asked, how: str) -> None:
+        self.process()
+        report(self.engine, asked.attempt, asked.kind, how, self.now)
+        assert self.engine.take_actions() == []
+        assert self.engine.take_events() == []
+        assert self.engine.take_input() == []
 
     @precondition(lambda self: any(h.method == "tools/call" for h in self.held.values()))
     @rule(index=st.integers(0, 50), interval=st.sampled_from([None, 0, 250, 10**9, "x"]), bad=st.booleans())
@@ -349,6 +667,7 @@ class ModernMachine(RuleBasedStateMachine):
         xid = self.pick(index)
         held = self.held[xid]
         self.expected_state[held.call_key] = None  # a mismatch retry carries no state
+        self.inputs[held.call_key] = None  # nor answers
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": "no"}}
         self.answer(xid, 400, body, sse=False)
 
@@ -446,6 +765,10 @@ class ModernMachine(RuleBasedStateMachine):
             self.engine.handle_timer(self.now)
         self.now = target
         self.process()
+        for asked in self.asked.values():
+            if not asked.settled and asked.deadline <= self.now:
+                asked.settled = True
+                self.hook_failed_for.setdefault(asked.cid, set()).add("late")
 
     # --- invariants ----------------------------------------------------------------------
 
@@ -480,13 +803,42 @@ class ModernMachine(RuleBasedStateMachine):
     def rounds_are_bounded(self) -> None:
         assert all(n <= 10 for n in self.rounds.values()), self.rounds
 
+    @invariant()
+    def a_hook_failure_fails_only_its_own_call(self) -> None:
+        for call_id, events in self.outcomes.items():
+            if isinstance(events[0], CallFailed) and isinstance(events[0].error, InputError):
+                assert events[0].error.outcome in self.hook_failed_for.get(call_id, ()), events
+
+    @invariant()
+    def an_open_attempt_has_a_finite_deadline(self) -> None:
+        attempts = self.open_attempts()
+        assert self.engine.session.input.idle == (not attempts), attempts
+        if attempts:
+            due = self.engine.next_deadline()
+            assert due is not None and math.isfinite(due)
+            assert due <= min(a.deadline for a in attempts)
+
+    @invariant()
+    def no_secret_in_logs_or_errors(self) -> None:
+        assert self.watch.leaks == []
+        for events in self.outcomes.values():
+            if isinstance(events[0], CallFailed):
+                assert no_secret_in(events[0].error, repr(events[0].error)), events[0]
+
     def teardown(self) -> None:
-        self.advance(31.0)  # past the longest budget a rule gives
-        for call_id in self.deadline:
-            assert len(self.outcomes.get(call_id, [])) == 1, call_id
-        self.engine.close(self.now)
-        self.process()
-        assert self.engine.finished and self.problems == []
+        if not hasattr(self, "engine"):
+            return
+        try:
+            self.advance(31.0)  # past the longest budget a rule gives
+            for call_id in self.deadline:
+                assert len(self.outcomes.get(call_id, [])) == 1, call_id
+            assert self.open_attempts() == [] and self.engine.session.input.idle
+            self.engine.close(self.now)
+            self.process()
+            assert self.engine.finished and self.problems == []
+            self.no_secret_in_logs_or_errors()
+        finally:
+            self.watch.remove()
 
 
 ModernMachine.TestCase.settings = settings(
