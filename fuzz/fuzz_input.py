@@ -6,7 +6,8 @@ hook, or nothing at all), the era (the handshake era, or 2026-07-28), and then
 a script: server requests ``elicitation/create``, ``roots/list``,
 ``sampling/createMessage`` (and ``ping``, junk) with params that are well formed,
 nearly so or arbitrary JSON, on a call's stream or on none (handshake era);
-``input_required`` rounds whose ``inputRequests`` entries are the same (2026-07-28);
+``input_required`` rounds whose ``inputRequests`` entries are the same (2026-07-28),
+also a task's (a call that became a task asks from its poll, T7);
 the hooks' reports (an answer built from the question, with fuzzed values and
 values JSON cannot carry, an answer of the wrong type, a hook that raises or was
 not given, a report for an attempt that is settled or never was); the clock
@@ -24,7 +25,8 @@ Invariants:
   client closed while its hook was out): ``{}`` for ping, ``-32601`` when
   nothing is offered for it, ``-32602`` for a malformed question, the hook's
   answer in the wire's shape, or ``-32603`` when the hook failed;
-* 2026-07-28: a round that goes out again answers exactly the keys asked;
+* 2026-07-28: a round that goes out again (or a task's ``tasks/update``) answers
+  exactly the keys asked;
 * every error is an ``McpError`` without raw control characters; every outgoing
   message encodes; each call ends at most once;
 * no form value (``_fuzzlib.SECRET``) in a log record, an error or a repr.
@@ -171,6 +173,13 @@ def _hook_answer(ask: AskHost, r: Reader) -> object:
             return SampleResult(model=r.choice(("m", 7)), content=r.json_value(2) or {"type": "text"})  # type: ignore[arg-type]
         if pick == 2:
             return SampleResult(model="m", content={"type": "text", "text": r.choice((math.nan, {1}, SECRET))})
+        if pick == 3:  # a SampleResult bent after it was built (a subclass, a patch)
+            bent = SampleResult(model="m", text="t")
+            field = r.choice(("content", "text", "stop_reason", "model"))
+            if field == "content":
+                object.__setattr__(bent, "text", None)
+            object.__setattr__(bent, field, r.choice((True, [["type", "text"]], 7, None, r.json_value(1))))
+            return bent
         return SampleResult(model="m", text=SECRET, stop_reason=r.choice(("endTurn", None, "\x1b" * 200)))
     if pick == 1:
         return ElicitResult.cancel()
@@ -205,8 +214,7 @@ def _check_question(ask: AskHost, offer: InputOptions) -> None:
         assert ask.hook == "roots" and offer.roots_hook and ask.request is None, ask
 
 
-def _offer(r: Reader) -> InputOptions:
-    flags = r.u8()
+def _offer(flags: int, r: Reader) -> InputOptions:
     roots = (flags >> 3) % 3
     return InputOptions(
         elicit_form=bool(flags & 1),
@@ -224,8 +232,10 @@ class _Script:
 
     def __init__(self, r: Reader) -> None:
         self.r = r
-        self.offer = _offer(r)
+        flags = r.u8()
+        self.offer = _offer(flags, r)
         self.modern = r.flag()
+        self.tasks = self.modern and bool(flags & 64)  # T7: a call may become a task that asks
         self.session = ClientSession(
             SessionOptions(
                 server_name="fz",
@@ -233,6 +243,8 @@ class _Script:
                 startup_timeout=30.0,
                 protocol="modern" if self.modern else "legacy",
                 input=self.offer,
+                tasks=self.tasks,
+                task_timeout=20.0,
             )
         )
         self.now = 0.0
@@ -242,6 +254,7 @@ class _Script:
         self.asks: list[AskHost] = []  # hook attempts not reported yet
         self.attempts_seen: list[int] = []
         self.rounds: dict[int, set[str]] = {}  # call id -> the keys its next round answers
+        self.task_rounds: dict[str, set[str]] = {}  # task id -> the keys its tasks/update answers
         self.calls: set[int] = set()
         self.ended: set[int] = set()
         self.next_server_id = 0
@@ -297,8 +310,14 @@ class _Script:
             _check_wire_answer(expected, message.result)
 
     def _check_round(self, request: Request) -> None:
-        """2026-07-28: a round sent again answers exactly the keys asked."""
+        """2026-07-28: a round sent again (or a task's ``tasks/update``) answers exactly
+        the keys asked."""
         params = request.params or {}
+        if request.method == "tasks/update":
+            keys = self.task_rounds.pop(str(params.get("taskId")), None)
+            responses = params.get("inputResponses")
+            assert keys is None or (isinstance(responses, dict) and set(responses) == keys), (responses, keys)
+            return
         if request.method != "tools/call" or not self.modern:
             return
         call_id = next((c for c, rid in self.session.path.carriers.items() if rid == request.id), None)
@@ -352,12 +371,18 @@ class _Script:
         self.session.receive_message(Request(id=rid, method=method, params=params), self.now, related=related)
 
     def input_round(self) -> None:
-        """2026-07-28: a held call's answer asks for input."""
+        """2026-07-28: a held call's answer (or a task's poll) asks for input; with tasks
+        on, a held call may become a task first."""
         r = self.r
-        calls = [(rid, m) for rid, m in self.pending.items() if m.method == "tools/call"]
+        calls = [(rid, m) for rid, m in self.pending.items() if m.method in ("tools/call", "tasks/get")]
         if not calls:
             return
-        rid, _ = r.choice(calls)
+        rid, held = r.choice(calls)
+        if held.method == "tools/call" and self.tasks and r.u8() % 3 == 0:
+            del self.pending[rid]
+            task = {"resultType": "task", "taskId": f"t-{rid}", "status": "working", "pollIntervalMs": 100}
+            self.session.receive_message(Result(id=rid, result=task), self.now)
+            return
         requests: Any = {}
         for _ in range(r.u8() % 3 + 1):
             if r.u8() % 8 == 0:
@@ -371,6 +396,14 @@ class _Script:
         if r.u8() % 10 == 0:
             requests = r.json_value(2)
         result: dict[str, Any] = {"resultType": "input_required", "inputRequests": requests}
+        if held.method == "tasks/get":  # T7: the task waits for the person
+            task_id = (held.params or {}).get("taskId")
+            result = {"taskId": task_id, "status": "input_required", "inputRequests": requests}
+            if isinstance(requests, dict):
+                self.task_rounds[str(task_id)] = set(requests)
+            del self.pending[rid]
+            self.session.receive_message(Result(id=rid, result=result), self.now)
+            return
         if r.flag():
             result["requestState"] = r.choice(("s", "", SECRET))
         call_id = next((c for c, q in self.session.path.carriers.items() if q == rid), None)

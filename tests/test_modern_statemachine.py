@@ -390,6 +390,25 @@ class ModernMachine(RuleBasedStateMachine):
         if held:
             self.input_required(sorted(self.held).index(held[0]), state, ask)
 
+    @rule(
+        question=st.sampled_from(["elicit-form", "elicit-url", "roots", "sampling", "form+sampling"]),
+        pause=st.booleans(),
+    )
+    def task_asks_the_person(self, question: str, pause: bool) -> None:
+        """T7, Q1-Q5: a call becomes a task, and the task's first poll asks the person
+        (its hooks, or, for a call made with on_input="return", its InputRequired)."""
+        self.call(None, pause=pause)
+        call_id = max(self.deadline)
+        held = [x for x, h in self.held.items() if h.call_key == call_id and h.method == "tools/call"]
+        if not held:
+            return
+        calls = sorted(x for x, h in self.held.items() if h.method == "tools/call")
+        self.become_task(calls.index(held[0]), 100, False)
+        self.advance(0.1)  # the first poll goes out and is held
+        polls = [x for x, h in self.held.items() if h.call_key == call_id and h.method == "tasks/get"]
+        if polls:
+            self.input_required(sorted(self.held).index(polls[0]), None, question)
+
     def refused_at_once(self, exc: Exception) -> None:
         assert no_secret_in(exc, repr(exc)), exc
         assert self.engine.take_events() == []
