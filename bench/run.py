@@ -60,7 +60,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def canned(mode: str, tools: int = 3, page_size: int = 0) -> Iterator[str]:
+def canned(mode: str, tools: int = 3, page_size: int = 0, resources: int = 0) -> Iterator[str]:
     port = free_port()
     logf = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
@@ -76,6 +76,8 @@ def canned(mode: str, tools: int = 3, page_size: int = 0) -> Iterator[str]:
             str(tools),
             "--page-size",
             str(page_size),
+            "--resources",
+            str(resources),
         ],
         cwd=ROOT,
         env=_env(),

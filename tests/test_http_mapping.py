@@ -939,6 +939,77 @@ def test_p6_sse_line_bound_names_max_sse_line() -> None:
     assert event.error.limit_name == "max_sse_line"  # type: ignore[union-attr]
 
 
+def _stalled_read(limits: HttpLimits, status_headers: list[tuple[bytes, bytes]]) -> tuple[Link, int, int]:
+    from mcpcore import Ask
+    from mcpcore._resources import RESOURCES_READ, read_params
+
+    server = FakeServer()
+    link = connect(server, limits=limits)
+    server.hook = on("resources/read")
+    rid = link.engine.request(Ask(RESOURCES_READ, read_params("a://big"), "a://big"), link.now)
+    link.pump()
+    xid = last_xid(link)
+    link.engine.response_started(xid, 200, status_headers, link.now)
+    return link, rid, xid
+
+
+def _read_reply(rid: int, size: int) -> bytes:
+    blob = "QUJD" * (size // 4)
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "result": {"contents": [{"uri": "a://big", "blob": blob}]}}
+    ).encode()
+
+
+@pytest.mark.parametrize("as_sse", [False, True])
+def test_B11_a_read_is_bounded_by_max_read_size_not_max_message_size(as_sse: bool) -> None:
+    """B11: a resources/read reply over max_message_size but within max_read_size is
+    read (a blob of a large file); over max_read_size it fails naming max_read_size,
+    while it streams."""
+    from mcpcore import ReadResult, RequestSucceeded
+
+    limits = HttpLimits(max_message_size=1000, max_read_size=4000)
+    link, rid, xid = _stalled_read(limits, list(SSE_CT if as_sse else JSON_CT))
+    body = _read_reply(rid, 2400)
+    assert 1000 < len(body) < 4000
+    link.engine.response_data(xid, b"data: " + body + b"\n\n" if as_sse else body, link.now)
+    link.engine.response_ended(xid, link.now)
+    [event] = [e for e in link.engine.take_events() if isinstance(e, RequestSucceeded)]
+    assert isinstance(event.value, ReadResult)
+    assert event.value.contents[0].data == b"ABC" * 600  # type: ignore[union-attr]
+
+    link, rid, xid = _stalled_read(limits, list(SSE_CT if as_sse else JSON_CT))
+    if as_sse:
+        link.engine.response_data(xid, b"data: ", link.now)
+    for _ in range(100):
+        link.engine.response_data(xid, b"x" * 100, link.now)
+        events = link.engine.take_events()
+        if events:
+            break
+    [failed] = events
+    assert isinstance(failed.error, LimitExceeded)  # type: ignore[union-attr]
+    assert failed.error.limit_name == "max_read_size"  # type: ignore[union-attr]
+    assert "max_read_size" in str(failed.error)  # type: ignore[union-attr]
+
+
+def test_B11_a_call_stays_bounded_by_max_message_size() -> None:
+    """B11: the larger bound is a read's only: a call's reply of the same size fails."""
+    link, _cid, xid = _stalled_call(HttpLimits(max_message_size=1000, max_read_size=4000), list(JSON_CT))
+    for _ in range(11):
+        link.engine.response_data(xid, b" " * 100, link.now)
+    [event] = link.engine.take_events()
+    assert isinstance(event, CallFailed) and isinstance(event.error, LimitExceeded)
+    assert event.error.limit_name == "max_message_size"
+
+
+def test_B11_the_default_bounds_admit_a_50_mib_blob_read() -> None:
+    """B11: with default settings a read of a 50 MiB file (its base64 and the JSON
+    around it) is within the read bound, and a stdio line may be as long."""
+    limits = HttpLimits()
+    wire = 4 * -(-50 * 1024 * 1024 // 3) + 1024
+    assert limits.max_message_size < wire < limits.max_read_size
+    assert limits.stdio_line_limit == limits.max_read_size
+
+
 # --- P0, P5: malformed replies fail only their exchange -------------------------------------------
 
 

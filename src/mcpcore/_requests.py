@@ -96,6 +96,9 @@ class RequestKind:
     typed_result: bool = True
     # Its params get the 2026-07-28 envelope (the probe builds its own).
     stamped: bool = True
+    # B11: its result may carry a file whole; the response is bounded by
+    # HttpLimits.max_read_size rather than max_message_size.
+    large_result: bool = False
 
 
 @dataclass(frozen=True, slots=True)

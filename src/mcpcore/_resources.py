@@ -274,6 +274,7 @@ RESOURCES_READ = register(
         resend=True,
         input_rounds=True,
         name_param="uri",
+        large_result=True,
     )
 )
 

@@ -405,7 +405,7 @@ class McpClient(ClientBase):
                 self._server,
                 environ=os.environ,
                 options=self._options,
-                max_line_size=self._limits.max_message_size,
+                max_line_size=self._limits.stdio_line_limit,
                 close_grace=self._close_grace,
             )
             self._children = _Children(self, task_group)
