@@ -89,6 +89,7 @@ class HttpLimits:
     def stdio_line_limit(self) -> int:
         """The longest line a stdio server may send: the larger of the two bounds."""
         return max(self.max_message_size, self.max_read_size)
+
     max_reconnects: int = 5  # resumes in a row that bring no new event (H4)
     default_retry: float = 1.0  # seconds, when the server sent no `retry`
     # L6, H9: seconds closing may take in all: the cancel notices and the DELETE
