@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._cache import ListCache
 from ._errors import (
@@ -54,10 +54,9 @@ from ._events import (
     RequestSucceeded,
     ToolsListChanged,
 )
-from ._filters import ToolFilter
 from ._handshake import Handshake
 from ._headers import standard_headers
-from ._input import InputDesk, InputOptions, client_capabilities
+from ._input_options import URL_ELICITATION_REQUIRED, InputOptions, client_capabilities
 from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
 from ._lifecycle import TRANSITIONS, SessionInput, SessionState
 from ._modern import (
@@ -81,6 +80,10 @@ from ._subscriptions import Listener, ResourceSubscriptions
 from ._tasks import TaskDesk
 from ._tool_requests import ToolsFeature
 from ._tools import Catalogue
+
+if TYPE_CHECKING:
+    from ._filters import ToolFilter
+    from ._input import InputDesk
 
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
@@ -176,7 +179,8 @@ class ClientSession:
         )
         self.tasks = TaskDesk(self)
         self.path.capabilities = self.tasks.declare(client_capabilities(self.options.input))
-        self.input = InputDesk(self)
+        self.input_desk: InputDesk | None = None  # made when a question first comes (B5)
+        self.endpoint_url: str | None = None  # Q4: what continuations are bound to
         self.events: list[Event] = []
         self.tools = ToolsFeature(self)
         self.era: Literal["modern", "legacy"] | None = None
@@ -184,6 +188,17 @@ class ClientSession:
         self.listener = Listener(self)
         self.subscriptions = ResourceSubscriptions(self)
         self.cache = ListCache(self)
+
+    @property
+    def input(self) -> InputDesk:
+        """The input desk (Q1, Q4), made when first needed: a session nobody asks
+        anything never loads ``_input`` (B5)."""
+        desk = self.input_desk
+        if desk is None:
+            from ._input import InputDesk
+
+            desk = self.input_desk = InputDesk(self)
+        return desk
 
     # --- the table ---------------------------------------------------------------
 
@@ -235,7 +250,7 @@ class ClientSession:
                 self.path.earliest_deadline(),
                 self.handshake.next_deadline(),
                 self.listener.next_deadline(),
-                self.input.next_deadline(),
+                None if self.input_desk is None else self.input_desk.next_deadline(),
                 self.tasks.next_deadline(),
             )
             if t is not None
@@ -249,7 +264,9 @@ class ClientSession:
     @property
     def pending_call_ids(self) -> list[int]:
         """The ids of the host's requests that have not ended (calls and the rest)."""
-        return [*self.path.carriers, *self.input.call_ids, *self.tasks.calls, *self.listener.calls]
+        desk = self.input_desk
+        asked = desk.call_ids if desk is not None else ()
+        return [*self.path.carriers, *asked, *self.tasks.calls, *self.listener.calls]
 
     @property
     def modern(self) -> bool:
@@ -265,7 +282,7 @@ class ClientSession:
             and not path.parked
             and self.tools.listing is None
             and self.handshake.idle
-            and self.input.idle
+            and (self.input_desk is None or self.input_desk.idle)
             and self.tasks.idle
             and not self.listener.calls
         )
@@ -311,9 +328,11 @@ class ClientSession:
         """
         if self.state is not SessionState.READY:
             raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
-        self.input.check_on_input(on_input)
+        if on_input != "hook":  # Q4: only a call that may pause needs the input desk
+            self.input.check_on_input(on_input)
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
-        return self.input.on_call(self.tools.call(tool_id, arguments, now, budget, meta), on_input)
+        call_id = self.tools.call(tool_id, arguments, now, budget, meta)
+        return call_id if on_input == "hook" else self.input.on_call(call_id, on_input)
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Send one request of a feature's ``kind`` for the host (F1); returns its
@@ -378,10 +397,11 @@ class ClientSession:
         had already ended."""
         pending = self.path.carrier(call_id)
         if pending is None:
+            desk = self.input_desk
             if not (
                 self.tasks.cancel(call_id, now, reason)
                 or self.tools.cancel_waiting(call_id)
-                or self.input.cancel(call_id)
+                or (desk is not None and desk.cancel(call_id))
                 or self.listener.cancel(call_id)
             ):
                 return False
@@ -404,7 +424,8 @@ class ClientSession:
             self.cancel(call_id, now, "the client is closing")
         self.transition(SessionInput.CLOSE)
         self.listener.close()
-        self.input.close()
+        if self.input_desk is not None:
+            self.input_desk.close()
         self.path.clear()
         self.handshake.closed()
         self.tools.clear()
@@ -498,7 +519,8 @@ class ClientSession:
         """Fire every deadline that is due at ``now``."""
         self.handshake.handle_timer(now)
         self.listener.handle_timer(now)
-        self.input.handle_timer(now)
+        if self.input_desk is not None:
+            self.input_desk.handle_timer(now)
         self.tasks.handle_timer(now)
         while (pending := self.path.pop_due(now)) is not None:
             error = timeout_error(pending)
@@ -585,9 +607,9 @@ class ClientSession:
                 return
             if pending.on_refused is not None and pending.on_refused(pending, message, now):
                 return
-            error = self.input.refusal(pending, message) or pending.kind.refused(
-                message, pending, self.modern
-            )
+            error = (
+                message.code == URL_ELICITATION_REQUIRED and self.input.refusal(pending, message)
+            ) or pending.kind.refused(message, pending, self.modern)
             if error.rpc_code is None and type(message.code) is int:
                 error.rpc_code = message.code
             pending.on_failed(pending, error, now)

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import math
 import os
-import secrets
 import signal
 import time
 from collections import deque
@@ -383,6 +382,8 @@ class McpClient(ClientBase):
         if self._server is None:
             return
         if isinstance(self._server, RemoteServer):
+            import secrets  # B5: hashlib and OpenSSL load on the first remote start
+
             self._engine = self._remote_engine(
                 self._server,
                 token_bytes=secrets.token_bytes,

@@ -16,7 +16,6 @@ import contextlib
 import logging
 import os
 import queue
-import secrets
 import select
 import signal
 import threading
@@ -426,6 +425,8 @@ class McpClient(ClientBase):
             if self._server is None:
                 return
             if isinstance(self._server, RemoteServer):
+                import secrets  # B5: hashlib and OpenSSL load on the first remote start
+
                 self._engine = self._remote_engine(
                     self._server,
                     token_bytes=secrets.token_bytes,
