@@ -321,6 +321,14 @@ class _EngineBase:
         """The transport, the server's address and port, and the session id (V2)."""
         return ("pipe", None, None, None)
 
+    def owner_of(self, request_id: int) -> int | None:
+        """The call id a request of ours belongs to (``HttpRequest.request_id`` →
+        the id ``call``/``request`` returned): a later page, an ``input_required``
+        round or a re-send carries its first request's; ``None`` when not pending.
+        A driver may perform such an exchange in the caller's task (B3)."""
+        pending = self.session.path.pending.get(request_id)
+        return None if pending is None else pending.call_id
+
     def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
         cancelled = self.session.cancel(call_id, now, reason)
         self._pump(now)
