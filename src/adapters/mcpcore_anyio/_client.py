@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcore import (
     AbortExchange,
@@ -83,6 +82,8 @@ from mcpcore import (
 )
 
 if TYPE_CHECKING:
+    # B5: anyio loads its streams, locks and tasks when a client first uses them
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     import ssl
 
     import httpcore
