@@ -82,11 +82,12 @@ from mcpcore import (
 )
 
 if TYPE_CHECKING:
-    # B5: anyio loads its streams, locks and tasks when a client first uses them
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     import ssl
 
     import httpcore
+
+    # B5: anyio loads its streams, locks and tasks when a client first uses them.
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
