@@ -1403,3 +1403,37 @@ def test_L6_H6_closing_with_a_call_held_behind_the_new_sessions_gate_sends_it_no
     cancels = [m for m in server.requests("notifications/cancelled") if m["params"]["requestId"] == call_id]
     assert cancels == []
     assert isinstance(outcome(link, call_id), CallCancelled)
+
+
+def test_B3_F1_a_later_page_names_through_owner_of_the_call_it_belongs_to() -> None:
+    """B3, F1: each page of a listing goes out under a new request id, and
+    ``engine.owner_of`` names the id the host got for all of them (what lets a driver
+    perform the later pages in the caller's task); once the listing ended, none."""
+    from mcpcore import Ask, Listing, RequestSucceeded
+    from mcpcore._resources import RESOURCES_LIST
+
+    server = FakeServer()
+    link = connect(server)
+    owners: list[tuple[int, int | None]] = []
+
+    def hook(seen: Seen) -> Reply | None:
+        if not seen.message or seen.message.get("method") != "resources/list":
+            return None
+        rid = seen.message["id"]
+        owners.append((rid, link.engine.owner_of(rid)))
+        cursor = (seen.message.get("params") or {}).get("cursor")
+        page = int(cursor) if cursor else 0
+        result: dict[str, Any] = {"resources": [{"uri": f"r://{page}", "name": f"r{page}"}]}
+        if page < 2:
+            result["nextCursor"] = str(page + 1)
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
+        return Reply(200, list(JSON_CT), [body])
+
+    server.hook = hook
+    call_id = link.engine.request(Ask(RESOURCES_LIST, None, "srv"), link.now)
+    link.pump()
+    assert [owner for _, owner in owners] == [call_id] * 3
+    assert len({rid for rid, _ in owners}) == 3 and owners[0][0] == call_id
+    [done] = [e for e in link.events if isinstance(e, RequestSucceeded)]
+    assert isinstance(done.value, Listing) and [r.uri for r in done.value] == ["r://0", "r://1", "r://2"]
+    assert all(link.engine.owner_of(rid) is None for rid, _ in owners)
