@@ -7,7 +7,9 @@ everything about that question except the wire's framing:
 
 * what a host declares (``InputOptions`` → the ``elicitation`` capability,
   only when it gave an ``elicit`` hook, ``url`` only when it asked for URL
-  questions too; nothing at all otherwise, seed 000);
+  questions too; nothing at all otherwise, seed 000), which lives in
+  ``_input_options`` because every session reads it, while this module loads
+  only when a question first comes (B5);
 * what the host's hook receives (``Elicitation``) and answers (``ElicitResult``);
 * checking an accepted answer against the question's form before it is sent,
   and filling in the form's defaults when the host asked for that
