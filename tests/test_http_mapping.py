@@ -1437,3 +1437,23 @@ def test_B3_F1_a_later_page_names_through_owner_of_the_call_it_belongs_to() -> N
     [done] = [e for e in link.events if isinstance(e, RequestSucceeded)]
     assert isinstance(done.value, Listing) and [r.uri for r in done.value] == ["r://0", "r://1", "r://2"]
     assert all(link.engine.owner_of(rid) is None for rid, _ in owners)
+
+
+def test_B11_a_reads_line_may_outgrow_max_sse_line_up_to_max_read_size() -> None:
+    """B11: a blob is one SSE data line, so a read's line bound follows max_read_size
+    even past max_sse_line; over it, the error names max_read_size."""
+    from mcpcore import ReadResult, RequestSucceeded
+
+    limits = HttpLimits(max_message_size=1000, max_sse_line=2000, max_read_size=4000)
+    link, rid, xid = _stalled_read(limits, list(SSE_CT))
+    body = _read_reply(rid, 2400)
+    assert 2000 < len(body) < 4000
+    link.engine.response_data(xid, b"data: " + body + b"\n\n", link.now)
+    link.engine.response_ended(xid, link.now)
+    [event] = [e for e in link.engine.take_events() if isinstance(e, RequestSucceeded)]
+    assert isinstance(event.value, ReadResult)
+
+    link, rid, xid = _stalled_read(limits, list(SSE_CT))
+    link.engine.response_data(xid, b"data: " + b"x" * 6000, link.now)
+    [failed] = link.engine.take_events()
+    assert failed.error.limit_name == "max_read_size"  # type: ignore[union-attr]
