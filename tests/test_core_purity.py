@@ -208,8 +208,10 @@ def test_B5_F1_feature_modules_load_when_first_used(driver: str) -> None:
 # used. A new module is lazy by default: add it here only if every client needs it.
 CORE_ON_IMPORT = {
     "_backoff",
+    "_cache",
     "_client_base",
     "_config",
+    "_desks",
     "_engine",
     "_errors",
     "_escape",
@@ -241,16 +243,18 @@ CORE_ON_IMPORT = {
 @pytest.mark.parametrize("driver", ["mcpcore_anyio", "mcpcore_threaded"])
 def test_B5_F1_importing_a_driver_loads_no_feature_module(driver: str) -> None:
     """B5, F1: ``import mcpcore_anyio`` / ``mcpcore_threaded``, and making a client,
-    load only the core every client needs; each feature module (input, resume,
-    roots, observers, tool filters, resources, prompts, ... and any module added
-    later that is not in ``CORE_ON_IMPORT``) loads when first used."""
+    load only the core every client needs; each feature module (input, tasks,
+    resume, roots, observers, tool filters, resources, prompts, ... and any module
+    added later that is not in ``CORE_ON_IMPORT``) loads when first used."""
     core = Path(__file__).resolve().parents[1] / "src" / "mcpcore"
     features = sorted(
         f"mcpcore.{path.stem}"
         for path in core.glob("_*.py")
         if path.stem not in CORE_ON_IMPORT and path.stem != "__init__"
     )
-    assert {"mcpcore._input", "mcpcore._observe", "mcpcore._filters"} <= set(features)
+    assert {"mcpcore._input", "mcpcore._observe", "mcpcore._filters", "mcpcore._tasks"} <= set(
+        features
+    )
     code = (
         f"import sys; import {driver}; from mcpcore import RemoteServer; "
         f"{driver}.McpClient('s', RemoteServer(name='s', url='http://127.0.0.1:9/mcp')); "

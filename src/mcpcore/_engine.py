@@ -354,8 +354,7 @@ class _EngineBase:
     def take_input(self) -> list[AskHost]:
         """Questions for the host's input hooks (``AskHost``): run each off the lock
         (``HookCall``) and report its answer with ``hook_answered`` / ``hook_failed``."""
-        desk = self.session.input_desk
-        return [] if desk is None else desk.take_actions()
+        return self.session.input_desk.take_actions()
 
     def hook_answered(self, attempt: int, value: object, now: float) -> None:
         """The hook action numbered ``attempt`` returned ``value`` (D2). For an

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
+from ._desks import check_on_input
 from ._errors import McpError, RemoteProtocolError
 from ._escape import excerpt
 from ._events import ElicitationCompleted, RequestSucceeded
@@ -629,12 +630,7 @@ class InputDesk:
         if not waiting:
             self._finish_round(round_, now)
 
-    @staticmethod
-    def check_on_input(on_input: object) -> None:
-        if on_input not in ("hook", "return"):
-            from ._errors import InvalidValue
-
-            raise InvalidValue(f"on_input is 'hook' or 'return', not {excerpt(repr(on_input), 40)}")
+    check_on_input = staticmethod(check_on_input)
 
     def on_call(self, call_id: int, on_input: str) -> int:
         """Q4: a call made with ``on_input="return"`` ends with an ``InputRequired``
@@ -649,13 +645,15 @@ class InputDesk:
 
     def pause(self, call_id: int) -> None:
         # Calls that ended without pausing are forgotten here (they no longer carry).
-        carriers, tasks = self._s.path.carriers, self._s.tasks.calls
+        carriers, tasks = self._s.path.carriers, self._s.task_desk.calls
         self.pausing = {c for c in self.pausing if c in carriers or c in tasks}
         self.pausing.add(call_id)
 
     def pause_capabilities(self) -> dict[str, Any]:
         """What a call that may pause declares: form elicitation at least (Q4)."""
-        return self._s.tasks.declare(client_capabilities(replace(self.options, elicit_form=True)))
+        return self._s.task_desk.declare(
+            client_capabilities(replace(self.options, elicit_form=True))
+        )
 
     def _pause(self, pending: Pending, requests: Mapping[str, Any], state: str | None) -> bool:
         from ._resume import paused_call

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._cache import ListCache
+from ._desks import NO_TASKS, DeskHolder, NoQuestions, make_task_desk
 from ._errors import (
     CallTimeout,
     InvalidArguments,
@@ -56,7 +57,7 @@ from ._events import (
 )
 from ._handshake import Handshake
 from ._headers import standard_headers
-from ._input_options import URL_ELICITATION_REQUIRED, InputOptions, client_capabilities
+from ._input_options import InputOptions, client_capabilities
 from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
 from ._lifecycle import TRANSITIONS, SessionInput, SessionState
 from ._modern import (
@@ -77,13 +78,11 @@ from ._requests import (
     read_page,
 )
 from ._subscriptions import Listener, ResourceSubscriptions
-from ._tasks import TaskDesk
 from ._tool_requests import ToolsFeature
 from ._tools import Catalogue
 
 if TYPE_CHECKING:
     from ._filters import ToolFilter
-    from ._input import InputDesk
 
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
@@ -159,7 +158,7 @@ class SessionOptions:
     cancel_tasks_on_close: bool = False
 
 
-class ClientSession:
+class ClientSession(DeskHolder):
     """The MCP client session state machine. See the module docstring."""
 
     def __init__(self, options: SessionOptions | None = None) -> None:
@@ -177,10 +176,10 @@ class ClientSession:
         self.path = RequestPath(
             self.options.client_name, self.options.client_version, self.options.log_level
         )
-        self.tasks = TaskDesk(self)
-        self.path.capabilities = self.tasks.declare(client_capabilities(self.options.input))
-        self.input_desk: InputDesk | None = None  # made when a question first comes (B5)
-        self.endpoint_url: str | None = None  # Q4: what continuations are bound to
+        # B5: _tasks and _input load when first needed (see _desks)
+        self.task_desk = make_task_desk(self) if self.options.tasks else NO_TASKS
+        self.path.capabilities = self.task_desk.declare(client_capabilities(self.options.input))
+        self.input_desk = NoQuestions(self)
         self.events: list[Event] = []
         self.tools = ToolsFeature(self)
         self.era: Literal["modern", "legacy"] | None = None
@@ -188,17 +187,6 @@ class ClientSession:
         self.listener = Listener(self)
         self.subscriptions = ResourceSubscriptions(self)
         self.cache = ListCache(self)
-
-    @property
-    def input(self) -> InputDesk:
-        """The input desk (Q1, Q4), made when first needed: a session nobody asks
-        anything never loads ``_input`` (B5)."""
-        desk = self.input_desk
-        if desk is None:
-            from ._input import InputDesk
-
-            desk = self.input_desk = InputDesk(self)
-        return desk
 
     # --- the table ---------------------------------------------------------------
 
@@ -250,8 +238,8 @@ class ClientSession:
                 self.path.earliest_deadline(),
                 self.handshake.next_deadline(),
                 self.listener.next_deadline(),
-                None if self.input_desk is None else self.input_desk.next_deadline(),
-                self.tasks.next_deadline(),
+                self.input_desk.next_deadline(),
+                self.task_desk.next_deadline(),
             )
             if t is not None
         ]
@@ -264,9 +252,8 @@ class ClientSession:
     @property
     def pending_call_ids(self) -> list[int]:
         """The ids of the host's requests that have not ended (calls and the rest)."""
-        desk = self.input_desk
-        asked = desk.call_ids if desk is not None else ()
-        return [*self.path.carriers, *asked, *self.tasks.calls, *self.listener.calls]
+        desks = (*self.input_desk.call_ids, *self.task_desk.calls)
+        return [*self.path.carriers, *desks, *self.listener.calls]
 
     @property
     def modern(self) -> bool:
@@ -282,8 +269,8 @@ class ClientSession:
             and not path.parked
             and self.tools.listing is None
             and self.handshake.idle
-            and (self.input_desk is None or self.input_desk.idle)
-            and self.tasks.idle
+            and self.input_desk.idle
+            and self.task_desk.idle
             and not self.listener.calls
         )
 
@@ -328,11 +315,10 @@ class ClientSession:
         """
         if self.state is not SessionState.READY:
             raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
-        if on_input != "hook":  # Q4: only a call that may pause needs the input desk
-            self.input.check_on_input(on_input)
+        self.input_desk.check_on_input(on_input)
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
         call_id = self.tools.call(tool_id, arguments, now, budget, meta)
-        return call_id if on_input == "hook" else self.input.on_call(call_id, on_input)
+        return self.input_desk.on_call(call_id, on_input)
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Send one request of a feature's ``kind`` for the host (F1); returns its
@@ -397,11 +383,10 @@ class ClientSession:
         had already ended."""
         pending = self.path.carrier(call_id)
         if pending is None:
-            desk = self.input_desk
             if not (
-                self.tasks.cancel(call_id, now, reason)
+                self.task_desk.cancel(call_id, now, reason)
                 or self.tools.cancel_waiting(call_id)
-                or (desk is not None and desk.cancel(call_id))
+                or self.input_desk.cancel(call_id)
                 or self.listener.cancel(call_id)
             ):
                 return False
@@ -419,13 +404,12 @@ class ClientSession:
         """Cancel every call (sending ``notifications/cancelled``) and stop (L6)."""
         if self.state is SessionState.CLOSED:
             return
-        self.tasks.close(now)  # T7: tasks run on unless the host asked
+        self.task_desk.close(now)  # T7: tasks run on unless the host asked
         for call_id in self.pending_call_ids:
             self.cancel(call_id, now, "the client is closing")
         self.transition(SessionInput.CLOSE)
         self.listener.close()
-        if self.input_desk is not None:
-            self.input_desk.close()
+        self.input_desk.close()
         self.path.clear()
         self.handshake.closed()
         self.tools.clear()
@@ -519,9 +503,8 @@ class ClientSession:
         """Fire every deadline that is due at ``now``."""
         self.handshake.handle_timer(now)
         self.listener.handle_timer(now)
-        if self.input_desk is not None:
-            self.input_desk.handle_timer(now)
-        self.tasks.handle_timer(now)
+        self.input_desk.handle_timer(now)
+        self.task_desk.handle_timer(now)
         while (pending := self.path.pop_due(now)) is not None:
             error = timeout_error(pending)
             _log.debug(
@@ -607,9 +590,9 @@ class ClientSession:
                 return
             if pending.on_refused is not None and pending.on_refused(pending, message, now):
                 return
-            error = (
-                message.code == URL_ELICITATION_REQUIRED and self.input.refusal(pending, message)
-            ) or pending.kind.refused(message, pending, self.modern)
+            error = self.input_desk.refusal(pending, message) or pending.kind.refused(
+                message, pending, self.modern
+            )
             if error.rpc_code is None and type(message.code) is int:
                 error.rpc_code = message.code
             pending.on_failed(pending, error, now)
@@ -625,7 +608,7 @@ class ClientSession:
         try:
             if not isinstance(result, dict):
                 raise RemoteProtocolError(f"the {kind.method} result is not a JSON object")
-            if kind.tasks and self.tasks.created(pending, result, now):
+            if kind.tasks and self.task_desk.created(pending, result, now):
                 return  # T7: followed as a task (or handed to the host)
             if self.modern and result_type(result, mrtr=kind.input_rounds) == "input_required":
                 self._answer_input_required(pending, result, now)
