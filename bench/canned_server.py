@@ -1,8 +1,9 @@
 """A minimal canned-response MCP server (Streamable HTTP) for the benchmark.
 
-It answers ``initialize``, ``tools/list`` (paged), ``tools/call`` at once, from
-precomputed bytes where it can, so the server is never the bottleneck of a
-client benchmark. Plain asyncio streams, HTTP/1.1 keep-alive.
+It answers ``initialize``, ``tools/list`` (paged), ``tools/call``,
+``resources/list`` (paged) and ``resources/read`` at once, from precomputed
+bytes where it can, so the server is never the bottleneck of a client
+benchmark. Plain asyncio streams, HTTP/1.1 keep-alive.
 
 MCP replies are framed the way uvicorn frames a Starlette response, because a
 reply sent in one write flatters a client (one read, one parse): the head, the
@@ -12,11 +13,17 @@ it) is a chunked head, one chunk holding the event (``event: message``, an
 ``id``, the ``data`` line, CRLF line ends) and then the last chunk ``0``.
 
     python -m bench.canned_server --port N --mode {sse,json} [--tools 5000 --page-size 50]
+        [--resources 5000]
 
 Tools: ``echo {text}`` (text block), ``big {size}`` (one text block of
 ``size`` bytes, cached), ``slow {}`` (never answers; the request is held until
 the client goes away or sends ``notifications/cancelled``), ``tool_<i>``
 (the listed tools, answered like echo).
+
+Resources (B3, B11): ``--resources N`` listed ones (``bench://res/<i>``, text,
+pages of ``--page-size`` as tools are), each read as a short text; and
+``bench://blob/<size>``, not listed, read as one blob of ``size`` bytes
+(base64, cached).
 
 ``GET /stats`` (no MCP headers needed) → JSON ``{"accepts": N, "requests": N,
 "cancelled": [ids...], "slow_started": N}``; ``POST /reset`` zeroes them.
@@ -53,7 +60,7 @@ class Stats:
 
 
 class Canned:
-    def __init__(self, mode: str, tools: int, page_size: int) -> None:
+    def __init__(self, mode: str, tools: int, page_size: int, resources: int = 0) -> None:
         self.mode = mode
         self.stats = Stats()
         self.page_size = page_size
@@ -89,6 +96,17 @@ class Canned:
                 }
             )
         self.tools = listed
+        self.resources = [
+            {
+                "uri": f"bench://res/{i:05d}",
+                "name": f"res_{i:05d}",
+                "title": f"Resource number {i}",
+                "description": f"Benchmark resource {i}: a few words of text.",
+                "mimeType": "text/plain",
+                "size": 32,
+            }
+            for i in range(resources)
+        ]
         self.big_cache: dict[int, bytes] = {}
         self.slow_waiters: dict[object, asyncio.Future[None]] = {}
 
@@ -114,6 +132,32 @@ class Canned:
             self.big_cache = {size: cached}
         return cached
 
+    def blob_result(self, uri: str, size: int) -> bytes:
+        cached = self.big_cache.get(-size)
+        if cached is None:
+            import base64
+
+            unit = bytes(range(256))
+            data = (unit * (size // len(unit) + 1))[:size]
+            cached = (
+                b'{"contents":[{"uri":'
+                + json.dumps(uri).encode()
+                + b',"mimeType":"application/octet-stream","blob":"'
+                + base64.b64encode(data)
+                + b'"}]}'
+            )
+            self.big_cache = {-size: cached}
+        return cached
+
+    def page(self, items: list[dict], key: str, params: dict) -> dict:
+        cursor = params.get("cursor")
+        start = int(cursor) if cursor else 0
+        end = start + self.page_size if self.page_size else len(items)
+        result: dict = {key: items[start:end]}
+        if end < len(items):
+            result["nextCursor"] = str(end)
+        return result
+
     def answer(self, msg: dict) -> bytes | None:
         """The JSON reply for a request, or None for 'hold' (slow)."""
         method = msg.get("method")
@@ -122,18 +166,34 @@ class Canned:
         if method == "initialize":
             result = {
                 "protocolVersion": params.get("protocolVersion", PROTOCOL),
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": {
+                    "tools": {"listChanged": False},
+                    "resources": {"listChanged": False},
+                },
                 "serverInfo": {"name": "canned", "version": "1.0"},
             }
             return self.result_body(msg_id, json.dumps(result).encode())
         if method == "tools/list":
-            cursor = params.get("cursor")
-            start = int(cursor) if cursor else 0
-            end = start + self.page_size if self.page_size else len(self.tools)
-            result = {"tools": self.tools[start:end]}
-            if end < len(self.tools):
-                result["nextCursor"] = str(end)
+            result = self.page(self.tools, "tools", params)
             return self.result_body(msg_id, json.dumps(result).encode())
+        if method == "resources/list":
+            result = self.page(self.resources, "resources", params)
+            return self.result_body(msg_id, json.dumps(result).encode())
+        if method == "resources/read":
+            uri = str(params.get("uri", ""))
+            if uri.startswith("bench://blob/"):
+                return self.result_body(msg_id, self.blob_result(uri, int(uri[13:])))
+            if not uri.startswith("bench://res/"):
+                err = {"code": -32002, "message": "resource not found", "data": {"uri": uri}}
+                return (
+                    b'{"jsonrpc":"2.0","id":'
+                    + json.dumps(msg_id).encode()
+                    + b',"error":'
+                    + json.dumps(err).encode()
+                    + b"}"
+                )
+            text = {"uri": uri, "mimeType": "text/plain", "text": f"the text of {uri}"}
+            return self.result_body(msg_id, json.dumps({"contents": [text]}).encode())
         if method == "tools/call":
             name = params.get("name")
             args = params.get("arguments") or {}
@@ -283,8 +343,8 @@ class Canned:
             writer.close()
 
 
-async def serve(port: int, mode: str, tools: int, page_size: int) -> None:
-    canned = Canned(mode, tools, page_size)
+async def serve(port: int, mode: str, tools: int, page_size: int, resources: int = 0) -> None:
+    canned = Canned(mode, tools, page_size, resources)
     server = await asyncio.start_server(canned.handle, "127.0.0.1", port, backlog=512)
     async with server:
         await server.serve_forever()
@@ -296,9 +356,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mode", choices=("sse", "json"), default="sse")
     parser.add_argument("--tools", type=int, default=3)
     parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--resources", type=int, default=0)
     args = parser.parse_args(argv)
     try:
-        asyncio.run(serve(args.port, args.mode, args.tools, args.page_size))
+        asyncio.run(serve(args.port, args.mode, args.tools, args.page_size, args.resources))
     except KeyboardInterrupt:
         sys.exit(0)
 

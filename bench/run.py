@@ -1,4 +1,4 @@
-"""Run every budget (B1–B7) side by side, and B8 and B10, and write bench/report.md + bench/report.png.
+"""Run every budget (B1–B7, B11) side by side, and B8 and B10, and write bench/report.md + bench/report.png.
 
     python -m bench            # the full run (takes a while; the report is committed)
     python -m bench --quick    # a smoke run: tiny repeats, no fastmcp, 1 MiB instead of 50 MiB
@@ -60,7 +60,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def canned(mode: str, tools: int = 3, page_size: int = 0) -> Iterator[str]:
+def canned(mode: str, tools: int = 3, page_size: int = 0, resources: int = 0) -> Iterator[str]:
     port = free_port()
     logf = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
@@ -76,6 +76,8 @@ def canned(mode: str, tools: int = 3, page_size: int = 0) -> Iterator[str]:
             str(tools),
             "--page-size",
             str(page_size),
+            "--resources",
+            str(resources),
         ],
         cwd=ROOT,
         env=_env(),
@@ -284,6 +286,65 @@ def b3(cfg: dict[str, Any], clients: list[str]) -> dict[str, Any]:
             "tools": bs[0]["tools"],
             "samples": len(bs),
         }
+    return out
+
+
+def b3_resources(cfg: dict[str, Any], clients: list[str]) -> dict[str, Any]:
+    """B3 for resources: connect, then every resource listed (all pages of 50).
+
+    The canned servers list 3 tools here, so connect to ready is one small page
+    for mcpcore (the official client lists nothing on connect) and the time is
+    the resources' own.
+    """
+    per: dict[str, list[dict[str, Any]]] = {c: [] for c in clients}
+    errors: dict[str, str] = {}
+    n = cfg["tools"]
+    with (
+        canned("json", page_size=50, resources=n) as base_json,
+        canned("sse", page_size=50, resources=n) as base_sse,
+    ):
+        for rnd in range(cfg["rounds"]):
+            for client in clients:
+                for base in (base_sse, base_json)[: len(cfg["modes"])]:
+                    label = "SSE" if base is base_sse else "JSON"
+                    log(f"B3 resources round {rnd + 1}: {client} {label}")
+                    res = worker(
+                        client, "resources", {"url": base + "/mcp", "batches": cfg["list_batches"]}
+                    )
+                    if "error" in res:
+                        errors[client] = res["error"]
+                    else:
+                        for b in res["batches"]:
+                            b["server"] = label
+                        per[client].extend(res["batches"])
+    out = {}
+    for client in clients:
+        bs = per[client]
+        if not bs:
+            out[client] = {"error": errors.get(client, "no data")}
+            continue
+        out[client] = {
+            "wall_sse": med([b["wall"] for b in bs if b["server"] == "SSE"]),
+            "wall_json": med([b["wall"] for b in bs if b["server"] == "JSON"]),
+            "cpu": med([b["cpu"] for b in bs]),
+            "items": bs[0]["items"],
+            "samples": len(bs),
+        }
+    return out
+
+
+def b11(cfg: dict[str, Any], clients: list[str]) -> dict[str, Any]:
+    """B11: one read of a blob resource of ``big`` bytes, its bytes decoded."""
+    size = cfg["big"]
+    out: dict[str, Any] = {}
+    for mode in cfg["modes"]:
+        with canned(mode) as base:
+            for client in clients:
+                log(f"B11 {mode}: {client} ({size // MiB} MiB blob)")
+                res = worker(client, "blob", {"url": base + "/mcp", "size": size})
+                if "base" in res:
+                    res["rss_ratio"] = (res["peak"] - res["base"]) / size
+                out[f"{client} {mode.upper()}"] = res
     return out
 
 
@@ -529,6 +590,41 @@ def write_report(
     w(f"B3: {mark(all(b3_ok) if b3_ok else None)}")
     w("")
 
+    if "b3r" in res:
+        w(f"## B3 (resources) — connect, then {cfg['tools']:,} resources in pages of 50")
+        w("")
+        w(
+            "Budget: ≤ 0.4× the official client (wall time, canned server). mcpcore: "
+            "`ready()` then `list_resources()`; official: `initialize()` then "
+            "`list_resources()` page by page (it lists nothing on connect; the server "
+            "lists 3 tools, so mcpcore's connect adds one small page)."
+        )
+        w("")
+        w("| client | wall (SSE) | ×official | wall (JSON) | ×official | CPU | resources |")
+        w("| --- | --- | --- | --- | --- | --- | --- |")
+        off3r = res["b3r"].get("official", {})
+        b3r_ok = []
+        for client, r in res["b3r"].items():
+            if "error" in r:
+                w(f"| {client} | error: {r['error']} | | | | | |")
+                continue
+            rs = r["wall_sse"] / off3r["wall_sse"] if "wall_sse" in off3r else float("nan")
+            rj = r["wall_json"] / off3r["wall_json"] if "wall_json" in off3r else float("nan")
+            w(
+                f"| {client} | {fmt_ms(r['wall_sse'])} | {rs:.2f}× | {fmt_ms(r['wall_json'])} | "
+                f"{rj:.2f}× | {fmt_ms(r['cpu'])} | {r['items']:,} |"
+            )
+            if client in OURS and off3r:
+                ok = all(x <= 0.4 for x in (rs, rj) if x == x)
+                b3r_ok.append(ok)
+                verdicts.append(
+                    f"B3 resources {client}: {rs:.2f}× (SSE), {rj:.2f}× (JSON) (budget ≤ 0.4×): "
+                    f"{'met' if ok else 'not met'}"
+                )
+        w("")
+        w(f"B3 (resources): {mark(all(b3r_ok) if b3r_ok else None)}")
+        w("")
+
     # B4
     size = cfg["big"]
     w(f"## B4 — one {size // MiB} MiB text result, default settings")
@@ -558,6 +654,38 @@ def write_report(
     w("")
     w(f"B4: {mark(all(b4_ok) if b4_ok else None)}")
     w("")
+
+    if "b11" in res:
+        w(f"## B11 — reading one {size // MiB} MiB blob resource, default settings")
+        w("")
+        w(
+            "Budget: works by default; peak RSS growth ≤ 3× the payload (ru_maxrss in the "
+            "client process after the read and the blob's bytes decoded, minus before). On the "
+            "wire the blob is base64, 4/3 of the payload; mcpcore bounds a read's reply by "
+            "`HttpLimits.max_read_size` (128 MiB), a call's by `max_message_size` (64 MiB)."
+        )
+        w("")
+        w("| client / server | works | time | peak RSS growth ÷ payload | error |")
+        w("| --- | --- | --- | --- | --- |")
+        b11_ok = []
+        for key, r in res["b11"].items():
+            if "base" not in r:
+                w(f"| {key} | no | | | {r.get('error', '')} |")
+                continue
+            w(
+                f"| {key} | {'yes' if r['ok'] else 'no'} | {fmt_ms(r['time'])} | "
+                f"{r['rss_ratio']:.2f}× | {(r.get('error') or '').replace('|', '/')} |"
+            )
+            if key.split()[0] in OURS:
+                ok = bool(r["ok"]) and r["rss_ratio"] <= 3.0
+                b11_ok.append(ok)
+                verdicts.append(
+                    f"B11 {key}: works={r['ok']}, RSS {r['rss_ratio']:.2f}× (budget ≤ 3×): "
+                    f"{'met' if ok else 'not met'}"
+                )
+        w("")
+        w(f"B11: {mark(all(b11_ok) if b11_ok else None)}")
+        w("")
 
     # B5
     w("## B5 — import time and modules loaded")
@@ -596,8 +724,28 @@ def write_report(
         verdicts.append(
             f"B5 {d} {ms:.1f} ms (budget ≤ 130 ms): {'met' if ms <= 130 else 'not met'}"
         )
+    official = res["b5"].get("official (mcp client)", {}).get("median_ms")
+    ratio_ok: bool | None = None
+    if official:
+        ratios = {
+            d: res["b5"].get(d, {}).get("median_ms", float("nan")) / official
+            for d in ("mcpcore_anyio", "mcpcore_threaded")
+        }
+        ratio_ok = all(r <= 0.15 for r in ratios.values())
+        w("")
+        w(
+            "Issue 27's budget: importing a driver ≤ 0.15× importing the official client, "
+            "in the same run: "
+            + ", ".join(f"`{d}` {r:.3f}×" for d, r in ratios.items())
+            + f" ({mark(ratio_ok)})."
+        )
+        for d, r in ratios.items():
+            verdicts.append(
+                f"B5 {d} {r:.3f}× the official client's import (budget ≤ 0.15×): "
+                f"{'met' if r <= 0.15 else 'not met'}"
+            )
     w("")
-    w(f"B5: core {mark(ok_core)}, drivers {mark(ok_drv)}")
+    w(f"B5: core {mark(ok_core)}, drivers {mark(ok_drv)}, ×official {mark(ratio_ok)}")
     w("")
 
     # B6
@@ -746,7 +894,9 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="smoke run: tiny repeats, no fastmcp, 1 MiB"
     )
     ap.add_argument("--out", default=str(HERE / "report.md"), help="where to write the report")
-    ap.add_argument("--only", default="", help="comma-separated budgets to run (b1,...,b8,b10)")
+    ap.add_argument(
+        "--only", default="", help="comma-separated budgets to run (b1,...,b8,b3r,b10,b11)"
+    )
     args = ap.parse_args(argv)
     quick = args.quick
     notes: list[str] = []
@@ -793,7 +943,9 @@ def main(argv: list[str] | None = None) -> int:
         ("b2", lambda: b2(cfg)),
         ("b1", lambda: b1(cfg, clients + list(FLOORS))),
         ("b3", lambda: b3(cfg, clients)),
+        ("b3r", lambda: b3_resources(cfg, clients)),
         ("b4", lambda: b4(cfg, clients)),
+        ("b11", lambda: b11(cfg, clients)),
         ("b6", lambda: b6(cfg, clients)),
         ("b7", lambda: b7(cfg, clients)),
         ("b8", lambda: b8(cfg)),

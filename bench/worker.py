@@ -10,6 +10,10 @@ Scenarios (arguments in the JSON object):
 * ``calls`` {url, seq, conc_calls, conc, batches, text}: per batch, ``seq``
   sequential ``echo`` calls, then ``conc_calls`` calls with ``conc`` in flight.
 * ``list`` {url, batches}: connect → ready with every tool listed, per batch.
+* ``resources`` {url, batches}: connect → ready, then every resource listed
+  (all pages), per batch (B3).
+* ``blob`` {url, size}: read one resource whose blob is ``size`` bytes, and its
+  bytes decoded (B11).
 * ``big`` {url, size}: one ``big`` call returning ``size`` bytes of text.
 * ``cancel`` {url, repeats, wait}: start ``slow``, cancel it after ``wait`` s.
 * ``pool`` {url, calls, conc}: ``calls`` echo calls with ``conc`` in flight.
@@ -343,6 +347,111 @@ async def _list_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any
     return {"batches": out}
 
 
+async def _resources_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    out = []
+    for i in range(p["batches"] + 1):
+        c0, w0 = time.process_time(), time.perf_counter()
+        if adapter.name == "anyio":
+            from mcpcore_anyio import McpClient
+
+            async with McpClient("bench", {"url": p["url"]}, allow_insecure_http=True) as client:
+                availability = await client.ready(60)
+                assert availability.ok, availability.reason
+                count = len(await client.list_resources(timeout=60))
+                c1, w1 = time.process_time(), time.perf_counter()
+        elif adapter.name == "official":
+            from mcp import ClientSession
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.types import PaginatedRequestParams
+
+            async with streamable_http_client(p["url"]) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    resources: list[Any] = []
+                    cursor = None
+                    while True:
+                        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+                        page = await session.list_resources(params=params)
+                        resources.extend(page.resources)
+                        cursor = page.next_cursor
+                        if not cursor:
+                            break
+                    count = len(resources)
+                    c1, w1 = time.process_time(), time.perf_counter()
+        else:
+            from fastmcp import Client
+
+            async with Client(p["url"]) as client:
+                count = len(await client.list_resources(max_pages=1000))
+                c1, w1 = time.process_time(), time.perf_counter()
+        if i:  # the first one warms up imports and caches
+            out.append({"wall": w1 - w0, "cpu": c1 - c0, "items": count})
+    return {"batches": out}
+
+
+def _blob_uri(size: int) -> str:
+    return f"bench://blob/{size}"
+
+
+async def _blob_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, Any]:
+    """B11: one read of a ``size``-byte blob, its bytes decoded; peak RSS around it."""
+    import base64
+
+    async def read(session: Any, size: int) -> int:
+        if adapter.name == "anyio":
+            result = await session.read_resource(_blob_uri(size), timeout=300)
+            return len(result.contents[0].data)
+        if adapter.name == "official":
+            result = await session.read_resource(_blob_uri(size))
+        else:
+            result = type("R", (), {"contents": await session.read_resource(_blob_uri(size))})
+        return len(base64.b64decode(result.contents[0].blob))
+
+    async def measure(session: Any) -> dict[str, Any]:
+        await read(session, 1000)  # warm-up: imports and the first read's path
+        base = maxrss()
+        w0 = time.perf_counter()
+        try:
+            got = await read(session, p["size"])
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                raise
+            return {
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}"[:300],
+                "base": base,
+                "peak": maxrss(),
+                "time": time.perf_counter() - w0,
+            }
+        ok = got == p["size"]
+        return {
+            "ok": ok,
+            "error": None if ok else f"got {got} bytes",
+            "base": base,
+            "peak": maxrss(),
+            "time": time.perf_counter() - w0,
+        }
+
+    if adapter.name == "anyio":
+        from mcpcore_anyio import McpClient
+
+        async with McpClient("bench", {"url": p["url"]}, allow_insecure_http=True) as client:
+            assert (await client.ready(30)).ok
+            return await measure(client)
+    if adapter.name == "official":
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with streamable_http_client(p["url"]) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                return await measure(session)
+    from fastmcp import Client
+
+    async with Client(p["url"]) as fclient:
+        return await measure(fclient)
+
+
 async def _connect_once_async(client: str, target: dict[str, Any]) -> dict[str, Any]:
     """B10: construct → ready with the tools listed (timed), then close (timed apart)."""
     url, protocol, era = target["url"], target["protocol"], target.get("era")
@@ -568,6 +677,46 @@ def _list_threaded(p: dict[str, Any]) -> dict[str, Any]:
     return {"batches": out}
 
 
+def _resources_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    out = []
+    for i in range(p["batches"] + 1):
+        c0, w0 = time.process_time(), time.perf_counter()
+        with _threaded_client(p["url"]) as client:
+            availability = client.ready(60)
+            assert availability.ok, availability.reason
+            count = len(client.list_resources(timeout=60))
+            c1, w1 = time.process_time(), time.perf_counter()
+        if i:
+            out.append({"wall": w1 - w0, "cpu": c1 - c0, "items": count})
+    return {"batches": out}
+
+
+def _blob_threaded(p: dict[str, Any]) -> dict[str, Any]:
+    with _threaded_client(p["url"]) as client:
+        assert client.ready(30).ok
+        client.read_resource(_blob_uri(1000)).contents[0].data  # noqa: B018 - warm-up
+        base = maxrss()
+        w0 = time.perf_counter()
+        try:
+            got = len(client.read_resource(_blob_uri(p["size"]), timeout=300).contents[0].data)
+        except Exception as exc:
+            return {
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}"[:300],
+                "base": base,
+                "peak": maxrss(),
+                "time": time.perf_counter() - w0,
+            }
+        ok = got == p["size"]
+        return {
+            "ok": ok,
+            "error": None if ok else f"got {got} bytes",
+            "base": base,
+            "peak": maxrss(),
+            "time": time.perf_counter() - w0,
+        }
+
+
 def _connect_threaded(p: dict[str, Any]) -> dict[str, Any]:
     def once(target: dict[str, Any]) -> dict[str, Any]:
         c0, w0 = time.process_time(), time.perf_counter()
@@ -667,6 +816,8 @@ def main(argv: list[str]) -> None:
         fn = {
             "calls": _calls_threaded,
             "list": _list_threaded,
+            "resources": _resources_threaded,
+            "blob": _blob_threaded,
             "big": _big_threaded,
             "cancel": _cancel_threaded,
             "pool": _pool_threaded,
@@ -680,6 +831,8 @@ def main(argv: list[str]) -> None:
         afn = {
             "calls": _calls_async,
             "list": _list_async,
+            "resources": _resources_async,
+            "blob": _blob_async,
             "big": _big_async,
             "cancel": _cancel_async,
             "pool": _pool_async,

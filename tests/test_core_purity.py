@@ -202,6 +202,89 @@ def test_B5_F1_feature_modules_load_when_first_used(driver: str) -> None:
     assert out.stdout.strip() == "[]"
 
 
+# B5: the core modules a driver needs to be imported and a client made. Every other
+# module of the core is a feature (resources, prompts, completion, templates, input,
+# resume, roots, observers, tool filters, OAuth, tasks, ...) and loads when first
+# used. A new module is lazy by default: add it here only if every client needs it.
+CORE_ON_IMPORT = {
+    "_backoff",
+    "_cache",
+    "_client_base",
+    "_config",
+    "_desks",
+    "_engine",
+    "_errors",
+    "_escape",
+    "_events",
+    "_failure",
+    "_handshake",
+    "_headers",
+    "_http",
+    "_input_options",
+    "_jsonrpc",
+    "_lifecycle",
+    "_modern",
+    "_outbound",
+    "_outcome",
+    "_registry",
+    "_render",
+    "_requests",
+    "_schema",
+    "_session",
+    "_setup",
+    "_sse",
+    "_stdio",
+    "_subscriptions",
+    "_tool_requests",
+    "_tools",
+}
+
+
+@pytest.mark.parametrize("driver", ["mcpcore_anyio", "mcpcore_threaded"])
+def test_B5_F1_importing_a_driver_loads_no_feature_module(driver: str) -> None:
+    """B5, F1: ``import mcpcore_anyio`` / ``mcpcore_threaded``, and making a client,
+    load only the core every client needs; each feature module (input, tasks,
+    resume, roots, observers, tool filters, resources, prompts, ... and any module
+    added later that is not in ``CORE_ON_IMPORT``) loads when first used."""
+    core = Path(__file__).resolve().parents[1] / "src" / "mcpcore"
+    features = sorted(
+        f"mcpcore.{path.stem}"
+        for path in core.glob("_*.py")
+        if path.stem not in CORE_ON_IMPORT and path.stem != "__init__"
+    )
+    assert {"mcpcore._input", "mcpcore._observe", "mcpcore._filters", "mcpcore._tasks"} <= set(
+        features
+    )
+    code = (
+        f"import sys; import {driver}; from mcpcore import RemoteServer; "
+        f"{driver}.McpClient('s', RemoteServer(name='s', url='http://127.0.0.1:9/mcp')); "
+        f"print(sorted(m for m in {features!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_B5_public_names_are_declared_in_the_three_places() -> None:
+    """B5: each public name of ``mcpcore`` is in ``_EXPORTS`` (what loads it on first
+    use), in ``__all__``, and imported from that same module under TYPE_CHECKING."""
+    import mcpcore
+
+    init = Path(mcpcore.__file__)
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    typed: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for stmt in ast.walk(node):
+                if isinstance(stmt, ast.ImportFrom) and stmt.level == 1 and stmt.module:
+                    for alias in stmt.names:
+                        typed[alias.asname or alias.name] = stmt.module
+    exports = mcpcore._EXPORTS
+    assert set(exports) == set(mcpcore.__all__) - {"__version__"}
+    assert typed == exports
+
+
 def test_no_class_in_the_core_is_over_600_lines() -> None:
     """Small parts: every class of the core fits in 600 lines (docstrings included)."""
     core = Path(__file__).resolve().parents[1] / "src" / "mcpcore"

@@ -1129,3 +1129,38 @@ def test_L6_a_timeout_around_the_client_still_closes_it_within_its_bound(backend
     runner.join(30)
     assert not runner.is_alive(), "closing after the caller's timeout never finished"
     assert result and result[0] < 1 + 2 + 2  # the timeout, the close bound (2 s), slack
+
+
+async def test_B3_F2_a_listing_of_many_pages_arrives_whole_and_one_that_stalls_ends(
+    driver: str,
+) -> None:
+    """B3, F2: 40 pages of resources arrive whole and in order (on anyio the caller's
+    task performs each later page, as it does the first); a listing whose page stalls
+    ends at its timeout with ``CallTimeout``, and the client lists again afterwards."""
+    stall = {"page": -1}
+
+    def fault(request: ReceivedRequest) -> FaultResponse | None:
+        if request.rpc_method != "resources/list":
+            return None
+        cursor = (request.json.get("params") or {}).get("cursor")
+        page = int(cursor) if cursor else 0
+        if page == stall["page"]:
+            return FaultResponse.stall()
+        result: dict[str, Any] = {
+            "resources": [{"uri": f"r://{page}/{i}", "name": f"r{page}-{i}"} for i in range(5)]
+        }
+        if page < 39:
+            result["nextCursor"] = str(page + 1)
+        return FaultResponse.json({"jsonrpc": "2.0", "id": request.json["id"], "result": result})
+
+    async with DemoServer(fault=fault).serve() as running:
+        async with open_client(driver, "demo", entry(running.url)) as client:
+            with anyio.fail_after(30):
+                assert (await client.ready(10)).ok
+                listing = await client._run(client.client.list_resources)
+                assert [r.uri for r in listing] == [f"r://{p}/{i}" for p in range(40) for i in range(5)]
+                stall["page"] = 3
+                with pytest.raises(CallTimeout):
+                    await client._run(client.client.list_resources, timeout=0.5)
+                stall["page"] = -1
+                assert len(await client._run(client.client.list_resources)) == 200

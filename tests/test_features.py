@@ -549,3 +549,54 @@ def test_F8_a_log_level_the_protocol_does_not_name_is_refused(level: Any) -> Non
         prepare_client("s", {"url": "http://127.0.0.1:9/mcp"}, {"log_level": level}, env={}, home="/")  # type: ignore[typeddict-item]
     with pytest.raises(TypeError, match="on_log"):
         prepare_client("s", {"url": "http://127.0.0.1:9/mcp"}, {"on_log": "print"}, env={}, home="/")  # type: ignore[typeddict-item]
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["uri", "name", "title", "description", "mimeType", "size", "annotations", "other"]
+        ),
+        _JSON_VALUES | st.text(max_size=12),
+    )
+)
+def test_F2_B3_a_listed_resource_is_the_one_its_constructor_builds(raw: dict[str, Any]) -> None:
+    """B3: the fast build of a listed resource equals the dataclass's own, for any entry
+    JSON can hold (a malformed one is dropped; a field of the wrong type is None); the
+    resource stays frozen."""
+    import dataclasses
+
+    from mcpcore._resources import Resource, _resource
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) else None
+
+    size, annotations = raw.get("size"), raw.get("annotations")
+    expected = (
+        None
+        if text("uri") is None or text("name") is None
+        else Resource(
+            uri=raw["uri"],
+            name=raw["name"],
+            title=text("title"),
+            description=text("description"),
+            mime_type=text("mimeType"),
+            size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+            annotations=annotations if isinstance(annotations, dict) else None,
+            raw=raw,
+        )
+    )
+    got = _resource(raw)
+    assert got == expected
+    assert repr(got) == repr(expected)
+    if got is not None:
+        assert got.raw is raw
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            got.name = "x"  # type: ignore[misc]

@@ -939,6 +939,77 @@ def test_p6_sse_line_bound_names_max_sse_line() -> None:
     assert event.error.limit_name == "max_sse_line"  # type: ignore[union-attr]
 
 
+def _stalled_read(limits: HttpLimits, status_headers: list[tuple[bytes, bytes]]) -> tuple[Link, int, int]:
+    from mcpcore import Ask
+    from mcpcore._resources import RESOURCES_READ, read_params
+
+    server = FakeServer()
+    link = connect(server, limits=limits)
+    server.hook = on("resources/read")
+    rid = link.engine.request(Ask(RESOURCES_READ, read_params("a://big"), "a://big"), link.now)
+    link.pump()
+    xid = last_xid(link)
+    link.engine.response_started(xid, 200, status_headers, link.now)
+    return link, rid, xid
+
+
+def _read_reply(rid: int, size: int) -> bytes:
+    blob = "QUJD" * (size // 4)
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "result": {"contents": [{"uri": "a://big", "blob": blob}]}}
+    ).encode()
+
+
+@pytest.mark.parametrize("as_sse", [False, True])
+def test_B11_a_read_is_bounded_by_max_read_size_not_max_message_size(as_sse: bool) -> None:
+    """B11: a resources/read reply over max_message_size but within max_read_size is
+    read (a blob of a large file); over max_read_size it fails naming max_read_size,
+    while it streams."""
+    from mcpcore import ReadResult, RequestSucceeded
+
+    limits = HttpLimits(max_message_size=1000, max_read_size=4000)
+    link, rid, xid = _stalled_read(limits, list(SSE_CT if as_sse else JSON_CT))
+    body = _read_reply(rid, 2400)
+    assert 1000 < len(body) < 4000
+    link.engine.response_data(xid, b"data: " + body + b"\n\n" if as_sse else body, link.now)
+    link.engine.response_ended(xid, link.now)
+    [event] = [e for e in link.engine.take_events() if isinstance(e, RequestSucceeded)]
+    assert isinstance(event.value, ReadResult)
+    assert event.value.contents[0].data == b"ABC" * 600  # type: ignore[union-attr]
+
+    link, rid, xid = _stalled_read(limits, list(SSE_CT if as_sse else JSON_CT))
+    if as_sse:
+        link.engine.response_data(xid, b"data: ", link.now)
+    for _ in range(100):
+        link.engine.response_data(xid, b"x" * 100, link.now)
+        events = link.engine.take_events()
+        if events:
+            break
+    [failed] = events
+    assert isinstance(failed.error, LimitExceeded)  # type: ignore[union-attr]
+    assert failed.error.limit_name == "max_read_size"  # type: ignore[union-attr]
+    assert "max_read_size" in str(failed.error)  # type: ignore[union-attr]
+
+
+def test_B11_a_call_stays_bounded_by_max_message_size() -> None:
+    """B11: the larger bound is a read's only: a call's reply of the same size fails."""
+    link, _cid, xid = _stalled_call(HttpLimits(max_message_size=1000, max_read_size=4000), list(JSON_CT))
+    for _ in range(11):
+        link.engine.response_data(xid, b" " * 100, link.now)
+    [event] = link.engine.take_events()
+    assert isinstance(event, CallFailed) and isinstance(event.error, LimitExceeded)
+    assert event.error.limit_name == "max_message_size"
+
+
+def test_B11_the_default_bounds_admit_a_50_mib_blob_read() -> None:
+    """B11: with default settings a read of a 50 MiB file (its base64 and the JSON
+    around it) is within the read bound, and a stdio line may be as long."""
+    limits = HttpLimits()
+    wire = 4 * -(-50 * 1024 * 1024 // 3) + 1024
+    assert limits.max_message_size < wire < limits.max_read_size
+    assert limits.stdio_line_limit == limits.max_read_size
+
+
 # --- P0, P5: malformed replies fail only their exchange -------------------------------------------
 
 
@@ -1332,3 +1403,57 @@ def test_L6_H6_closing_with_a_call_held_behind_the_new_sessions_gate_sends_it_no
     cancels = [m for m in server.requests("notifications/cancelled") if m["params"]["requestId"] == call_id]
     assert cancels == []
     assert isinstance(outcome(link, call_id), CallCancelled)
+
+
+def test_B3_F1_a_later_page_names_through_owner_of_the_call_it_belongs_to() -> None:
+    """B3, F1: each page of a listing goes out under a new request id, and
+    ``engine.owner_of`` names the id the host got for all of them (what lets a driver
+    perform the later pages in the caller's task); once the listing ended, none."""
+    from mcpcore import Ask, Listing, RequestSucceeded
+    from mcpcore._resources import RESOURCES_LIST
+
+    server = FakeServer()
+    link = connect(server)
+    owners: list[tuple[int, int | None]] = []
+
+    def hook(seen: Seen) -> Reply | None:
+        if not seen.message or seen.message.get("method") != "resources/list":
+            return None
+        rid = seen.message["id"]
+        owners.append((rid, link.engine.owner_of(rid)))
+        cursor = (seen.message.get("params") or {}).get("cursor")
+        page = int(cursor) if cursor else 0
+        result: dict[str, Any] = {"resources": [{"uri": f"r://{page}", "name": f"r{page}"}]}
+        if page < 2:
+            result["nextCursor"] = str(page + 1)
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
+        return Reply(200, list(JSON_CT), [body])
+
+    server.hook = hook
+    call_id = link.engine.request(Ask(RESOURCES_LIST, None, "srv"), link.now)
+    link.pump()
+    assert [owner for _, owner in owners] == [call_id] * 3
+    assert len({rid for rid, _ in owners}) == 3 and owners[0][0] == call_id
+    [done] = [e for e in link.events if isinstance(e, RequestSucceeded)]
+    assert isinstance(done.value, Listing) and [r.uri for r in done.value] == ["r://0", "r://1", "r://2"]
+    assert all(link.engine.owner_of(rid) is None for rid, _ in owners)
+
+
+def test_B11_a_reads_line_may_outgrow_max_sse_line_up_to_max_read_size() -> None:
+    """B11: a blob is one SSE data line, so a read's line bound follows max_read_size
+    even past max_sse_line; over it, the error names max_read_size."""
+    from mcpcore import ReadResult, RequestSucceeded
+
+    limits = HttpLimits(max_message_size=1000, max_sse_line=2000, max_read_size=4000)
+    link, rid, xid = _stalled_read(limits, list(SSE_CT))
+    body = _read_reply(rid, 2400)
+    assert 2000 < len(body) < 4000
+    link.engine.response_data(xid, b"data: " + body + b"\n\n", link.now)
+    link.engine.response_ended(xid, link.now)
+    [event] = [e for e in link.engine.take_events() if isinstance(e, RequestSucceeded)]
+    assert isinstance(event.value, ReadResult)
+
+    link, rid, xid = _stalled_read(limits, list(SSE_CT))
+    link.engine.response_data(xid, b"data: " + b"x" * 6000, link.now)
+    [failed] = link.engine.take_events()
+    assert failed.error.limit_name == "max_read_size"  # type: ignore[union-attr]

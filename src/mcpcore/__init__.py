@@ -19,7 +19,16 @@ TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
-# name -> the private module that defines it
+# name -> the private module that defines it. Nothing here is imported until a
+# name is first asked for, so a feature module loads when first used (B5).
+#
+# To add a public name, in three places (tests/test_core_purity.py checks they agree):
+#   1. here: "Name": "_module";
+#   2. in __all__ below (sorted);
+#   3. in the ``if TYPE_CHECKING:`` imports at the end (for mypy and editors).
+# Never import a module at the top of this file, and keep a new feature module
+# out of the drivers' and the session's top-level imports (import it where it is
+# first needed, or under TYPE_CHECKING for annotations).
 _EXPORTS: dict[str, str] = {
     "AuthServerMetadataNotFound": "_oauth",
     "AuthorizationResponseRejected": "_oauth",
@@ -48,7 +57,7 @@ _EXPORTS: dict[str, str] = {
     "ElicitResult": "_input",
     "Elicitation": "_input",
     "InputError": "_input",
-    "InputOptions": "_input",
+    "InputOptions": "_input_options",
     "UrlElicitationRequired": "_input",
     "SampleResult": "_input",
     "Sampling": "_input",
@@ -497,11 +506,11 @@ if TYPE_CHECKING:
         Elicitation,
         ElicitResult,
         InputError,
-        InputOptions,
         SampleResult,
         Sampling,
         UrlElicitationRequired,
     )
+    from ._input_options import InputOptions
     from ._jsonrpc import (
         ErrorResponse,
         Message,

@@ -42,9 +42,8 @@ from ._events import (
 )
 from ._failure import TransportFailure
 from ._http import HeaderSource, HttpLimits, HttpMapping, MessageArrived, RequestFailed
-from ._input import INPUT_ATTEMPTS_FROM
+from ._input_options import INPUT_ATTEMPTS_FROM
 from ._jsonrpc import Request, decode_message, describe_message, encode_message
-from ._observe import RequestEnded, RequestStarted, error_type, safely_ended, safely_started
 from ._requests import Ask
 from ._session import ClientSession, SessionOptions, SessionState, positive_seconds
 from ._stdio import DEFAULT_GRACE, ChildControl, LineFramer, frame_message
@@ -255,6 +254,8 @@ class _EngineBase:
         return self._observed_issue(lambda: self.session.request(ask, now, timeout=timeout), now)
 
     def _observe_start(self, method: str, now: float, **about: str | None) -> Mapping[str, Any]:
+        from ._observe import RequestStarted, safely_started  # V2: only with an observer
+
         observer = self.observer
         assert observer is not None
         session = self.session
@@ -274,6 +275,8 @@ class _EngineBase:
         return safely_started(observer, started) or {}
 
     def _observed_issue(self, issue: Callable[[], int], now: float) -> int:
+        from ._observe import RequestEnded, error_type, safely_ended
+
         observer = self.observer
         assert observer is not None
         expected = self.session.path.peek_id
@@ -297,6 +300,8 @@ class _EngineBase:
             self._contexts.pop(event.call_id, None)
         if self._observed.pop(event.call_id, 0) is not None or self.observer is None:
             return
+        from ._observe import RequestEnded, error_type, safely_ended
+
         error: McpError | None = None
         kind: str | None = None
         if isinstance(event, CallFailed):
@@ -315,6 +320,14 @@ class _EngineBase:
     def _wire(self) -> tuple[str, str | None, int | None, str | None]:
         """The transport, the server's address and port, and the session id (V2)."""
         return ("pipe", None, None, None)
+
+    def owner_of(self, request_id: int) -> int | None:
+        """The call id a request of ours belongs to (``HttpRequest.request_id`` →
+        the id ``call``/``request`` returned): a later page, an ``input_required``
+        round or a re-send carries its first request's; ``None`` when not pending.
+        A driver may perform such an exchange in the caller's task (B3)."""
+        pending = self.session.path.pending.get(request_id)
+        return None if pending is None else pending.call_id
 
     def cancel(self, call_id: int, now: float, reason: str = "cancelled by the caller") -> bool:
         cancelled = self.session.cancel(call_id, now, reason)
@@ -341,7 +354,7 @@ class _EngineBase:
     def take_input(self) -> list[AskHost]:
         """Questions for the host's input hooks (``AskHost``): run each off the lock
         (``HookCall``) and report its answer with ``hook_answered`` / ``hook_failed``."""
-        return self.session.input.take_actions()
+        return self.session.input_desk.take_actions()
 
     def hook_answered(self, attempt: int, value: object, now: float) -> None:
         """The hook action numbered ``attempt`` returned ``value`` (D2). For an
@@ -415,9 +428,7 @@ class HttpClientEngine(_EngineBase):
             options = SessionOptions(server_name=server.name)
         super().__init__(options)
         self._closing = False
-        from ._resume import endpoint_digest
-
-        self.session.input.endpoint = endpoint_digest(server.url)  # Q4: continuations' owner
+        self.session.endpoint_url = server.url  # Q4: continuations' owner
         self.http = HttpMapping(
             server.url,
             list(server.headers.items()),

@@ -323,7 +323,7 @@ class Handshake:
     def _send_initialize(self, now: float, *, deadline: float | None) -> None:
         params = {
             "protocolVersion": self._handshake_version(),
-            "capabilities": self._s.tasks.handshake_capabilities(self._s.path.capabilities),
+            "capabilities": self._s.task_desk.handshake_capabilities(self._s.path.capabilities),
             "clientInfo": {
                 "name": self._s.options.client_name,
                 "version": self._s.options.client_version,

@@ -27,7 +27,6 @@ import re
 import reprlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Final
 
 from ._escape import escape_text
@@ -279,6 +278,8 @@ def _js_number(value: float) -> str:
     round-trip digits, exponent outside 1e-7 … 1e21), which is what a JavaScript
     server compares against.
     """
+    from decimal import Decimal  # B5: loaded by the first float header, not on import
+
     if value == 0:
         return "0"
     sign = "-" if value < 0 else ""

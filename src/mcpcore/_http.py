@@ -57,6 +57,7 @@ from ._jsonrpc import (
     describe_message,
     encode_message,
 )
+from ._requests import KINDS
 from ._sse import SSEDecoder
 
 __all__ = ["HttpLimits", "HttpMapping", "MessageArrived", "RequestFailed", "SessionExpired"]
@@ -77,6 +78,18 @@ class HttpLimits:
 
     max_message_size: int = 64 * 1024 * 1024
     max_sse_line: int = 64 * 1024 * 1024 + 1024
+    # B11: the bound for the response to a kind declared ``large_result``
+    # (``resources/read``): a read carries a file whole, and a blob in base64 is
+    # 4/3 of its bytes, so a 50 MiB file is a 67 MiB message. A call's result
+    # stays under max_message_size; on stdio, where a line is bounded before it
+    # is known which request it answers, lines take the larger of the two.
+    max_read_size: int = 128 * 1024 * 1024
+
+    @property
+    def stdio_line_limit(self) -> int:
+        """The longest line a stdio server may send: the larger of the two bounds."""
+        return max(self.max_message_size, self.max_read_size)
+
     max_reconnects: int = 5  # resumes in a row that bring no new event (H4)
     default_retry: float = 1.0  # seconds, when the server sent no `retry`
     # L6, H9: seconds closing may take in all: the cancel notices and the DELETE
@@ -150,6 +163,7 @@ class _Stream:
     retry: float | None = None
     quiet_reconnects: int = 0
     got_response: bool = False
+    large: bool = False  # it answers a large_result kind: max_read_size bounds it (B11)
 
 
 @dataclass(slots=True)
@@ -413,7 +427,11 @@ class HttpMapping:
                 return
         stream = None
         if is_request and isinstance(message.id, int):  # type: ignore[union-attr]
-            stream = _Stream(request_id=message.id, session_id=self.session_id)  # type: ignore[union-attr]
+            stream = _Stream(
+                request_id=message.id,  # type: ignore[union-attr]
+                session_id=self.session_id,
+                large=_large_result(message),
+            )
         if body is None:
             body = encode_message(message)
         xid = self._open(_Kind.POST, message, stream)
@@ -679,18 +697,32 @@ class HttpMapping:
             headers.append((b"mcp-protocol-version", self.protocol_version.encode("ascii")))
         return headers
 
-    def _sse_line_limit(self) -> int:
-        # P6: a data line longer than this carries a message over max_message_size,
-        # so it is refused while it streams rather than buffered up to max_sse_line.
-        return min(self.limits.max_sse_line, self.limits.max_message_size + _SSE_LINE_SLACK)
+    def _message_limit(self, ex: _Exchange) -> tuple[str, int]:
+        """P6, B11: the bound on one message of this exchange, and its name."""
+        if ex.stream is not None and ex.stream.large:
+            return "max_read_size", self.limits.max_read_size
+        return "max_message_size", self.limits.max_message_size
 
-    def _sse_limit(self, exc: LimitExceeded) -> LimitExceeded:
+    def _sse_line_limit(self, ex: _Exchange) -> int:
+        # P6: a data line longer than this carries a message over the message bound,
+        # so it is refused while it streams rather than buffered up to max_sse_line.
+        # A read's larger bound raises the line bound with it (a blob is one line).
+        _, bound = self._message_limit(ex)
+        line = self.limits.max_sse_line
+        if bound > self.limits.max_message_size:
+            line = max(line, bound + _SSE_LINE_SLACK)
+        return min(line, bound + _SSE_LINE_SLACK)
+
+    def _sse_limit(self, ex: _Exchange, exc: LimitExceeded) -> LimitExceeded:
         """P6: name the bound the user configures here, not the decoder's parameter."""
         limits = self.limits
+        name, bound = self._message_limit(ex)
         if exc.limit_name == "max_event_size" or (
             exc.limit_name == "max_line_size" and exc.limit < limits.max_sse_line
         ):
-            return LimitExceeded("max_message_size", limits.max_message_size, "an SSE event")
+            return LimitExceeded(name, bound, "an SSE event")
+        if exc.limit_name == "max_line_size" and exc.limit > limits.max_sse_line:
+            return LimitExceeded(name, bound, "an SSE line")
         if exc.limit_name == "max_line_size":
             return LimitExceeded("max_sse_line", limits.max_sse_line, "an SSE line")
         return exc
@@ -796,6 +828,13 @@ class HttpMapping:
         for value in self._header_values:
             text = text.replace(value, "[redacted]")
         return text
+
+
+def _large_result(message: Message) -> bool:
+    """B11: the request is of a kind declared ``large_result`` (its feature module,
+    loaded when the host first asked for it, registered it)."""
+    kind = KINDS.get(message.method)  # type: ignore[union-attr]
+    return kind is not None and kind.large_result
 
 
 def _json_rpc_error(body: bytes, request_id: object) -> ErrorResponse | None:

@@ -107,8 +107,8 @@ class ResponseReader:
         if media == "text/event-stream":
             ex.mode = _Mode.SSE
             ex.decoder = SSEDecoder(
-                max_line_size=self.m._sse_line_limit(),
-                max_event_size=self.m.limits.max_message_size,
+                max_line_size=self.m._sse_line_limit(ex),
+                max_event_size=self.m._message_limit(ex)[1],
             )
         elif media == "application/json" and ex.kind is _Kind.POST:
             ex.mode = _Mode.JSON
@@ -162,7 +162,7 @@ class ResponseReader:
             try:
                 events = ex.decoder.feed(data)
             except LimitExceeded as exc:
-                self.m._fail(ex, self.m._sse_limit(exc), now)
+                self.m._fail(ex, self.m._sse_limit(ex, exc), now)
                 return
             except McpError as exc:
                 self.m._fail(ex, exc, now)
@@ -171,14 +171,9 @@ class ResponseReader:
                 if not self._on_event(ex, event, now):
                     return
         elif ex.mode is _Mode.JSON:
-            if len(ex.body) + len(data) > self.m.limits.max_message_size:
-                self.m._fail(
-                    ex,
-                    LimitExceeded(
-                        "max_message_size", self.m.limits.max_message_size, "a JSON response body"
-                    ),
-                    now,
-                )
+            name, bound = self.m._message_limit(ex)
+            if len(ex.body) + len(data) > bound:
+                self.m._fail(ex, LimitExceeded(name, bound, "a JSON response body"), now)
                 return
             ex.body += data
         elif ex.mode is _Mode.ERROR:

@@ -7,7 +7,9 @@ everything about that question except the wire's framing:
 
 * what a host declares (``InputOptions`` → the ``elicitation`` capability,
   only when it gave an ``elicit`` hook, ``url`` only when it asked for URL
-  questions too; nothing at all otherwise, seed 000);
+  questions too; nothing at all otherwise, seed 000), which lives in
+  ``_input_options`` because every session reads it, while this module loads
+  only when a question first comes (B5);
 * what the host's hook receives (``Elicitation``) and answers (``ElicitResult``);
 * checking an accepted answer against the question's form before it is sent,
   and filling in the form's defaults when the host asked for that
@@ -35,9 +37,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
+from ._desks import check_on_input
 from ._errors import LocalProtocolError, McpError, RemoteProtocolError
 from ._escape import excerpt
 from ._events import ElicitationCompleted, RequestSucceeded
+from ._input_options import (
+    INPUT_ATTEMPTS_FROM,
+    URL_ELICITATION_REQUIRED,
+    InputOptions,
+    client_capabilities,
+)
 from ._jsonrpc import ErrorResponse, Notification, Request, Result, encode_message
 from ._modern import answer_input_requests
 
@@ -65,10 +74,6 @@ __all__ = [
 
 _log = logging.getLogger("mcpcore.input")
 
-# Attempt numbers of input hooks start here; sign-in hooks count up from 1.
-INPUT_ATTEMPTS_FROM = 1 << 32
-
-URL_ELICITATION_REQUIRED = -32042
 _INVALID_PARAMS = -32602
 _INTERNAL_ERROR = -32603
 
@@ -77,51 +82,6 @@ _MAX_URL = 8192
 
 # What a form field may hold: the restricted schema's primitive types.
 _PRIMITIVES = ("string", "number", "integer", "boolean")
-
-
-@dataclass(frozen=True, slots=True)
-class InputOptions:
-    """What this client offers a server that wants input from a person.
-
-    ``roots``: the host's roots given as a list (declared as ``roots``);
-    ``roots_hook``: a ``roots`` hook answers instead; ``sampling``: a ``sample``
-    hook was given (declared as ``sampling``, Q3).
-    ``elicit_form``: the host gave an ``elicit`` hook (declared as
-    ``elicitation.form``); ``elicit_url``: the hook takes URL questions too
-    (``elicitation.url``); ``apply_defaults``: fill an accepted form's missing
-    fields from the schema's defaults (declared as ``applyDefaults``);
-    ``timeout``: how long one hook attempt may take, in seconds (the call's own
-    deadline holds too).
-    """
-
-    elicit_form: bool = False
-    elicit_url: bool = False
-    apply_defaults: bool = False
-    timeout: float = 600.0
-    roots: tuple[Mapping[str, Any], ...] | None = None
-    roots_hook: bool = False
-    sampling: bool = False
-
-    @property
-    def offered(self) -> bool:
-        """The host offers anything at all (else E4's answers apply)."""
-        return self.elicit_form or self.roots is not None or self.roots_hook or self.sampling
-
-
-def client_capabilities(options: InputOptions) -> dict[str, Any]:
-    """The client capabilities to declare: only what a hook (or a list) was given for."""
-    declared: dict[str, Any] = {}
-    if options.elicit_form:
-        form: dict[str, Any] = {"applyDefaults": True} if options.apply_defaults else {}
-        elicitation: dict[str, Any] = {"form": form}
-        if options.elicit_url:
-            elicitation["url"] = {}
-        declared["elicitation"] = elicitation
-    if options.roots is not None or options.roots_hook:
-        declared["roots"] = {"listChanged": True}
-    if options.sampling:
-        declared["sampling"] = {}
-    return declared
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,8 +483,18 @@ class InputDesk:
         # Q4: calls that return their questions instead of asking the hook, the
         # endpoint's digest continuations are bound to, and the ones resumed here.
         self.pausing: set[int] = set()
-        self.endpoint = ""
         self.used: set[str] = set()
+
+    @property
+    def endpoint(self) -> str:
+        """Q4: the digest continuations of this endpoint carry (``""`` without a URL);
+        computed when a call pauses or resumes, so hashlib loads only then (B5)."""
+        url = self._s.endpoint_url
+        if url is None:
+            return ""
+        from ._resume import endpoint_digest
+
+        return endpoint_digest(url)
 
     @property
     def options(self) -> InputOptions:
@@ -670,12 +640,7 @@ class InputDesk:
         if not waiting:
             self._finish_round(round_, now)
 
-    @staticmethod
-    def check_on_input(on_input: object) -> None:
-        if on_input not in ("hook", "return"):
-            from ._errors import InvalidValue
-
-            raise InvalidValue(f"on_input is 'hook' or 'return', not {excerpt(repr(on_input), 40)}")
+    check_on_input = staticmethod(check_on_input)
 
     def on_call(self, call_id: int, on_input: str) -> int:
         """Q4: a call made with ``on_input="return"`` ends with an ``InputRequired``
@@ -690,13 +655,15 @@ class InputDesk:
 
     def pause(self, call_id: int) -> None:
         # Calls that ended without pausing are forgotten here (they no longer carry).
-        carriers, tasks = self._s.path.carriers, self._s.tasks.calls
+        carriers, tasks = self._s.path.carriers, self._s.task_desk.calls
         self.pausing = {c for c in self.pausing if c in carriers or c in tasks}
         self.pausing.add(call_id)
 
     def pause_capabilities(self) -> dict[str, Any]:
         """What a call that may pause declares: form elicitation at least (Q4)."""
-        return self._s.tasks.declare(client_capabilities(replace(self.options, elicit_form=True)))
+        return self._s.task_desk.declare(
+            client_capabilities(replace(self.options, elicit_form=True))
+        )
 
     def _pause(
         self, pending: Pending, requests: Mapping[str, Any], state: str | None, now: float
@@ -923,7 +890,6 @@ for _public in (
     ElicitResult,
     Elicitation,
     InputError,
-    InputOptions,
     SampleResult,
     Sampling,
     UrlElicitationRequired,

@@ -23,13 +23,18 @@ count by their address, in every spelling a resolver takes (``127.1``,
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ._errors import ConfigError
+
+if TYPE_CHECKING:
+    import ipaddress
+
+    _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 __all__ = ["OutboundPolicy", "choose_proxy", "host_is_local", "host_is_loopback"]
 
@@ -57,6 +62,8 @@ _DECIMAL = re.compile(r"[1-9][0-9]*")
 def _loose_ipv4(host: str) -> ipaddress.IPv4Address | None:
     """``host`` read as the C resolver's ``inet_aton`` reads it (``127.1``,
     ``0x7f.1``, ``2130706433``, ``0177.0.0.1``), or None when it is not such a form."""
+    import ipaddress  # B5: loaded when first needed, not on import
+
     parts = host.split(".")
     if not 1 <= len(parts) <= 4:
         return None
@@ -81,6 +88,8 @@ def _loose_ipv4(host: str) -> ipaddress.IPv4Address | None:
 
 def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The IP address a URL's host names, in any spelling a resolver accepts."""
+    import ipaddress  # B5: loaded when first needed, not on import
+
     host = host.rstrip(".")
     try:
         found = ipaddress.ip_address(host)
@@ -205,7 +214,6 @@ class OutboundPolicy:
         return self._chosen[key]
 
 
-_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -273,6 +281,8 @@ def _proxy_variable(env: Mapping[str, str], scheme: str) -> tuple[str, str] | No
 
 
 def _ip_address(text: str) -> _Address | None:
+    import ipaddress  # B5: loaded when first needed, not on import
+
     try:
         return ipaddress.ip_address(text)
     except ValueError:
@@ -290,6 +300,8 @@ def _bypassed(host: str, address: _Address | None, port: int, no_proxy: str) -> 
     ``[::1]:8080``), and then matches on that port only (a URL without a port is
     on its scheme's default one).
     """
+    import ipaddress  # B5: loaded when first needed, not on import
+
     for entry in no_proxy.lower().replace(",", " ").split():
         if entry == "*":
             return True

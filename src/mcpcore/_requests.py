@@ -23,6 +23,7 @@ own ``on_done`` / ``on_failed``.
 from __future__ import annotations
 
 import heapq
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import LimitExceeded, McpError, RemoteProtocolError
 from ._escape import excerpt
+from ._events import ProgressReceived
 from ._jsonrpc import ErrorResponse, Message, Notification, Request
 from ._modern import envelope
 
@@ -48,6 +50,8 @@ __all__ = [
     "register",
 ]
 
+_log = logging.getLogger("mcpcore.session")  # the session's trace (X4) names progress
+
 # Ids of abandoned requests kept to word a late response's debug log; older ones are
 # forgotten (a late response for them is then logged as unknown, which it also is).
 _ABANDONED_REMEMBERED = 1024
@@ -59,6 +63,10 @@ def _as_is(result: dict[str, Any], pending: Pending) -> object:
 
 def _rpc_error(message: ErrorResponse, pending: Pending, modern: bool) -> McpError:
     return RemoteProtocolError(f"{pending.kind.method} failed ({error_detail(message)})")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def error_detail(message: ErrorResponse) -> str:
@@ -96,6 +104,9 @@ class RequestKind:
     typed_result: bool = True
     # Its params get the 2026-07-28 envelope (the probe builds its own).
     stamped: bool = True
+    # B11: its result may carry a file whole; the response is bounded by
+    # HttpLimits.max_read_size rather than max_message_size.
+    large_result: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +447,46 @@ class RequestPath:
             return None
         _, request_id = heapq.heappop(self._deadlines)
         return self.pending[request_id]
+
+    def progress(
+        self, params: Mapping[str, Any], now: float, extend: bool, cap: float, tag: str
+    ) -> ProgressReceived | None:
+        """``notifications/progress`` for a pending request: the event for its owner,
+        its deadline pushed out first when ``extend`` (never past ``started + cap``,
+        never pulled in: a per-call budget may exceed the cap). ``None`` when the
+        token names nothing pending that reports progress, or the numbers are bad."""
+        token = params.get("progressToken")
+        pending = (
+            self.pending.get(token)
+            if isinstance(token, int) and not isinstance(token, bool)
+            else None
+        )
+        progress = params.get("progress")
+        if pending is None or not pending.kind.progress or not _is_number(progress):
+            return None
+        total = params.get("total")
+        message = params.get("message")
+        if _log.isEnabledFor(logging.DEBUG):
+            shown = f"{total:g}" if _is_number(total) else "an unknown total"
+            _log.debug(
+                "%s progress for %s id=%d: %g of %s",
+                tag,
+                pending.kind.method,
+                token,
+                progress,
+                shown,
+            )
+        if extend and pending.deadline is not None:
+            extended = min(now + pending.budget, pending.started + cap)
+            if extended > pending.deadline:
+                pending.deadline = extended
+                self.track_deadline(token, extended)  # type: ignore[arg-type]
+        return ProgressReceived(
+            call_id=pending.call_id,
+            progress=float(progress),  # type: ignore[arg-type]
+            total=float(total) if _is_number(total) else None,  # type: ignore[arg-type]
+            message=message if isinstance(message, str) else None,
+        )
 
     def track_deadline(self, request_id: int, deadline: float | None) -> None:
         if deadline is None:

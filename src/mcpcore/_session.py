@@ -31,9 +31,10 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._cache import ListCache
+from ._desks import NO_TASKS, DeskHolder, NoQuestions, make_task_desk
 from ._errors import (
     CallTimeout,
     InvalidArguments,
@@ -50,14 +51,12 @@ from ._events import (
     CallFailed,
     Event,
     LogMessage,
-    ProgressReceived,
     RequestSucceeded,
     ToolsListChanged,
 )
-from ._filters import ToolFilter
 from ._handshake import Handshake
 from ._headers import standard_headers
-from ._input import InputDesk, InputOptions, client_capabilities
+from ._input_options import InputOptions, client_capabilities
 from ._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
 from ._lifecycle import TRANSITIONS, SessionInput, SessionState
 from ._modern import (
@@ -78,9 +77,11 @@ from ._requests import (
     read_page,
 )
 from ._subscriptions import Listener, ResourceSubscriptions
-from ._tasks import TaskDesk
 from ._tool_requests import ToolsFeature
 from ._tools import Catalogue
+
+if TYPE_CHECKING:
+    from ._filters import ToolFilter
 
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
@@ -156,7 +157,7 @@ class SessionOptions:
     cancel_tasks_on_close: bool = False
 
 
-class ClientSession:
+class ClientSession(DeskHolder):
     """The MCP client session state machine. See the module docstring."""
 
     def __init__(self, options: SessionOptions | None = None) -> None:
@@ -174,9 +175,10 @@ class ClientSession:
         self.path = RequestPath(
             self.options.client_name, self.options.client_version, self.options.log_level
         )
-        self.tasks = TaskDesk(self)
-        self.path.capabilities = self.tasks.declare(client_capabilities(self.options.input))
-        self.input = InputDesk(self)
+        # B5: _tasks and _input load when first needed (see _desks)
+        self.task_desk = make_task_desk(self) if self.options.tasks else NO_TASKS
+        self.path.capabilities = self.task_desk.declare(client_capabilities(self.options.input))
+        self.input_desk = NoQuestions(self)
         self.events: list[Event] = []
         self.tools = ToolsFeature(self)
         self.era: Literal["modern", "legacy"] | None = None
@@ -235,8 +237,8 @@ class ClientSession:
                 self.path.earliest_deadline(),
                 self.handshake.next_deadline(),
                 self.listener.next_deadline(),
-                self.input.next_deadline(),
-                self.tasks.next_deadline(),
+                self.input_desk.next_deadline(),
+                self.task_desk.next_deadline(),
             )
             if t is not None
         ]
@@ -249,7 +251,8 @@ class ClientSession:
     @property
     def pending_call_ids(self) -> list[int]:
         """The ids of the host's requests that have not ended (calls and the rest)."""
-        return [*self.path.carriers, *self.input.call_ids, *self.tasks.calls, *self.listener.calls]
+        desks = (*self.input_desk.call_ids, *self.task_desk.calls)
+        return [*self.path.carriers, *desks, *self.listener.calls]
 
     @property
     def modern(self) -> bool:
@@ -265,8 +268,8 @@ class ClientSession:
             and not path.parked
             and self.tools.listing is None
             and self.handshake.idle
-            and self.input.idle
-            and self.tasks.idle
+            and self.input_desk.idle
+            and self.task_desk.idle
             and not self.listener.calls
         )
 
@@ -311,9 +314,10 @@ class ClientSession:
         """
         if self.state is not SessionState.READY:
             raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
-        self.input.check_on_input(on_input)
+        self.input_desk.check_on_input(on_input)
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
-        return self.input.on_call(self.tools.call(tool_id, arguments, now, budget, meta), on_input)
+        call_id = self.tools.call(tool_id, arguments, now, budget, meta)
+        return self.input_desk.on_call(call_id, on_input)
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Send one request of a feature's ``kind`` for the host (F1); returns its
@@ -379,9 +383,9 @@ class ClientSession:
         pending = self.path.carrier(call_id)
         if pending is None:
             if not (
-                self.tasks.cancel(call_id, now, reason)
+                self.task_desk.cancel(call_id, now, reason)
                 or self.tools.cancel_waiting(call_id)
-                or self.input.cancel(call_id)
+                or self.input_desk.cancel(call_id)
                 or self.listener.cancel(call_id)
             ):
                 return False
@@ -399,12 +403,12 @@ class ClientSession:
         """Cancel every call (sending ``notifications/cancelled``) and stop (L6)."""
         if self.state is SessionState.CLOSED:
             return
-        self.tasks.close(now)  # T7: tasks run on unless the host asked
+        self.task_desk.close(now)  # T7: tasks run on unless the host asked
         for call_id in self.pending_call_ids:
             self.cancel(call_id, now, "the client is closing")
         self.transition(SessionInput.CLOSE)
         self.listener.close()
-        self.input.close()
+        self.input_desk.close()
         self.path.clear()
         self.handshake.closed()
         self.tools.clear()
@@ -470,7 +474,7 @@ class ClientSession:
     def session_expired(self, resend: list[Request], now: float) -> None:
         """H6: the server forgot our session. Set up a new one, then resend ``resend``."""
         if self.state is not SessionState.CLOSED:
-            self.input.session_expired()  # its questions for the person are void
+            self.input_desk.session_expired()  # its questions for the person are void
         if self.state in (SessionState.CONNECTING, SessionState.LISTING):
             # During start-up an expiry is just a failed attempt.
             self.handshake.fail_start(
@@ -500,8 +504,8 @@ class ClientSession:
         """Fire every deadline that is due at ``now``."""
         self.handshake.handle_timer(now)
         self.listener.handle_timer(now)
-        self.input.handle_timer(now)
-        self.tasks.handle_timer(now)
+        self.input_desk.handle_timer(now)
+        self.task_desk.handle_timer(now)
         while (pending := self.path.pop_due(now)) is not None:
             error = timeout_error(pending)
             _log.debug(
@@ -587,7 +591,7 @@ class ClientSession:
                 return
             if pending.on_refused is not None and pending.on_refused(pending, message, now):
                 return
-            error = self.input.refusal(pending, message) or pending.kind.refused(
+            error = self.input_desk.refusal(pending, message) or pending.kind.refused(
                 message, pending, self.modern
             )
             if error.rpc_code is None and type(message.code) is int:
@@ -605,7 +609,7 @@ class ClientSession:
         try:
             if not isinstance(result, dict):
                 raise RemoteProtocolError(f"the {kind.method} result is not a JSON object")
-            if kind.tasks and self.tasks.created(pending, result, now):
+            if kind.tasks and self.task_desk.created(pending, result, now):
                 return  # T7: followed as a task (or handed to the host)
             if self.modern and result_type(result, mrtr=kind.input_rounds) == "input_required":
                 self._answer_input_required(pending, result, now)
@@ -694,7 +698,15 @@ class ClientSession:
     def _handle_notification(self, note: Notification, now: float) -> None:
         params = note.params or {}
         if note.method == "notifications/progress":
-            self._progress(params, now)
+            progress = self.path.progress(
+                params,
+                now,
+                self.options.extend_on_progress,
+                self.options.call_timeout_max,
+                self.tag,
+            )
+            if progress is not None:
+                self.events.append(progress)
         elif note.method == "notifications/tools/list_changed":
             self.events.append(ToolsListChanged())
             self.cache.forget("tools/list")  # M66, M79
@@ -717,43 +729,6 @@ class ClientSession:
                 _forward_server_log(self.options.server_name, params)
         else:
             _log.debug("ignored notification %r", escape_text(note.method[:100]))
-
-    def _progress(self, params: Mapping[str, Any], now: float) -> None:
-        token = params.get("progressToken")
-        pending = (
-            self.path.pending.get(token)
-            if isinstance(token, int) and not isinstance(token, bool)
-            else None
-        )
-        progress = params.get("progress")
-        if pending is None or not pending.kind.progress or not _is_number(progress):
-            return
-        total = params.get("total")
-        message = params.get("message")
-        if _log.isEnabledFor(_DEBUG):
-            _log.debug(
-                "%s progress for %s id=%d: %g of %s",
-                self.tag,
-                pending.kind.method,
-                token,
-                progress,
-                f"{total:g}" if _is_number(total) else "an unknown total",
-            )
-        if self.options.extend_on_progress and pending.deadline is not None:
-            # Push the deadline out, never past the cap, and never pull it in
-            # (a per-call budget may exceed call_timeout_max).
-            extended = min(now + pending.budget, pending.started + self.options.call_timeout_max)
-            if extended > pending.deadline:
-                pending.deadline = extended
-                self.path.track_deadline(token, extended)  # type: ignore[arg-type]
-        self.events.append(
-            ProgressReceived(
-                call_id=pending.call_id,
-                progress=float(progress),  # type: ignore[arg-type]
-                total=float(total) if _is_number(total) else None,  # type: ignore[arg-type]
-                message=message if isinstance(message, str) else None,
-            )
-        )
 
 
 # --- pure helpers -----------------------------------------------------------------
@@ -792,10 +767,6 @@ def positive_seconds(value: object, what: str = "a call timeout") -> float:
         return seconds
     shown = repr(value) if isinstance(value, (int, float)) else f"a {type(value).__name__}"
     raise InvalidValue(f"{what} must be a positive number of seconds, not {shown}")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 _LEVELS = {

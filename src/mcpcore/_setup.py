@@ -26,9 +26,8 @@ from ._config import (
 from ._errors import ConfigError, InvalidValue
 from ._escape import excerpt
 from ._events import LogMessage, ResourceUpdated
-from ._filters import tool_filter
 from ._http import HeaderSource, HttpLimits
-from ._input import InputOptions
+from ._input_options import InputOptions
 from ._modern import LOG_LEVELS, MODERN_VERSIONS
 from ._outbound import OutboundPolicy, choose_proxy
 from ._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
@@ -37,6 +36,7 @@ from ._tools import ascii_lower
 
 if TYPE_CHECKING:
     from ._authorizing import AuthOptions
+    from ._filters import ToolFilter
 
 __all__ = [
     "LOCAL_REFUSED",
@@ -328,9 +328,7 @@ def prepare_client(
         max_pages=options.get("max_pages", 1000),
         max_tools=options.get("max_tools", 10_000),
         protocol=_protocol(options.get("protocol", "auto")),
-        tool_filter=tool_filter(
-            options.get("include"), options.get("exclude"), server=lowered, separator=separator
-        ),
+        tool_filter=_tool_filter(options, lowered, separator),
         log_level=_log_level(options.get("log_level")),
         log_events=_hook("on_log", options.get("on_log")) is not None,
         update_events=_hook("on_resource_updated", options.get("on_resource_updated")) is not None,
@@ -468,6 +466,16 @@ def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptio
         return None  # a local server or an invalid entry: nothing to authorize
     OAuthFlow(value.config(server.url, interactive=False), token_bytes=bytes)  # raises if unusable
     return value
+
+
+def _tool_filter(options: ClientOptions, server: str, separator: str) -> ToolFilter | None:
+    """V4: the include/exclude filter; ``_filters`` loads only when one is given (B5)."""
+    include, exclude = options.get("include"), options.get("exclude")
+    if include is None and exclude is None:
+        return None
+    from ._filters import tool_filter
+
+    return tool_filter(include, exclude, server=server, separator=separator)
 
 
 def _protocol(value: object) -> str:

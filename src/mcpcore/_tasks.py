@@ -357,7 +357,9 @@ class TaskDesk:
         """T8: the call ``call_id`` ends with its ``TaskHandle`` if the server makes a
         task of it (calls that ended otherwise are forgotten here)."""
         carriers = self._s.path.carriers
-        self.handing = {c for c in self.handing if c in carriers or c in self._s.input.call_ids}
+        self.handing = {
+            c for c in self.handing if c in carriers or c in self._s.input_desk.call_ids
+        }
         self.handing.add(call_id)
 
     # --- declaring (T7) ------------------------------------------------------------

@@ -140,7 +140,7 @@ class ToolsFeature:
         params: dict[str, Any] = {"name": tool.name, "arguments": dict(arguments)}
         if meta:
             params["_meta"] = host_meta(meta)
-        task = self._session.tasks.task_param(tool)
+        task = self._session.task_desk.task_param(tool)
         if task is not None:
             params["task"] = task  # T7: 2025-11-25 asks for the task
         request = path.build(TOOLS_CALL, request_id, params)

@@ -16,18 +16,19 @@ tool objects.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 import reprlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import LimitExceeded
 from ._escape import escape_text
-from ._filters import ToolFilter
 from ._schema import SchemaInvalid, Validator, compile_schema
+
+if TYPE_CHECKING:
+    from ._filters import ToolFilter
 
 __all__ = [
     "DEFAULT_SEGMENT_PATTERN",
@@ -112,6 +113,8 @@ def suggest_ids(
     name = tail if found_separator and tail else wanted
     others = [known for known in ids if known != tool_id]
     names = {known.partition(separator)[2] or known: known for known in reversed(others)}
+    import difflib  # B5: loaded by the first unknown tool id, not on import
+
     close = difflib.get_close_matches(name, list(names), n=limit, cutoff=0.75)
     return tuple(names[match] for match in close)
 

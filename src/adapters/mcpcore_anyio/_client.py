@@ -15,7 +15,6 @@ import contextlib
 import logging
 import math
 import os
-import secrets
 import signal
 import time
 from collections import deque
@@ -33,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcore import (
     AbortExchange,
@@ -88,6 +86,9 @@ if TYPE_CHECKING:
 
     import httpcore
 
+    # B5: anyio loads its streams, locks and tasks when a client first uses them.
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         Ask,
@@ -134,6 +135,10 @@ class _CallWaiter:
     on_progress: ProgressCallback | None
     output: Any = None
     error: McpError | None = None
+    # B3: the next exchange of this call (a later page, a round) that the caller's
+    # task performs once its current one is done, instead of a task of its own.
+    then: tuple[HttpRequest, anyio.CancelScope] | None = None
+    performing: bool = False  # the caller's task is in its exchange loop
 
 
 @dataclass(slots=True)
@@ -383,6 +388,8 @@ class McpClient(ClientBase):
         if self._server is None:
             return
         if isinstance(self._server, RemoteServer):
+            import secrets  # B5: hashlib and OpenSSL load on the first remote start
+
             self._engine = self._remote_engine(
                 self._server,
                 token_bytes=secrets.token_bytes,
@@ -405,7 +412,7 @@ class McpClient(ClientBase):
                 self._server,
                 environ=os.environ,
                 options=self._options,
-                max_line_size=self._limits.max_message_size,
+                max_line_size=self._limits.stdio_line_limit,
                 close_grace=self._close_grace,
             )
             self._children = _Children(self, task_group)
@@ -533,6 +540,8 @@ class McpClient(ClientBase):
                     self._scopes[action.exchange_id] = scope
                     if perform_here is not None and action.request_id == perform_here:
                         here = (action, scope)
+                    elif (caller := self._performer(engine, action)) is not None:
+                        caller.then = (action, scope)  # B3: its caller's task takes it next
                     else:
                         self._task_group.start_soon(self._exchange, action, scope)
         elif self._children is not None:
@@ -716,9 +725,11 @@ class McpClient(ClientBase):
                         received = 0
                         while (chunk := await self._feed(xid, chunks)) is not None:
                             received += len(chunk)
-                            if caller.done.is_set() and not _ends_without_waiting(
-                                response, received
-                            ):
+                            # Done, or its next exchange waits on this one: the
+                            # rest of a stream the server holds open is not waited on.
+                            if (
+                                caller.done.is_set() or caller.then is not None
+                            ) and not _ends_without_waiting(response, received):
                                 handed_off = self._hand_off(request, chunks, stack)
                                 if handed_off:
                                     return
@@ -732,6 +743,30 @@ class McpClient(ClientBase):
                     self._exchange_done(xid, scope)
         if not scope.cancel_called and not handed_off:
             await self._dispatch()
+
+    def _performer(self, engine: HttpClientEngine, action: HttpRequest) -> _CallWaiter | None:
+        """B3: the caller whose task performs ``action`` next: the call (a listing's
+        later page, an input round) is its own, and its task is in its exchange loop
+        with nothing claimed yet. A listing of 100 pages then costs no task per page."""
+        if action.request_id is None:
+            return None
+        owner = engine.owner_of(action.request_id)
+        waiter = self._calls.get(owner) if owner is not None else None
+        if waiter is None or not waiter.performing or waiter.then is not None:
+            return None
+        return waiter
+
+    def _start_claimed(self, waiter: _CallWaiter) -> None:
+        """An exchange claimed for a caller that left its loop (cancelled, failed):
+        a task of its own performs it, as it would have without the claim."""
+        claimed, waiter.then = waiter.then, None
+        if claimed is None:
+            return
+        request, scope = claimed
+        if not self._closed and self._task_group is not None:
+            self._task_group.start_soon(self._exchange, request, scope)
+        elif self._scopes.get(request.exchange_id) is scope:
+            del self._scopes[request.exchange_id]
 
     def _hand_off(
         self, request: HttpRequest, chunks: AsyncIterator[bytes], stack: AsyncExitStack
@@ -1077,7 +1112,16 @@ class McpClient(ClientBase):
         try:
             here = await self._dispatch(perform_here=call_id)
             if here is not None:
-                await self._exchange(*here, caller=waiter)
+                waiter.performing = True
+                try:
+                    while here is not None:
+                        await self._exchange(*here, caller=waiter)
+                        if waiter.done.is_set():
+                            break
+                        here, waiter.then = waiter.then, None
+                finally:
+                    waiter.performing = False
+                    self._start_claimed(waiter)
             if not waiter.done.is_set():  # usually set by now: no event-loop turn then
                 await waiter.done.wait()
         except BaseException:

@@ -16,7 +16,6 @@ import contextlib
 import logging
 import os
 import queue
-import secrets
 import select
 import signal
 import threading
@@ -426,6 +425,8 @@ class McpClient(ClientBase):
             if self._server is None:
                 return
             if isinstance(self._server, RemoteServer):
+                import secrets  # B5: hashlib and OpenSSL load on the first remote start
+
                 self._engine = self._remote_engine(
                     self._server,
                     token_bytes=secrets.token_bytes,
@@ -443,7 +444,7 @@ class McpClient(ClientBase):
                     self._server,
                     environ=os.environ,
                     options=self._options,
-                    max_line_size=self._limits.max_message_size,
+                    max_line_size=self._limits.stdio_line_limit,
                     close_grace=self._close_grace,
                 )
                 self._children = _Children(self)
