@@ -82,6 +82,10 @@ class Availability:
         return self.ok
 
 
+# One for every ask while the server is up (a driver asks after every input); frozen.
+_AVAILABLE = Availability(True)
+
+
 class _EngineBase:
     """What both engines share: the session, its commands and its events."""
 
@@ -388,7 +392,7 @@ class _EngineBase:
         """``None`` while the first attempt is still running (L3)."""
         state = self.session.state
         if state is SessionState.READY:
-            return Availability(True)
+            return _AVAILABLE
         if state is SessionState.CLOSED:
             return Availability(False, "the client is closed")
         error = self.session.last_error
@@ -624,12 +628,14 @@ class HttpClientEngine(_EngineBase):
         return self.http.take_actions()  # type: ignore[return-value]  # a narrower list
 
     def next_deadline(self) -> float | None:
-        times = [
-            t for t in (self.session.next_deadline(), self.http.next_deadline()) if t is not None
-        ]
+        best = self.session.next_deadline()
+        http = self.http.next_deadline()
+        if http is not None and (best is None or http < best):
+            best = http
         if self.auth is not None and (own := self.auth.next_deadline()) is not None:
-            times.append(own)
-        return min(times) if times else None
+            if best is None or own < best:
+                best = own
+        return best
 
     def _pump(self, now: float) -> None:
         session, http, auth = self.session, self.http, self.auth

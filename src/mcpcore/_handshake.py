@@ -117,8 +117,11 @@ class Handshake:
         return self._reinit_at is None
 
     def next_deadline(self) -> float | None:
-        times = [t for t in (self._startup_deadline, self._retry_at, self._reinit_at) if t]
-        return min(times) if times else None
+        startup, retry, reinit = self._startup_deadline, self._retry_at, self._reinit_at
+        if not (startup or retry or reinit):
+            return None  # a session up and running: the usual case, asked after every input
+        times = [t for t in (startup, retry, reinit) if t]
+        return min(times)
 
     def retry_now(self, now: float) -> None:
         if self._retry_at is not None:

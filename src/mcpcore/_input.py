@@ -507,6 +507,8 @@ class InputDesk:
         return out
 
     def next_deadline(self) -> float | None:
+        if not self._attempts and not self._rounds:
+            return None  # nobody is being asked: the usual case, asked after every input
         times = [a.deadline for a in self._attempts.values()]
         times += [r.pending.deadline for r in self._rounds.values() if r.pending.deadline]
         return min(times) if times else None

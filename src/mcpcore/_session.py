@@ -231,18 +231,17 @@ class ClientSession(DeskHolder):
         return out
 
     def next_deadline(self) -> float | None:
-        times = [
-            t
-            for t in (
-                self.path.earliest_deadline(),
-                self.handshake.next_deadline(),
-                self.listener.next_deadline(),
-                self.input_desk.next_deadline(),
-                self.task_desk.next_deadline(),
-            )
-            if t is not None
-        ]
-        return min(times) if times else None
+        # A driver asks after every input (four times a call): no lists, no min().
+        best = self.path.earliest_deadline()
+        for t in (
+            self.handshake.next_deadline(),
+            self.listener.next_deadline(),
+            self.input_desk.next_deadline(),
+            self.task_desk.next_deadline(),
+        ):
+            if t is not None and (best is None or t < best):
+                best = t
+        return best
 
     @property
     def catalogue(self) -> Catalogue | None:

@@ -389,6 +389,8 @@ class TaskDesk:
     # --- time -------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
+        if not self.calls:
+            return None  # no task running: the usual case, asked after every input
         times = [t.deadline for t in self.calls.values()]
         times += [t.due for t in self.calls.values() if t.due is not None]
         return min(times) if times else None

@@ -189,7 +189,10 @@ class _Permits:
     def __init__(self, limit: int) -> None:
         self._guard = threading.Lock()
         self._free = limit
-        self._waiting: deque[threading.Event] = deque()
+        # Each waiter's own lock, taken at once: releasing it hands the waiter a
+        # permit (a bare lock, not an Event: the hand-over is one C call, no
+        # Condition, on every call while callers outnumber connections).
+        self._waiting: deque[threading.Lock] = deque()
 
     def acquire(self, give_up: Callable[[], bool]) -> bool:
         """Wait for a permit, in turn; False (no permit held) once ``give_up()``."""
@@ -197,12 +200,13 @@ class _Permits:
             if self._free > 0 and not self._waiting:
                 self._free -= 1
                 return True
-            handed = threading.Event()
+            handed = threading.Lock()
+            handed.acquire()
             self._waiting.append(handed)
-        while not handed.wait(0.05):
+        while not handed.acquire(timeout=0.05):
             if give_up():
                 with self._guard:
-                    if not handed.is_set():
+                    if handed in self._waiting:  # not handed over
                         self._waiting.remove(handed)
                         return False
                 break  # handed over just now
@@ -211,7 +215,7 @@ class _Permits:
     def release(self) -> None:
         with self._guard:
             if self._waiting:
-                self._waiting.popleft().set()  # straight to the next in line
+                self._waiting.popleft().release()  # straight to the next in line
             else:
                 self._free += 1
 
@@ -225,7 +229,6 @@ class _Exchange:
 
     thread: threading.Thread | None = None
     aborted: bool = False
-    ended: threading.Event = field(default_factory=threading.Event)
     abort: _Abort = field(default_factory=_Abort)  # what ends its steps, wherever it stands
 
 
@@ -313,6 +316,28 @@ class ResourceReader:
         return f"ResourceReader({self.tool.id!r})"
 
 
+class _Turn:
+    """``with client._turn:`` the lock for one turn of the engine; what the turn
+    produced for callers (``_deliver``) runs once the lock is released.
+
+    A plain object, not a generator context manager: a call takes four turns.
+    """
+
+    __slots__ = ("_client", "_lock")
+
+    def __init__(self, client: McpClient) -> None:
+        self._client = client
+        self._lock = client._lock
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        self._lock.release()
+        if kind is None:
+            self._client._deliver()
+
+
 class McpClient(ClientBase):
     """One MCP server, used from blocking code. The same names as ``mcpcore_anyio``.
 
@@ -391,6 +416,7 @@ class McpClient(ClientBase):
         # beyond that wait here, in order, and can give up when aborted.
         self._permits = _Permits(self._max_connections)
         self._lock = threading.RLock()
+        self._turn = _Turn(self)
         self._changed = threading.Condition(self._lock)  # availability changed, or closed
         self._timer = threading.Condition(self._lock)  # the next deadline moved earlier
         self._sleep_until: float | None = _AWAKE  # the deadline the timer thread waits for
@@ -514,13 +540,13 @@ class McpClient(ClientBase):
         """The timer thread: sleep until the engine's next deadline, then fire it."""
         engine = self._engine
         assert engine is not None
-        with self._turn():
+        with self._turn:
             if self._closing:
                 return
             engine.start(self._now())
             self._dispatch()
         while True:
-            with self._turn():
+            with self._turn:
                 if self._closed:
                     return
                 deadline = engine.next_deadline()
@@ -534,12 +560,6 @@ class McpClient(ClientBase):
                     engine.handle_timer(self._now())
                 self._dispatch()
 
-    @contextlib.contextmanager
-    def _turn(self) -> Iterator[None]:
-        """The lock for one turn of the engine; what it produced for callers runs after."""
-        with self._lock:
-            yield
-        self._deliver()
 
     def _dispatch(self, perform_here: int | None = None) -> tuple[HttpRequest, _Exchange] | None:
         """Under the lock: perform the engine's actions and route its events.
@@ -576,7 +596,9 @@ class McpClient(ClientBase):
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
         availability = engine.availability
-        if availability != self._availability or self._closing or self._login_waiting:
+        if (
+            availability is not self._availability and availability != self._availability
+        ) or (self._closing or self._login_waiting):
             self._availability = availability
             self._changed.notify_all()
         deadline = engine.next_deadline()
@@ -602,7 +624,7 @@ class McpClient(ClientBase):
             value = call.invoke()
         except Exception as exc:  # the hook's own failure: the engine decides (D2)
             error = exc
-        with self._turn():
+        with self._turn:
             engine = self._engine
             assert engine is not None
             call.report(engine, self._now(), value=value, error=error)
@@ -630,7 +652,7 @@ class McpClient(ClientBase):
         thread of its own (``_read_rest``) unless it ends without waiting, so
         the caller returns at once.
         """
-        from ._network import ends_without_waiting  # loaded by start() already
+        from ._network import ends_without_waiting, http_request  # loaded by start() already
 
         pool = self._pool
         assert pool is not None
@@ -650,12 +672,11 @@ class McpClient(ClientBase):
         handed_off = False
         try:
             with ExitStack() as stack:
-                response = stack.enter_context(
-                    pool.stream(
-                        request.method, request.url, headers=request.headers, content=request.body
-                    )
+                response = pool.handle_request(
+                    http_request(request.method, request.url, request.headers, request.body)
                 )
-                with self._turn():
+                stack.callback(response.close)
+                with self._turn:
                     if exchange.aborted:
                         return
                     self._engine_http().response_started(
@@ -701,7 +722,7 @@ class McpClient(ClientBase):
                 for chunk in chunks:
                     if not self._report_data(xid, exchange, chunk):
                         return
-            with self._turn():
+            with self._turn:
                 if not exchange.aborted:
                     self._engine_http().response_ended(xid, self._now())
                     self._dispatch()
@@ -743,7 +764,7 @@ class McpClient(ClientBase):
         return engine
 
     def _report_data(self, xid: int, exchange: _Exchange, chunk: bytes) -> bool:
-        with self._turn():
+        with self._turn:
             if exchange.aborted:
                 return False
             self._engine_http().response_data(xid, chunk, self._now())
@@ -751,7 +772,7 @@ class McpClient(ClientBase):
         return True
 
     def _report_failed(self, xid: int, exchange: _Exchange, exc: Exception) -> None:
-        with self._turn():
+        with self._turn:
             if not exchange.aborted:
                 self._engine_http().response_failed(
                     xid, TransportFailure.from_exception(exc), self._now()
@@ -764,7 +785,6 @@ class McpClient(ClientBase):
             if self._exchanges.get(xid) is exchange:
                 del self._exchanges[xid]
             self._threads.discard(threading.current_thread())
-        exchange.ended.set()
 
     def _route_events(self, events: list[Event]) -> None:
         """Under the lock: queue what each event means to a caller, in order.
@@ -817,6 +837,10 @@ class McpClient(ClientBase):
 
     def _deliver(self) -> None:
         """Run what ``_route_events`` queued, in order, one thread at a time, unlocked."""
+        if not self._deliveries:
+            # Nothing queued (most turns). Read without the lock: a job queued after
+            # this is delivered by the turn that queued it.
+            return
         while True:
             with self._lock:
                 if self._delivering or not self._deliveries:
@@ -836,7 +860,7 @@ class McpClient(ClientBase):
         a person again after they declined (they are not asked again on their own).
         Waits for the start-up attempt that follows (at most ``timeout``) and returns
         the availability then; a client already up stays up meanwhile."""
-        with self._turn():
+        with self._turn:
             engine = self._login_engine()
             engine.login(self._now())
             self._dispatch()
@@ -912,7 +936,7 @@ class McpClient(ClientBase):
         """Start a call (or, given an ``Ask``, another request of the host: F1); with
         ``here``, its exchange is returned for this thread to perform."""
         self._ensure_ready()
-        with self._turn():
+        with self._turn:
             engine = self._engine
             assert engine is not None
             if self._closing:
@@ -995,7 +1019,7 @@ class McpClient(ClientBase):
         with ``roots=``; a handshake-era server is told they changed.
         ``InvalidState`` for a client given no roots, ``InvalidValue`` for a list
         that is not one of ``file://`` URIs."""
-        with self._turn():
+        with self._turn:
             self._change_roots(roots)
             engine = self._engine
             if engine is not None and not self._closing:
@@ -1185,7 +1209,7 @@ class McpClient(ClientBase):
         return self._ask(self._ask_prompt(name, arguments), timeout)  # type: ignore[no-any-return]
 
     def _cancel(self, handle: CallHandle, reason: str) -> bool:
-        with self._turn():
+        with self._turn:
             engine = self._engine
             if engine is None or handle.done:
                 return False
@@ -1198,7 +1222,7 @@ class McpClient(ClientBase):
         self._ensure_ready()
         done = threading.Event()
         waiter: list[Any] = [done, None]
-        with self._turn():
+        with self._turn:
             engine = self._engine
             assert engine is not None
             refresh_id = engine.refresh(self._now())

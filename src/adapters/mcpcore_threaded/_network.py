@@ -4,7 +4,8 @@ Owns ``connection_pool`` and ``Pool`` (the client's pool: its own over
 httpcore's ``HTTPConnection``, or httpcore's HTTP proxy pool, on the backend
 below), ``AbortableBackend`` and ``AbortableStream`` (connections whose every
 blocking step another thread can end: the name lookup, the connect, the TLS
-handshake, each write and each read, D1) and ``ends_without_waiting``
+handshake, each write and each read, D1), ``http_request`` (an
+``HttpRequest`` as httpcore's request) and ``ends_without_waiting``
 (whether the rest of a response can be read without waiting on the server).
 Only httpcore's public API: its connection and proxy classes and the
 ``NetworkBackend`` and ``NetworkStream`` interfaces.
@@ -23,7 +24,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 import httpcore
@@ -58,6 +59,36 @@ Resolve = Callable[[str, int], list[tuple[Any, ...]]]
 
 def _resolve(host: str, port: int) -> list[tuple[Any, ...]]:
     return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+_DEFAULT_PORTS = {b"http": 80, b"https": 443}
+
+
+@lru_cache(maxsize=64)
+def _target(url: str) -> tuple[httpcore.URL, bytes]:
+    """``url`` parsed, with its ``Host`` header value: once per URL, not per request."""
+    parsed = httpcore.URL(url)
+    port = parsed.port
+    if port is None or port == _DEFAULT_PORTS.get(parsed.scheme):
+        return parsed, parsed.host
+    return parsed, b"%b:%d" % (parsed.host, port)
+
+
+def http_request(
+    method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes | None
+) -> httpcore.Request:
+    """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
+
+    Built here because ``stream`` parses the URL and checks every header
+    twice on each request; the core never sets ``Host``, ``Content-Length``
+    or ``Transfer-Encoding`` itself (C5 refuses them in configured headers),
+    so they are added as httpcore adds them.
+    """
+    target, host = _target(url)
+    framed = [(b"Host", host), *headers]
+    if body is not None:
+        framed.append((b"Content-Length", b"%d" % len(body)))
+    return httpcore.Request(method, target, headers=framed, content=body)
 
 
 class AbortableStream(BodyEnd, httpcore.NetworkStream):
