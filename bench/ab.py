@@ -90,9 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                     for side in order:
                         log(f"{mode} round {rnd + 1}: {client} {side}")
                         key = f"{client} {side}"
-                        samples.setdefault(key, []).extend(
-                            run_worker(trees[side], client, params)
-                        )
+                        samples.setdefault(key, []).extend(run_worker(trees[side], client, params))
                 for client in refs:
                     log(f"{mode} round {rnd + 1}: {client}")
                     samples.setdefault(client, []).extend(run_worker(trees["B"], client, params))

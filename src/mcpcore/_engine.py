@@ -632,9 +632,9 @@ class HttpClientEngine(_EngineBase):
         http = self.http.next_deadline()
         if http is not None and (best is None or http < best):
             best = http
-        if self.auth is not None and (own := self.auth.next_deadline()) is not None:
-            if best is None or own < best:
-                best = own
+        own = None if self.auth is None else self.auth.next_deadline()
+        if own is not None and (best is None or own < best):
+            best = own
         return best
 
     def _pump(self, now: float) -> None:

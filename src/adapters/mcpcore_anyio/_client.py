@@ -714,10 +714,24 @@ class McpClient(ClientBase):
                     # Never queue more requests in httpcore's pool than it has
                     # connections: its bookkeeping is linear in the waiting ones.
                     await stack.enter_async_context(self._permits)
-                    headers, content = _framed(request)
-                    response: httpcore.Response | AsgiResponse = await stack.enter_async_context(
-                        pool.stream(request.method, request.url, headers=headers, content=content)
-                    )
+                    response: httpcore.Response | AsgiResponse
+                    if self._asgi_app is None:  # httpcore's request, built once (not by stream())
+                        from ._network import AsyncPool, http_request  # loaded by start()
+
+                        assert isinstance(pool, AsyncPool)
+                        body = request.body
+                        framed = None if body is None else (len(body), _OneChunk(body))
+                        response = await pool.handle_async_request(
+                            http_request(request.method, request.url, request.headers, framed)
+                        )
+                        stack.push_async_callback(response.aclose)
+                    else:
+                        headers, content = _framed(request)
+                        response = await stack.enter_async_context(
+                            pool.stream(
+                                request.method, request.url, headers=headers, content=content
+                            )
+                        )
                     engine.response_started(xid, response.status, response.headers, self._now())
                     await self._dispatch()
                     chunks = response.aiter_stream()

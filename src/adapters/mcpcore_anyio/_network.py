@@ -3,7 +3,8 @@
 Owns ``connection_pool`` and ``AsyncPool`` (the client's pool: its own over
 httpcore's ``AsyncHTTPConnection``, or httpcore's HTTP proxy pool, on the
 backend below), the network backend (connections straight on asyncio's
-transports; on trio, httpcore's trio backend) and ``ends_without_waiting``
+transports; on trio, httpcore's trio backend), ``http_request`` (an
+``HttpRequest`` as httpcore's request) and ``ends_without_waiting``
 (whether the rest of a response can be read without waiting on the server).
 Only httpcore's public API: its connection and proxy classes,
 ``TrioBackend`` and the ``AsyncNetworkStream`` interface.
@@ -32,8 +33,35 @@ from mcpcore_httpcore import (
     Route,
     Waiter,
     body_end_arrived,
+    request_target,
     wait_readable,
 )
+
+
+def http_request(
+    method: str,
+    url: str,
+    headers: list[tuple[bytes, bytes]],
+    framed: tuple[int, AsyncIterable[bytes]] | None,
+) -> httpcore.Request:
+    """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
+
+    ``framed``: the body's length and the body as one chunk, or None for no body.
+    Built here because ``stream`` parses the URL and checks every header
+    twice on each request; the core never sets ``Host``, ``Content-Length``
+    or ``Transfer-Encoding`` itself (C5 refuses them in configured headers),
+    so they are added as httpcore adds them.
+    """
+    target, host = request_target(url)
+    if framed is None:
+        return httpcore.Request(method, target, headers=[(b"Host", host), *headers])
+    length, content = framed
+    return httpcore.Request(
+        method,
+        target,
+        headers=[(b"Host", host), *headers, (b"content-length", b"%d" % length)],
+        content=content,
+    )
 
 
 def connection_pool(

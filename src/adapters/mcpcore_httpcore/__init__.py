@@ -10,6 +10,9 @@ This module owns:
 - ``BodyEnd`` and ``body_end_arrived``: whether a response's body has all
   arrived, told from what the drivers' own network streams saw (they see
   every byte httpcore reads), never from httpcore's private state;
+- ``request_target``: a request URL parsed for httpcore once, with its ``Host``
+  header value (the drivers build httpcore's ``Request`` themselves: its
+  ``stream()`` parses the URL and checks every header twice per request);
 - ``wait_readable`` and ``wait_writable``: the socket readiness checks
   (``poll``, or ``selectors`` where there is no ``poll``; never
   ``select.select``, which fails on descriptors past 1023);
@@ -23,7 +26,7 @@ This module owns:
   authorization server on another host gets that host's proxy.
 
 Loaded with httpcore, on a client's first remote start (B5); it imports neither
-httpcore nor ssl itself. Nothing here is about MCP; it is how requests are put
+httpcore nor ssl when loaded. Nothing here is about MCP; it is how requests are put
 on connections.
 """
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 import select
 from collections import deque
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -49,6 +53,7 @@ __all__ = [
     "Waiter",
     "body_end_arrived",
     "redact_proxy",
+    "request_target",
     "wait_readable",
     "wait_writable",
 ]
@@ -181,6 +186,27 @@ class Connections(Generic[C]):
             waiter = self.waiting.popleft()
             self._grant(waiter, self._new(waiter.origin))
         return closing
+
+
+# --- requests ----------------------------------------------------------------------------------
+
+_HTTP_PORTS = {b"http": 80, b"https": 443}
+
+
+@lru_cache(maxsize=64)
+def request_target(url: str) -> tuple[httpcore.URL, bytes]:
+    """``url`` as httpcore's ``URL``, and the ``Host`` header httpcore would send for it.
+
+    Cached: a client sends every request to one URL or a few, and httpcore
+    treats a ``URL`` as a value (it never changes one).
+    """
+    import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+    parsed = httpcore.URL(url)
+    port = parsed.port
+    if port is None or port == _HTTP_PORTS.get(parsed.scheme):
+        return parsed, parsed.host
+    return parsed, b"%b:%d" % (parsed.host, port)
 
 
 # --- where a response body ends ---------------------------------------------------------------

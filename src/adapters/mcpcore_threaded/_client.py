@@ -560,7 +560,6 @@ class McpClient(ClientBase):
                     engine.handle_timer(self._now())
                 self._dispatch()
 
-
     def _dispatch(self, perform_here: int | None = None) -> tuple[HttpRequest, _Exchange] | None:
         """Under the lock: perform the engine's actions and route its events.
 
@@ -596,9 +595,9 @@ class McpClient(ClientBase):
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
         availability = engine.availability
-        if (
-            availability is not self._availability and availability != self._availability
-        ) or (self._closing or self._login_waiting):
+        if (availability is not self._availability and availability != self._availability) or (
+            self._closing or self._login_waiting
+        ):
             self._availability = availability
             self._changed.notify_all()
         deadline = engine.next_deadline()
@@ -1442,7 +1441,7 @@ class _Children:
 
     def _report(self, report: Callable[[float], None]) -> None:
         client = self.client
-        with client._turn():
+        with client._turn:
             report(client._now())
             client._dispatch()
 

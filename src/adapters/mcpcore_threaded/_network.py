@@ -24,7 +24,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from functools import lru_cache, partial
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httpcore
@@ -37,6 +37,7 @@ from mcpcore_httpcore import (
     Route,
     Waiter,
     body_end_arrived,
+    request_target,
     wait_readable,
     wait_writable,
 )
@@ -61,19 +62,6 @@ def _resolve(host: str, port: int) -> list[tuple[Any, ...]]:
     return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
 
-_DEFAULT_PORTS = {b"http": 80, b"https": 443}
-
-
-@lru_cache(maxsize=64)
-def _target(url: str) -> tuple[httpcore.URL, bytes]:
-    """``url`` parsed, with its ``Host`` header value: once per URL, not per request."""
-    parsed = httpcore.URL(url)
-    port = parsed.port
-    if port is None or port == _DEFAULT_PORTS.get(parsed.scheme):
-        return parsed, parsed.host
-    return parsed, b"%b:%d" % (parsed.host, port)
-
-
 def http_request(
     method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes | None
 ) -> httpcore.Request:
@@ -84,7 +72,7 @@ def http_request(
     or ``Transfer-Encoding`` itself (C5 refuses them in configured headers),
     so they are added as httpcore adds them.
     """
-    target, host = _target(url)
+    target, host = request_target(url)
     framed = [(b"Host", host), *headers]
     if body is not None:
         framed.append((b"Content-Length", b"%d" % len(body)))
