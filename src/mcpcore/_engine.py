@@ -642,10 +642,12 @@ class HttpClientEngine(_EngineBase):
         observed = self._observed  # V2: non-empty only while an observer waits for endings
         contexts = self._contexts  # V3: None without a headers callable
         while True:
-            moved = auth is not None and auth.step(now)
-            if auth is not None and auth.authorized:
-                auth.authorized = False
-                session.retry_now(now)  # A3: new credentials: no need to sit out the backoff
+            moved = False
+            if auth is not None:
+                moved = auth.step(now)
+                if auth.authorized:
+                    auth.authorized = False
+                    session.retry_now(now)  # A3: new credentials: no need to sit out the backoff
             for item in http.take_upward():
                 moved = True
                 if isinstance(item, MessageArrived):

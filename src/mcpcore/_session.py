@@ -211,7 +211,10 @@ class ClientSession(DeskHolder):
         ``None`` where the message was not encoded yet (the caller encodes it).
         """
         path = self.path
-        out, path.outgoing = path.outgoing, []
+        out = path.outgoing
+        if not out and not path.encoded:
+            return []  # nothing to send: most of the engine's turns end here
+        path.outgoing = []
         encoded, path.encoded = path.encoded, {}
         if not encoded:
             return [(message, None) for message in out]
