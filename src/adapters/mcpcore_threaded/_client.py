@@ -827,10 +827,15 @@ class McpClient(ClientBase):
                 handle = self._calls.pop(event.call_id, None)
                 if handle is not None:
                     outcome = call_outcome(event, server=self.name)
-                    if isinstance(outcome, McpError):
-                        self._deliveries.append(partial(handle._finish, None, outcome))
+                    output, error = (
+                        (None, outcome) if isinstance(outcome, McpError) else (outcome, None)
+                    )
+                    if self._deliveries or self._delivering:
+                        # after what was queued before it (its progress reports, say)
+                        self._deliveries.append(partial(handle._finish, output, error))
                     else:
-                        self._deliveries.append(partial(handle._finish, outcome, None))
+                        # nothing before it: finished here (no caller code runs in it)
+                        handle._finish(output, error)
             elif isinstance(event, ProgressReceived):
                 handle = self._calls.get(event.call_id)
                 if handle is not None and handle.on_progress is not None:
