@@ -22,7 +22,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, Unpack, cast, overload
@@ -77,6 +76,8 @@ from mcpcore import (
 if TYPE_CHECKING:
     import ssl
     import subprocess
+
+    import httpcore
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
@@ -698,11 +699,10 @@ class McpClient(ClientBase):
             return
         handed_off = False
         try:
-            with ExitStack() as stack:
-                response = pool.handle_request(
-                    http_request(request.method, request.url, request.headers, request.body)
-                )
-                stack.callback(response.close)
+            response = pool.handle_request(
+                http_request(request.method, request.url, request.headers, request.body)
+            )
+            try:
                 with self._turn:
                     if exchange.aborted:
                         return
@@ -718,10 +718,13 @@ class McpClient(ClientBase):
                             return
                         received += len(chunk)
                         if caller.done and not ends_without_waiting(response, received):
-                            handed_off = self._hand_off(request, exchange, chunks, stack)
+                            handed_off = self._hand_off(request, exchange, chunks, response)
                             if handed_off:
                                 return
                 self._read_rest(request, exchange, chunks)
+            finally:
+                if not handed_off:  # (a handed-off response is closed by its thread)
+                    response.close()
         except Exception as exc:
             self._report_failed(xid, exchange, exc)
         finally:
@@ -734,7 +737,7 @@ class McpClient(ClientBase):
         request: HttpRequest,
         exchange: _Exchange,
         chunks: Iterator[bytes],
-        closing: ExitStack | None = None,
+        closing: httpcore.Response | None = None,
     ) -> None:
         """Feed the engine the rest of a response stream, then its end.
 
@@ -745,10 +748,13 @@ class McpClient(ClientBase):
         if closing is not None:  # a thread of its own: its reads are the exchange's now
             self._performing.abort = exchange.abort
         try:
-            with closing or ExitStack():
+            try:
                 for chunk in chunks:
                     if not self._report_data(xid, exchange, chunk):
                         return
+            finally:
+                if closing is not None:
+                    closing.close()
             with self._turn:
                 if not exchange.aborted:
                     self._engine_http().response_ended(xid, self._now())
@@ -767,7 +773,7 @@ class McpClient(ClientBase):
         request: HttpRequest,
         exchange: _Exchange,
         chunks: Iterator[bytes],
-        stack: ExitStack,
+        response: httpcore.Response,
     ) -> bool:
         """Give the rest of a caller's stream to a thread of its own (False: aborted)."""
         with self._lock:
@@ -775,7 +781,7 @@ class McpClient(ClientBase):
                 return False
             thread = threading.Thread(
                 target=self._read_rest,
-                args=(request, exchange, chunks, stack.pop_all()),
+                args=(request, exchange, chunks, response),
                 name=f"mcpcore:{self.name}:post-{request.exchange_id}",
                 daemon=True,
             )
