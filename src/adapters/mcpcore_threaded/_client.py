@@ -620,7 +620,9 @@ class McpClient(ClientBase):
         if not self._closed:
             for question in engine.take_input():
                 self._perform_auth(question)
-        self._route_events(engine.take_events())
+        events = engine.take_events()
+        if events:
+            self._route_events(events)
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
         availability = engine.availability
