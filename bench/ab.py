@@ -8,7 +8,9 @@ httpcore's sync floor once, against one canned server per mode started from this
 checkout. A worker imports the tree it stands for (``PYTHONPATH`` is that tree's
 ``src`` and ``src/adapters`` first). Prints medians of CPU per call (µs) and
 throughput, each as a ratio to the official client measured in the same rounds,
-with the load average before and after.
+the median of B/A over batches run back to back, and the load average before
+and after. Point A and B at checkouts that do not change during the run
+(``git worktree add --detach``), not at a tree being edited.
 """
 
 from __future__ import annotations
@@ -113,6 +115,25 @@ def main(argv: list[str] | None = None) -> int:
                     f" {r['tput'] / ref['tput']:.2f}x"
                 )
             print(line, flush=True)
+        # Each round runs A and B back to back: the ratio within a round cancels the
+        # machine's drift between rounds, which pooled medians do not.
+        for client in ours:
+            a, b = samples.get(f"{client} A", []), samples.get(f"{client} B", [])
+            paired = {
+                what: statistics.median(
+                    y[part][field] / x[part][field] for x, y in zip(a, b, strict=False)
+                )
+                for what, part, field in (
+                    ("seq", "seq", "cpu_per_call"),
+                    ("@32", "conc", "cpu_per_call"),
+                    ("calls/s", "conc", "throughput"),
+                )
+            }
+            print(
+                f"{client}: B/A, median of {min(len(a), len(b))} paired batches: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in paired.items()),
+                flush=True,
+            )
     return 0
 
 
