@@ -725,3 +725,71 @@ def test_a_url_that_is_not_http_is_refused() -> None:
             await anyio_pool(None, 1).request("GET", "ftp://example.com/")
 
     anyio.run(main)
+
+
+# --- the request the drivers build -----------------------------------------------------------
+
+
+class _Recorder(httpcore.ConnectionInterface):
+    """Keeps the request httpcore's own ``stream()`` built, and answers 204."""
+
+    request: httpcore.Request | None = None
+
+    def handle_request(self, request: httpcore.Request) -> httpcore.Response:
+        self.request = request
+        return httpcore.Response(204)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/mcp",
+        "http://example.com/mcp?token=abc",
+        "https://example.com/mcp",
+        "https://example.com:443/a/b",
+        "http://example.com:80/",
+        "https://[::1]:8443/mcp",
+    ],
+)
+@pytest.mark.parametrize("body", [None, b'{"jsonrpc":"2.0","method":"ping","id":1}'])
+def test_B1_the_drivers_build_the_request_httpcores_stream_would(
+    url: str, body: bytes | None
+) -> None:
+    """B1: both drivers build httpcore's ``Request`` themselves (the URL parsed once, the
+    headers checked once); what goes on the wire is what ``stream()`` would have sent:
+    the same method, URL, headers in the same order (``Host`` first, ``Content-Length``
+    last for a body) and body."""
+    from mcpcore_anyio._network import http_request as anyio_request
+    from mcpcore_threaded._network import http_request as threaded_request
+
+    headers = [(b"accept", b"application/json, text/event-stream"), (b"mcp-session-id", b"s1")]
+    recorder = _Recorder()
+    with recorder.stream("POST", url, headers=headers, content=body):
+        pass
+    expected = recorder.request
+    assert expected is not None
+
+    def same(built: httpcore.Request) -> None:
+        assert built.method == expected.method
+        assert (built.url.scheme, built.url.host, built.url.port, built.url.target) == (
+            expected.url.scheme,
+            expected.url.host,
+            expected.url.port,
+            expected.url.target,
+        )
+        assert [(k.lower(), v) for k, v in built.headers] == [
+            (k.lower(), v) for k, v in expected.headers
+        ]
+
+    threaded = threaded_request("POST", url, headers, body)
+    same(threaded)
+    assert b"".join(threaded.stream) == (body or b"")  # type: ignore[arg-type]
+
+    class _Body:  # the anyio driver's body is an async iterable; its bytes are not compared
+        def __aiter__(self) -> _Body:
+            return self
+
+        async def __anext__(self) -> bytes:
+            raise StopAsyncIteration
+
+    same(anyio_request("POST", url, headers, None if body is None else (len(body), _Body())))
