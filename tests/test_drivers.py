@@ -10,6 +10,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from typing import Any
 
 import anyio
@@ -636,6 +637,33 @@ def test_K6_threaded_result_timeout_does_not_cancel() -> None:
             handle.result(timeout=0.01)
         assert handle.result(timeout=10).text
         assert running.server.requests_for("notifications/cancelled") == []
+
+
+def test_K6_threaded_result_wakes_every_thread_waiting_for_it() -> None:
+    """Several threads blocked in one handle's result() all get the output when the call
+    ends (each waits on a lock of its own), and one that gave up first is not woken."""
+    with DemoServer().serve_in_thread() as running, mcpcore_threaded.McpClient("demo", entry(running.url)) as client:
+        assert client.ready(10).ok
+        handle = client.start_call("demo/slow", {"steps": 3, "delay": 0.1})
+        with pytest.raises(TimeoutError):
+            handle.result(timeout=0.01)  # a waiter that gives up leaves nothing behind
+        texts: list[str] = []
+        guard = threading.Lock()
+
+        def wait() -> None:
+            text = handle.result(timeout=60).text  # woken by the end, long before this
+            with guard:
+                texts.append(text)
+
+        waiters = [threading.Thread(target=wait, daemon=True) for _ in range(4)]
+        for thread in waiters:
+            thread.start()
+        deadline = time.monotonic() + 10
+        for thread in waiters:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        assert not any(thread.is_alive() for thread in waiters)
+        assert len(texts) == 4 and len(set(texts)) == 1 and texts[0]
+        assert handle.done
 
 
 @pytest.mark.parametrize("mode", [{"json_response": True}, {}], ids=["json", "sse"])
