@@ -198,6 +198,26 @@ def _framed(request: HttpRequest) -> tuple[list[tuple[bytes, bytes]], _OneChunk 
     return [*request.headers, length], _OneChunk(request.body)
 
 
+def _loop_clock() -> Callable[[], float]:
+    """The running event loop's clock, the one ``anyio.current_time`` reads, without
+    finding the backend again on every read (a driver reads it four times a call)."""
+    try:
+        import sniffio
+
+        library = sniffio.current_async_library()
+    except Exception:  # no sniffio, or no loop it knows: anyio finds out each time
+        return anyio.current_time
+    if library == "asyncio":
+        import asyncio
+
+        return asyncio.get_running_loop().time  # what anyio's asyncio backend reads
+    if library == "trio":
+        import trio
+
+        return trio.current_time  # what anyio's trio backend reads
+    return anyio.current_time
+
+
 async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
     """The next body chunk, or ``None`` at the end.
 
@@ -367,6 +387,7 @@ class McpClient(ClientBase):
         self._state_changed = anyio.Event()
         self._main_scope: anyio.CancelScope | None = None
         self._started = False
+        self._clock: Callable[[], float] = anyio.current_time  # the loop's, from start()
         self._closing = False  # aclose() began: no new calls
         self._closed = False  # closing is over: the main task stops
         self._children: _Children | None = None
@@ -385,6 +406,7 @@ class McpClient(ClientBase):
             raise InvalidState("the client was already started")
         self._started = True
         self._task_group = task_group
+        self._clock = _loop_clock()
         if self._server is None:
             return
         if isinstance(self._server, RemoteServer):
@@ -480,7 +502,7 @@ class McpClient(ClientBase):
     # --- the background task ----------------------------------------------------------
 
     def _now(self) -> float:
-        return anyio.current_time()
+        return self._clock()
 
     async def _run(self) -> None:
         engine = self._engine
