@@ -762,7 +762,7 @@ def test_B1_the_drivers_build_the_request_httpcores_stream_would(
     from mcpcore_anyio._network import http_request as anyio_request
     from mcpcore_threaded._network import http_request as threaded_request
 
-    headers = [(b"accept", b"application/json, text/event-stream"), (b"mcp-session-id", b"s1")]
+    headers = [(b"accept", b"application/json, text/event-stream"), (b"mcp-session-id", b"abc")]
     recorder = _Recorder()
     with recorder.stream("POST", url, headers=headers, content=body):
         pass
