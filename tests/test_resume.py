@@ -111,6 +111,18 @@ def test_Q4_a_new_client_of_the_same_endpoint_resumes_and_a_second_resume_is_ref
         fresh.engine.resume(Continuation.from_json(text), answer, fresh.now)
 
 
+def test_Q3_Q4_a_resumed_round_answers_roots_with_the_resuming_clients_roots() -> None:
+    """A round that asked a question and the roots: the roots a client was given as a
+    list go back with the person's answer (before, always an empty list)."""
+    _, server, _, paused = paused_call([ASKED])
+    work = {"uri": "file:///work", "name": "work"}
+    fresh = link_to(server, input=InputOptions(roots=(work,)))
+    again = fresh.engine.resume(paused.continuation, {"which": ElicitResult.decline()}, fresh.now)
+    assert isinstance(outcome(fresh, again), CallSucceeded)
+    resumed = calls(server)[-1]
+    assert resumed["params"]["inputResponses"]["where"] == {"roots": [work]}
+
+
 def test_Q4_a_continuation_of_another_server_is_refused() -> None:
     _, _, _, paused = paused_call([ASKED])
     other = HttpClientEngine(

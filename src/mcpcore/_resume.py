@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints
 
@@ -232,6 +232,7 @@ def resume_call(
         tool_id=tool.id,
         elicit_url=options.input.elicit_url,
         apply_defaults=options.input.apply_defaults,
+        roots=options.input.roots,
     )
     if continuation.task_id is not None:  # T7: the answers go to the task
         call_id = session.tasks.answer(continuation, tool, extra, now)
@@ -260,8 +261,13 @@ def resume_params(
     tool_id: str | None,
     elicit_url: bool,
     apply_defaults: bool,
+    roots: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The params a resumed call adds (``inputResponses``, ``requestState``).
+
+    A ``roots/list`` in the round is answered with the resuming client's roots
+    when it was given them as a list (``roots``), else with none (E4: a roots
+    hook is not asked on resume; the host's answers are the person's only).
 
     Raises before anything is sent: ``InvalidValue`` for a question left
     unanswered, an answer to a question not asked, or responses that are not a
@@ -273,7 +279,7 @@ def resume_params(
     for key, ask in continuation.input_requests.items():
         method = ask.get("method") if isinstance(ask, Mapping) else None
         if method == "roots/list":
-            answers[key] = {"roots": []}  # E4
+            answers[key] = {"roots": [dict(root) for root in roots or ()]}
             continue
         question = (
             read_elicitation(ask.get("params"), server=server, tool_id=tool_id, url=elicit_url)
