@@ -171,6 +171,7 @@ def _instances() -> list[McpError]:
         mcpcore.HookError("the signer raised", hook="sign_assertion", outcome="raised"),
         mcpcore.InputError("the elicit hook raised", hook="elicit", outcome="raised"),
         mcpcore.UrlElicitationRequired("visit a URL first"),
+        mcpcore.NotOffered("resources.subscribe", server="s", uri="a://x"),
     ]
 
 
