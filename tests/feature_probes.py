@@ -17,7 +17,6 @@ peers with and without an events file. ``Heard`` keeps what reached the host's
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -45,6 +44,7 @@ from mcpcore import (
     ResourceUpdated,
     TextContents,
 )
+from records import update_json
 
 RESULTS = Path(__file__).resolve().parents[1] / "build" / "interop_features.json"
 
@@ -146,16 +146,14 @@ class FeatureRecord:
     def save(self) -> None:
         if not self.held:
             return
-        RESULTS.parent.mkdir(exist_ok=True)
-        data: dict[str, dict[str, dict[str, list[str]]]] = (
-            json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
-        )
-        rows = data.setdefault(self.peer, {})
-        for feature in self.held:
-            cell = rows.setdefault(feature, {"drivers": [], "eras": []})
-            cell["drivers"] = sorted({*cell["drivers"], self.driver}, key=DRIVERS.index)
-            cell["eras"] = sorted({*cell["eras"], self.era})
-        RESULTS.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        def change(data: dict[str, Any]) -> None:
+            rows = data.setdefault(self.peer, {})
+            for feature in self.held:
+                cell = rows.setdefault(feature, {"drivers": [], "eras": []})
+                cell["drivers"] = sorted({*cell["drivers"], self.driver}, key=DRIVERS.index)
+                cell["eras"] = sorted({*cell["eras"], self.era})
+
+        update_json(RESULTS, change)
 
 
 @contextmanager

@@ -9,7 +9,6 @@ store, offers no way to expire a session) is recorded as "n/a" with the reason.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +23,7 @@ from drivers import wait_for
 from mcpcore import BackendError
 from mcpcore_demo import DemoServer, default_tools
 from peers import everything_server, sdk_server
+from records import update_json
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realpeer]
 
@@ -62,10 +62,7 @@ class Probe:
         self.outcomes[behaviour] = f"n/a ({why})"
 
     def save(self) -> None:
-        RESULTS.parent.mkdir(exist_ok=True)
-        data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        data[self.server] = self.outcomes
-        RESULTS.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True))
+        update_json(RESULTS, lambda data: data.__setitem__(self.server, self.outcomes))
         assert self.failures == [], self.failures
 
 
