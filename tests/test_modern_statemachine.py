@@ -472,7 +472,8 @@ class ModernMachine(RuleBasedStateMachine):
             k: (
                 f"answered:{kinds[k]}"
                 if k in kinds
-                else "roots-empty"
+                # a roots list goes back as given; a roots hook is not asked on resume
+                else ("roots-list" if self.offer == "lists" else "roots-empty")
                 if q == "roots"
                 else "cancel"
             )
