@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import pytest
 
-from drivers import DRIVERS, backend_of, open_client
+from drivers import DRIVERS, backend_of, open_client, wait_for
 from mcpcore import (
     BackendError,
     Continuation,
@@ -303,8 +303,7 @@ async def test_Q2_typescript_handshake_era_url_completion_and_32042(driver: str,
             assert (await client.call("ts/visit", {"service": "docs"})).text == "docs: accept"
             [question] = seen
             assert (question.mode, question.elicitation_id, question.tool_id) == ("url", "visit-docs", "ts/visit")
-            while not done:
-                await anyio.sleep(0.01)
+            await wait_for(lambda: bool(done), 10)
             assert done == [("ts", "visit-docs")]
             with pytest.raises(UrlElicitationRequired) as refused:
                 await client.call("ts/gated", {"service": service})

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from drivers import DRIVERS, backend_of, open_client
+from drivers import DRIVERS, backend_of, open_client, wait_for
 from fake_peer import FakeServer, Reply, Seen, connect, sse
 from mcpcore import (
     CallFailed,
@@ -210,9 +210,7 @@ async def _listening(peer: Peer, gets_before: int) -> None:
     """Wait until this client's GET stream is open: the SDK server sends ``roots/list``
     and ``sampling/createMessage`` on the standalone stream, and drops them while none
     is open (a first call made at once raced the client's GET and hung the tool)."""
-    with anyio.fail_after(10):
-        while peer.events().count("get") <= gets_before:
-            await anyio.sleep(0.01)
+    await wait_for(lambda: peer.events().count("get") > gets_before, 10)
 
 
 @pytest.fixture(params=DRIVERS)

@@ -11,12 +11,12 @@ changes through ``on_list_changed=``, unsubscribes and hears no more.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import anyio
 import pytest
 
-from drivers import DRIVERS, backend_of, open_client
+from drivers import DRIVERS, backend_of, open_client, wait_for
 from mcpcore import NotOffered, ResourceUpdated
 from peers import Peer, modern_sdk_server
 
@@ -41,12 +41,6 @@ def anyio_backend(driver: str) -> str:
     return backend_of(driver)
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    with anyio.fail_after(10):
-        while not condition():
-            await anyio.sleep(0.01)
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
 async def test_F2_F5_subscriptions_and_list_changes_reach_the_host_on_every_driver_in_both_eras(
@@ -67,18 +61,18 @@ async def test_F2_F5_subscriptions_and_list_changes_reach_the_host_on_every_driv
         with anyio.fail_after(60):
             assert (await face.ready(30)).ok
             if protocol == "legacy":  # the SDK drops what it sends while no GET stream is open
-                await _until(lambda: peer.events().count("get") > gets_before)
+                await wait_for(lambda: peer.events().count("get") > gets_before, 10)
             sent_before = peer.events().count("request resources/subscribe")
             await face._run(client.subscribe_resource, URI)
             sent = peer.events().count("request resources/subscribe") - sent_before
             # M71: at 2026-07-28 the listen stream carries it; nothing else is sent
             assert sent == (1 if protocol == "legacy" else 0)
             await face.call("peer/touch", {"uri": URI})
-            await _until(lambda: bool(updates))
+            await wait_for(lambda: bool(updates), 10)
             assert updates == [ResourceUpdated(server="peer", uri=URI)]
 
             await face.call("peer/change_lists", {})
-            await _until(lambda: {("peer", "resources"), ("peer", "prompts")} <= set(changes))
+            await wait_for(lambda: {("peer", "resources"), ("peer", "prompts")} <= set(changes), 10)
 
             await face._run(client.unsubscribe_resource, URI)
             changes.clear()
@@ -86,7 +80,7 @@ async def test_F2_F5_subscriptions_and_list_changes_reach_the_host_on_every_driv
             # The list changes come after where the update would have: once they are
             # here, no update is on its way.
             await face.call("peer/change_lists", {})
-            await _until(lambda: {("peer", "resources"), ("peer", "prompts")} <= set(changes))
+            await wait_for(lambda: {("peer", "resources"), ("peer", "prompts")} <= set(changes), 10)
             assert len(updates) == 1
 
 
