@@ -40,6 +40,7 @@ from mcpcore import (
     UrlElicitationRequired,
 )
 from peers import ROOT, Peer, fastmcp_server, ts_modern_server
+from test_elicitation_peers import hook_for
 
 pytestmark = [pytest.mark.realpeer, pytest.mark.anyio]
 
@@ -73,23 +74,6 @@ def driver(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def anyio_backend(driver: str) -> str:
     return backend_of(driver)
-
-
-def hook_for(driver: str, answer: ElicitResult, seen: list[Elicitation]) -> Any:
-    """The driver's kind of hook: a coroutine function on anyio, a blocking one on threaded."""
-
-    def answering(question: Elicitation) -> ElicitResult:
-        seen.append(question)
-        return answer
-
-    if driver == "threaded":
-        return answering
-
-    async def elicit(question: Elicitation) -> ElicitResult:
-        await anyio.sleep(0)
-        return answering(question)
-
-    return elicit
 
 
 async def resume(client: Any, continuation: Continuation, answers: dict[str, ElicitResult]) -> Any:
