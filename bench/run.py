@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -446,6 +446,33 @@ def mark(ok: bool | None) -> str:
     return "**met**" if ok else ("**not met**" if ok is not None else "n/a")
 
 
+def _listing_rows(
+    w: Callable[[str], None], verdicts: list[str], rows: dict[str, Any], count: str, label: str
+) -> list[bool]:
+    """B3's table rows (tools or resources): each client's wall time on SSE and JSON
+    beside the official client's; returns the verdicts of our clients (≤ 0.4×)."""
+    official = rows.get("official", {})
+    oks: list[bool] = []
+    for client, r in rows.items():
+        if "error" in r:
+            w(f"| {client} | error: {r['error']} | | | | | |")
+            continue
+        rs = r["wall_sse"] / official["wall_sse"] if "wall_sse" in official else float("nan")
+        rj = r["wall_json"] / official["wall_json"] if "wall_json" in official else float("nan")
+        w(
+            f"| {client} | {fmt_ms(r['wall_sse'])} | {rs:.2f}× | {fmt_ms(r['wall_json'])} | "
+            f"{rj:.2f}× | {fmt_ms(r['cpu'])} | {r[count]:,} |"
+        )
+        if client in OURS and official:
+            ok = all(x <= 0.4 for x in (rs, rj) if x == x)
+            oks.append(ok)
+            verdicts.append(
+                f"{label} {client}: {rs:.2f}× (SSE), {rj:.2f}× (JSON) (budget ≤ 0.4×): "
+                f"{'met' if ok else 'not met'}"
+            )
+    return oks
+
+
 def write_report(
     res: dict[str, Any], cfg: dict[str, Any], path: Path, png: Path | None
 ) -> list[str]:
@@ -568,24 +595,7 @@ def write_report(
     w("")
     w("| client | wall (SSE) | ×official | wall (JSON) | ×official | CPU | tools |")
     w("| --- | --- | --- | --- | --- | --- | --- |")
-    off3 = res["b3"].get("official", {})
-    b3_ok = []
-    for client, r in res["b3"].items():
-        if "error" in r:
-            w(f"| {client} | error: {r['error']} | | | | | |")
-            continue
-        rs = r["wall_sse"] / off3["wall_sse"] if "wall_sse" in off3 else float("nan")
-        rj = r["wall_json"] / off3["wall_json"] if "wall_json" in off3 else float("nan")
-        w(
-            f"| {client} | {fmt_ms(r['wall_sse'])} | {rs:.2f}× | {fmt_ms(r['wall_json'])} | {rj:.2f}× | "
-            f"{fmt_ms(r['cpu'])} | {r['tools']:,} |"
-        )
-        if client in OURS and off3:
-            ok = all(r <= 0.4 for r in (rs, rj) if r == r)
-            b3_ok.append(ok)
-            verdicts.append(
-                f"B3 {client}: {rs:.2f}× (SSE), {rj:.2f}× (JSON) (budget ≤ 0.4×): {'met' if ok else 'not met'}"
-            )
+    b3_ok = _listing_rows(w, verdicts, res["b3"], "tools", "B3")
     w("")
     w(f"B3: {mark(all(b3_ok) if b3_ok else None)}")
     w("")
@@ -602,25 +612,7 @@ def write_report(
         w("")
         w("| client | wall (SSE) | ×official | wall (JSON) | ×official | CPU | resources |")
         w("| --- | --- | --- | --- | --- | --- | --- |")
-        off3r = res["b3r"].get("official", {})
-        b3r_ok = []
-        for client, r in res["b3r"].items():
-            if "error" in r:
-                w(f"| {client} | error: {r['error']} | | | | | |")
-                continue
-            rs = r["wall_sse"] / off3r["wall_sse"] if "wall_sse" in off3r else float("nan")
-            rj = r["wall_json"] / off3r["wall_json"] if "wall_json" in off3r else float("nan")
-            w(
-                f"| {client} | {fmt_ms(r['wall_sse'])} | {rs:.2f}× | {fmt_ms(r['wall_json'])} | "
-                f"{rj:.2f}× | {fmt_ms(r['cpu'])} | {r['items']:,} |"
-            )
-            if client in OURS and off3r:
-                ok = all(x <= 0.4 for x in (rs, rj) if x == x)
-                b3r_ok.append(ok)
-                verdicts.append(
-                    f"B3 resources {client}: {rs:.2f}× (SSE), {rj:.2f}× (JSON) (budget ≤ 0.4×): "
-                    f"{'met' if ok else 'not met'}"
-                )
+        b3r_ok = _listing_rows(w, verdicts, res["b3r"], "items", "B3 resources")
         w("")
         w(f"B3 (resources): {mark(all(b3r_ok) if b3r_ok else None)}")
         w("")
