@@ -442,6 +442,43 @@ def fmt_ms(s: float) -> str:
     return f"{s * 1e3:,.1f} ms"
 
 
+def _issue26_lines(b1: dict[str, dict[str, Any]]) -> list[str]:
+    """Issue 26's performance lines, judged on the canned servers' B1 rows: CPU per call
+    (sequential and with 32 in flight) ≤ 0.35× the official client on SSE and ≤ 0.5× on
+    JSON on both drivers; anyio's sequential JSON under 0.45×; the threaded driver's
+    throughput with 32 in flight at or above httpcore's sync pool alone (the floor)."""
+    lines = []
+    for server, rows in b1.items():
+        off, floor = rows.get("official", {}), rows.get(FLOORS[0], {})
+        if not server.startswith("canned") or "seq_cpu" not in off:
+            continue
+        limit = 0.35 if "SSE" in server else 0.5
+        fs = floor.get("seq_cpu", float("nan")) / off["seq_cpu"]
+        fc = floor.get("conc_cpu", float("nan")) / off["conc_cpu"]
+        for client in OURS:
+            r = rows.get(client, {})
+            if "seq_cpu" not in r:
+                continue
+            rs, rc = r["seq_cpu"] / off["seq_cpu"], r["conc_cpu"] / off["conc_cpu"]
+            lines.append(
+                f"Issue 26, {server} {client}: CPU/call {rs:.2f}× seq, {rc:.2f}× at 32 in flight "
+                f"(budget ≤ {limit}×; httpcore sync alone {fs:.2f}× / {fc:.2f}×): "
+                + ("met" if rs <= limit and rc <= limit else "not met")
+            )
+            if client == "anyio" and "JSON" in server:
+                lines.append(
+                    f"Issue 26, {server} anyio sequential: {rs:.2f}× (under 0.45× with room): "
+                    + ("met" if rs < 0.45 else "not met")
+                )
+            if client == "threaded" and "conc_tput" in floor:
+                lines.append(
+                    f"Issue 26, {server} threaded throughput at 32 in flight: "
+                    f"{r['conc_tput']:,.0f} calls/s, httpcore sync alone {floor['conc_tput']:,.0f}: "
+                    + ("met" if r["conc_tput"] >= floor["conc_tput"] else "not met")
+                )
+    return lines
+
+
 def mark(ok: bool | None) -> str:
     return "**met**" if ok else ("**not met**" if ok is not None else "n/a")
 
@@ -552,6 +589,8 @@ def write_report(
                 )
     w("")
     w(f"B1: {mark(all(b1_ok) if b1_ok else None)}")
+    for line in _issue26_lines(res["b1"]):
+        verdicts.append(line)
     if b1_ok and not all(b1_ok):
         w("")
         w(
