@@ -11,13 +11,13 @@ so one bad entry never hides the rest; ``dropped`` counts them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
 from ._escape import excerpt
 
-__all__ = ["Listing", "cache_hints", "listed"]
+__all__ = ["Listing", "cache_hints", "read_items"]
 
 _T = TypeVar("_T")
 _log = logging.getLogger("mcpcore.session")
@@ -59,11 +59,22 @@ def cache_hints(result: dict[str, Any]) -> tuple[int | None, str | None]:
     )
 
 
-def listed(
-    result: dict[str, Any], items: Sequence[_T], dropped: int, what: str, server: str
+def read_items(
+    result: dict[str, Any],
+    key: str,
+    read: Callable[[dict[str, Any]], _T | None],
+    what: str,
+    server: str,
 ) -> Listing[_T]:
-    """The ``Listing`` of items already read (page by page, ``RequestKind.item``),
-    ``dropped`` of them malformed, with the last page's cache hints."""
+    """The items of a listing result, each through ``read`` (``None``: malformed)."""
+    items: list[_T] = []
+    dropped = 0
+    for raw in result.get(key) or ():
+        item = read(raw) if isinstance(raw, dict) else None
+        if item is None:
+            dropped += 1
+        else:
+            items.append(item)
     if dropped:
         _log.warning("server %r: dropped %d malformed %s of the listing", server, dropped, what)
     ttl, scope = cache_hints(result)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._errors import InvalidArguments, RemoteProtocolError
 from ._escape import excerpt
-from ._listing import Listing, cache_hints, listed, text
+from ._listing import Listing, cache_hints, read_items, text
 from ._render import ContentBlock, content_blocks, render_content
 from ._requests import Pending, RequestKind, register
 
@@ -122,9 +122,7 @@ def _prompt(raw: dict[str, Any]) -> Prompt | None:
 
 
 def _prompts(result: dict[str, Any], pending: Pending) -> Listing[Prompt]:
-    # The items were read page by page (RequestKind.item below).
-    dropped = pending.pages.dropped if pending.pages is not None else 0
-    return listed(result, result["prompts"], dropped, "prompts", str(pending.context))
+    return read_items(result, "prompts", _prompt, "prompts", str(pending.context))
 
 
 def _got(result: dict[str, Any], pending: Pending) -> PromptResult:
@@ -143,7 +141,7 @@ def _got(result: dict[str, Any], pending: Pending) -> PromptResult:
 
 
 PROMPTS_LIST = register(
-    RequestKind(method="prompts/list", pages="prompts", item=_prompt, resend=True, parse=_prompts)
+    RequestKind(method="prompts/list", pages="prompts", resend=True, parse=_prompts)
 )
 PROMPTS_GET = register(
     RequestKind(method="prompts/get", parse=_got, resend=True, input_rounds=True, name_param="name")

@@ -86,12 +86,6 @@ class RequestKind:
     refused: Callable[[ErrorResponse, Pending, bool], McpError] = _rpc_error
     # The array a page carries ("tools", "resources", …): cursors are followed.
     pages: str | None = None
-    # A paged kind's reading of one item (None: malformed, dropped), applied to
-    # each page as it arrives, while its objects are fresh in the CPU caches
-    # (B3: read after the last page, 5,000 resources took twice as long): the
-    # kind's parse then gets the items read, and how many were dropped in
-    # Pages.dropped.
-    item: Callable[[dict[str, Any]], object | None] | None = None
     # It changes nothing on the server: sent again (once, new id) after its
     # stream broke at 2026-07-28 (E3). A tools/call never is.
     resend: bool = False
@@ -143,8 +137,6 @@ class Pages:
     items: list[object] = field(default_factory=list)
     cursors: set[str] = field(default_factory=set)
     count: int = 0
-    # Items the kind's ``item`` reading dropped as malformed (not in ``items``).
-    dropped: int = 0
 
 
 Done = Callable[["Pending", object, float], None]
@@ -530,21 +522,11 @@ def read_page(pending: Pending, result: dict[str, Any], max_pages: int) -> str |
     if cursor is not None and not isinstance(cursor, str):
         raise RemoteProtocolError(f"{method} returned a nextCursor that is not a string")
     pages.count += 1
-    if len(pages.items) + pages.dropped + len(items) > pages.limit:
+    pages.items.extend(items)
+    if len(pages.items) > pages.limit:
         raise LimitExceeded(
             pages.limit_name, pages.limit, f"the number of {kind.pages} the server listed"
         )
-    read = kind.item
-    if read is None:
-        pages.items.extend(items)
-    else:
-        append = pages.items.append
-        for raw in items:
-            item = read(raw) if isinstance(raw, dict) else None
-            if item is None:
-                pages.dropped += 1
-            else:
-                append(item)
     if not cursor:
         return None
     if cursor in pages.cursors:

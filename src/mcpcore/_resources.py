@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import InvalidArguments, McpError, RemoteProtocolError, ResourceNotFound
 from ._escape import excerpt
 from ._jsonrpc import ErrorResponse
-from ._listing import Listing, cache_hints, listed, text
+from ._listing import Listing, cache_hints, read_items, text
 from ._render import decode_base64
 from ._requests import Pending, RequestKind, error_detail, register
 
@@ -235,15 +235,12 @@ def _template(raw: dict[str, Any]) -> ResourceTemplate | None:
 
 
 def _resources(result: dict[str, Any], pending: Pending) -> Listing[Resource]:
-    # The items were read page by page (RequestKind.item below).
-    dropped = pending.pages.dropped if pending.pages is not None else 0
-    return listed(result, result["resources"], dropped, "resources", str(pending.context))
+    return read_items(result, "resources", _resource, "resources", str(pending.context))
 
 
 def _templates(result: dict[str, Any], pending: Pending) -> Listing[ResourceTemplate]:
-    dropped = pending.pages.dropped if pending.pages is not None else 0
-    return listed(
-        result, result["resourceTemplates"], dropped, "resource templates", str(pending.context)
+    return read_items(
+        result, "resourceTemplates", _template, "resource templates", str(pending.context)
     )
 
 
@@ -275,15 +272,12 @@ def _read_refused(message: ErrorResponse, pending: Pending, modern: bool) -> Mcp
 
 
 RESOURCES_LIST = register(
-    RequestKind(
-        method="resources/list", pages="resources", item=_resource, resend=True, parse=_resources
-    )
+    RequestKind(method="resources/list", pages="resources", resend=True, parse=_resources)
 )
 RESOURCE_TEMPLATES_LIST = register(
     RequestKind(
         method="resources/templates/list",
         pages="resourceTemplates",
-        item=_template,
         resend=True,
         parse=_templates,
     )
