@@ -157,6 +157,29 @@ def test_F2_the_page_cap_and_the_item_cap_hold_for_every_list() -> None:
         value(answer(session, request, {"resourceTemplates": two}), call_id)
 
 
+def test_F2_malformed_items_of_every_page_are_counted_warned_once_and_count_against_the_cap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Malformed items of every page are dropped and counted, warned about once at the
+    end, and count against ``max_items`` as items the server listed."""
+    session = ready()
+    call_id, request = ask(session, Ask(PROMPTS_LIST, None, "srv"))
+    answer(session, request, {"prompts": [{"name": "a"}, {"title": "no name"}], "nextCursor": "1"})
+    [again] = session.take_outgoing()
+    with caplog.at_level("WARNING", logger="mcpcore.session"):
+        listing = value(answer(session, again, {"prompts": ["junk", {"name": "b"}]}), call_id)
+    assert [p.name for p in listing] == ["a", "b"] and listing.dropped == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        "server 'srv': dropped 2 malformed prompts of the listing"
+    ]
+    session = ready(max_items=2)
+    call_id, request = ask(session, resources_ask())
+    answer(session, request, {"resources": [{"name": "no uri"}, "junk"], "nextCursor": "1"})
+    [again] = session.take_outgoing()
+    with pytest.raises(LimitExceeded, match="max_items"):
+        value(answer(session, again, {"resources": [{"uri": "a://1", "name": "one"}]}), call_id)
+
+
 # --- F2: reading -------------------------------------------------------------------------------
 
 
