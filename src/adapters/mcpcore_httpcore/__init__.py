@@ -116,8 +116,14 @@ class Connections(Generic[C]):
         self.idle: list[C] = []  # the most recently used last
         self.waiting: deque[Waiter[C]] = deque()
 
-    def take(self, origin: httpcore.Origin) -> tuple[C | None, list[C]]:
-        """A connection for a request to ``origin``, or None: wait (``waiting``) for one."""
+    def take(self, origin: httpcore.Origin, *, ask: bool = True) -> tuple[C | None, list[C]]:
+        """A connection for a request to ``origin``, or None: wait (``waiting``) for one.
+
+        With ``ask=False`` an idle connection is returned without asking it
+        ``has_expired()``: the caller asks it outside its lock (a socket poll,
+        which with threads lets others take the GIL while the lock is held)
+        and hands an expired one to ``discard``.
+        """
         closing: list[C] = []
         idle = self.idle
         for index in range(len(idle) - 1, -1, -1):
@@ -125,6 +131,8 @@ class Connections(Generic[C]):
             if not connection.can_handle_request(origin):
                 continue
             del idle[index]
+            if not ask:
+                return connection, closing
             if connection.is_closed() or connection.has_expired():
                 self.all.remove(connection)
                 closing.append(connection)
@@ -143,6 +151,12 @@ class Connections(Generic[C]):
         connection = self._create(origin)
         self.all.append(connection)
         return connection
+
+    def discard(self, connection: C) -> list[C]:
+        """``connection``, taken with ``ask=False``, expired: it is to be closed."""
+        if connection in self.all:
+            self.all.remove(connection)
+        return [connection]
 
     def give_back(self, connection: C) -> list[C]:
         """``connection``'s request is over (its response closed, or it failed)."""

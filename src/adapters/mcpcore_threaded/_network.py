@@ -527,6 +527,7 @@ class Pool(httpcore.ConnectionInterface):
         proxy: Route | str | None = None,
     ) -> None:
         self._lock = threading.Lock()
+        self._proxied = proxy is not None  # else every request goes direct: no lock to ask
         self._book: Connections[httpcore.HTTPConnection] = Connections(
             max_connections,
             lambda origin: httpcore.HTTPConnection(
@@ -553,8 +554,10 @@ class Pool(httpcore.ConnectionInterface):
         return [*direct, *(c for via in vias for c in via.connections)]
 
     def handle_request(self, request: httpcore.Request) -> httpcore.Response:
-        with self._lock:  # the proxy pools are made on first use, by any thread
-            via = self._via.via(request.url)
+        via = None
+        if self._proxied:
+            with self._lock:  # the proxy pools are made on first use, by any thread
+                via = self._via.via(request.url)
         if via is not None:
             return via.handle_request(request)
         if request.url.scheme not in (b"http", b"https"):
@@ -581,17 +584,25 @@ class Pool(httpcore.ConnectionInterface):
             )
 
     def _take(self, origin: httpcore.Origin, timeout: float | None) -> httpcore.HTTPConnection:
+        # An idle connection is asked whether it expired (a poll of its socket, which
+        # lets other threads take the GIL) once the lock is released: asked under it,
+        # a thread giving a connection back meanwhile blocked on the lock, one thread
+        # switch more per call with many in flight.
         with self._lock:
-            connection, closing = self._book.take(origin)
-            if connection is None:
-                handed = threading.Event()
-                waiter: Waiter[httpcore.HTTPConnection] = Waiter(origin, handed.set)
-                self._book.waiting.append(waiter)
+            connection, closing = self._book.take(origin, ask=False)
+            waiter = self._wait_if_none(origin, connection)
+        while connection is not None and (connection.is_closed() or connection.has_expired()):
+            with self._lock:
+                closing += self._book.discard(connection)
+                connection, more = self._book.take(origin, ask=False)
+                waiter = self._wait_if_none(origin, connection)
+            closing += more
         _close(closing)
         if connection is not None:
             return connection
+        assert waiter is not None
         try:
-            if not handed.wait(timeout):
+            if not waiter.handed.wait(timeout):
                 raise httpcore.PoolTimeout(f"no connection within {timeout} s")
         except BaseException:
             with self._lock:
@@ -600,6 +611,16 @@ class Pool(httpcore.ConnectionInterface):
             raise
         assert waiter.connection is not None
         return waiter.connection
+
+    def _wait_if_none(
+        self, origin: httpcore.Origin, connection: httpcore.HTTPConnection | None
+    ) -> _Waiting | None:
+        """Under the lock: with no connection to take, wait in line for one."""
+        if connection is not None:
+            return None
+        waiter = _Waiting(origin)
+        self._book.waiting.append(waiter)
+        return waiter
 
     def _give_back(self, connection: httpcore.HTTPConnection) -> None:
         with self._lock:
@@ -645,6 +666,16 @@ class Pool(httpcore.ConnectionInterface):
 
     def is_closed(self) -> bool:
         return False
+
+
+class _Waiting(Waiter[httpcore.HTTPConnection]):
+    """A request waiting in a ``Pool`` for a connection; ``handed`` is set once it has one."""
+
+    __slots__ = ("handed",)
+
+    def __init__(self, origin: httpcore.Origin) -> None:
+        self.handed = threading.Event()
+        super().__init__(origin, self.handed.set)
 
 
 def _close(connections: list[httpcore.HTTPConnection]) -> None:
