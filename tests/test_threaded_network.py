@@ -165,6 +165,69 @@ def test_B1_on_a_tcp_connection_the_stream_uses_its_socket_itself() -> None:
             stream.close()
 
 
+def test_B1_an_idle_tcp_connection_is_readable_as_poll_tells(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whether an idle connection has something to read (httpcore asks it before reusing
+    the connection) is what a poll of its socket says: nothing on a quiet connection, or
+    after everything sent was read; something once the server sent bytes, closed, or reset
+    it. On Linux it is told without the poll (which lets other threads take the GIL)."""
+    import struct
+    import sys
+    import time
+
+    from mcpcore_httpcore import wait_readable
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        streams = []
+        for _ in range(2):
+            stream = AbortableBackend(_Performing()).connect_tcp(
+                "127.0.0.1", listener.getsockname()[1], timeout=5
+            )
+            assert isinstance(stream, AbortableStream)
+            peer, _ = listener.accept()
+            streams.append((stream, peer))
+        (stream, peer), (reset, reset_peer) = streams
+        sock = stream.get_extra_info("socket")
+
+        def readable() -> bool:
+            time.sleep(0.05)  # what the peer sent has arrived
+            told = stream.get_extra_info("is_readable")
+            assert told == wait_readable(sock, 0)
+            return bool(told)
+
+        if sys.platform == "linux":
+            polled: list[object] = []
+            monkeypatch.setattr(
+                "mcpcore_threaded._network.wait_readable", lambda *a: polled.append(a)
+            )
+        with peer, reset_peer:
+            assert not readable()
+            peer.sendall(b"x" * 100_000)
+            assert readable()
+            got = 0
+            while got < 100_000:
+                got += len(stream.read(1 << 16))
+            assert not readable()
+            stream.write(b"GET / HTTP/1.1\r\n\r\n")
+            peer.sendall(b"HTTP/1.1 200 OK\r\n\r\n")
+            assert stream.read(1024) == b"HTTP/1.1 200 OK\r\n\r\n"
+            assert not readable()
+            peer.shutdown(socket.SHUT_WR)
+            assert readable()
+            reset_peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            reset_peer.close()  # a reset
+            time.sleep(0.05)
+            assert reset.get_extra_info("is_readable")
+            assert wait_readable(reset.get_extra_info("socket"), 0)
+        if sys.platform == "linux":
+            assert not polled
+            monkeypatch.undo()
+        stream.close()
+        reset.close()
+        assert stream.get_extra_info("is_readable")  # closed: as poll says
+
+
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     import subprocess

@@ -21,6 +21,8 @@ import os
 import select
 import socket
 import ssl
+import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -56,6 +58,14 @@ _CONNECT_LOOK = 0.25
 _CONNECTING = {errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EALREADY}
 
 Resolve = Callable[[str, int], list[tuple[Any, ...]]]
+
+# Linux's TCP_INFO, read with getsockopt: unlike poll, a call that keeps the GIL (see
+# AbortableStream.idle_readable). Its first 136 bytes, as far as tcpi_bytes_received
+# (Linux 4.1), the payload bytes the connection has received so far.
+_TCP_INFO = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
+_TCP_INFO_SIZE = 136
+_TCP_ESTABLISHED = 1  # tcpi_state, the first byte
+_BYTES_RECEIVED = struct.Struct("=Q")  # at offset 128
 
 
 def _resolve(host: str, port: int) -> list[tuple[Any, ...]]:
@@ -103,6 +113,7 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
         self._timeout: object = _UNSET
         self._unsent = b""
         self._unsent_timeout: float | None = None
+        self._read_bytes = 0  # every byte read from a plain TCP socket (idle_readable)
 
     # --- what an abort does -------------------------------------------------------------
 
@@ -133,6 +144,7 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
             try:
                 self.set_timeout(timeout)
                 data = self._sock.recv(max_bytes)
+                self._read_bytes += len(data)
             except TimeoutError as exc:
                 raise httpcore.ReadTimeout(exc) from exc
             except OSError as exc:
@@ -219,12 +231,36 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
             raise
         return stream
 
+    def idle_readable(self) -> bool:
+        """Whether the socket has something to read now: httpcore asks it of an idle
+        connection before reusing it, once a call with many in flight.
+
+        ``wait_readable`` polls the socket, a system call that lets every thread
+        waiting for the GIL take it first: with many calls in flight, a thread
+        switch or two per call. On Linux a plain TCP socket answers without one:
+        it has something to read when it is no longer established (the server
+        closed or reset it: an end of file or an error to read) or when it has
+        received bytes this stream has not read, which is what poll reports.
+        """
+        sock = self._sock
+        if _TCP_INFO is not None and not isinstance(sock, ssl.SSLSocket):
+            try:
+                info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, _TCP_INFO_SIZE)
+            except OSError:  # closed: poll tells it as it always did
+                info = b""
+            if len(info) >= _TCP_INFO_SIZE:
+                return (
+                    info[0] != _TCP_ESTABLISHED
+                    or _BYTES_RECEIVED.unpack_from(info, 128)[0] != self._read_bytes
+                )
+        return wait_readable(sock, 0)
+
     def get_extra_info(self, info: str) -> Any:
         sock = self._sock
         if info == "socket":  # documented: the socket itself
             return sock
         if info == "is_readable":  # for an idle connection: did the server close it?
-            return wait_readable(sock, 0)
+            return self.idle_readable()
         if info == "ssl_object":  # httpcore asks it only which protocol ALPN chose
             return sock if isinstance(sock, ssl.SSLSocket) else None
         if info == "client_addr":
