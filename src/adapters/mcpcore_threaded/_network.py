@@ -749,6 +749,15 @@ class _Body:
 _END_GRACE = 0.005
 
 
+def content_length(response: httpcore.Response) -> int | None:
+    """The body's length from its ``Content-Length`` header, or None (chunked, or none)."""
+    for name, value in response.headers:
+        if name.lower() == b"content-length":
+            value = value.strip()
+            return int(value) if value.isdigit() else None
+    return None
+
+
 def ends_without_waiting(response: httpcore.Response, received: int) -> bool:
     """Whether reading the rest of ``response`` cannot wait on the server.
 
