@@ -307,3 +307,24 @@ def test_B1_tls_inside_an_https_proxys_tls(certificate: tuple[str, str]) -> None
         tunnel.close()
         thread.join(5)
     assert seen == [b"CONNECT localhost:443 HTTP/1.1", b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "length"),
+    [
+        ([(b"Content-Length", b"12")], 12),
+        ([(b"content-length", b" 0 ")], 0),
+        ([(b"Content-Type", b"text/event-stream"), (b"Transfer-Encoding", b"chunked")], None),
+        ([(b"Content-Length", b"12"), (b"Transfer-Encoding", b"chunked")], None),
+        ([(b"Content-Length", b"x")], None),
+        ([], None),
+    ],
+)
+def test_B1_a_body_length_is_its_content_length_alone(
+    headers: list[tuple[bytes, bytes]], length: int | None
+) -> None:
+    """A call's last piece and its end go in one turn only for a body whose length is known:
+    a ``Content-Length`` and no ``Transfer-Encoding`` (which would frame it instead)."""
+    from mcpcore_threaded._network import content_length
+
+    assert content_length(httpcore.Response(200, headers=headers)) == length

@@ -750,12 +750,21 @@ _END_GRACE = 0.005
 
 
 def content_length(response: httpcore.Response) -> int | None:
-    """The body's length from its ``Content-Length`` header, or None (chunked, or none)."""
+    """The body's length from its ``Content-Length`` header, or None (chunked, or none).
+
+    None as well beside a ``Transfer-Encoding``, which frames the body instead.
+    """
+    length = None
     for name, value in response.headers:
-        if name.lower() == b"content-length":
+        name = name.lower()
+        if name == b"transfer-encoding":
+            return None
+        if name == b"content-length" and length is None:
             value = value.strip()
-            return int(value) if value.isdigit() else None
-    return None
+            if not value.isdigit():
+                return None
+            length = int(value)
+    return length
 
 
 def ends_without_waiting(response: httpcore.Response, received: int) -> bool:
