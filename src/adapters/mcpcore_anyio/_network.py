@@ -5,7 +5,8 @@ Owns ``connection_pool`` and ``AsyncPool`` (the client's pool: its own
 ``AsyncHTTP11Connection``, or httpcore's HTTP proxy pool, on the backend
 below), the network backend (connections straight on asyncio's transports; on
 trio, httpcore's trio backend), ``http_request`` (an
-``HttpRequest`` as httpcore's request) and ``ends_without_waiting``
+``HttpRequest`` as httpcore's request), ``response_body`` (a response's
+chunks and its close) and ``ends_without_waiting``
 (whether the rest of a response can be read without waiting on the server).
 Only httpcore's public API: its connection and proxy classes, the
 ``AsyncConnectionInterface``, ``default_ssl_context``, ``TrioBackend`` and the
@@ -21,8 +22,8 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, cast
 
 import anyio
 import httpcore
@@ -147,12 +148,10 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
             except BaseException:
                 await self._give_back(connection)
                 raise
-            return httpcore.Response(
-                status=response.status,
-                headers=response.headers,
-                content=_Body(response.stream, self, connection),
-                extensions=response.extensions,
-            )
+            # its body gives the connection back when closed; the response itself is
+            # httpcore's (a new one would check every header again)
+            response.stream = _Body(response.stream, self, connection)
+            return response
 
     async def _take(self, origin: httpcore.Origin, timeout: float | None) -> Connection:
         connection, closing = self._book.take(origin)
@@ -326,6 +325,19 @@ class _Body:
             await self._stream.aclose()
         finally:
             await self._pool._give_back(connection)
+
+
+def response_body(
+    response: httpcore.Response,
+) -> tuple[AsyncIterator[bytes], Callable[[], Awaitable[None]]]:
+    """The chunks of ``response``'s body, and what closes it.
+
+    What ``response.aiter_stream()`` and ``response.aclose()`` do for an async
+    response, without the async generator ``aiter_stream`` puts around every
+    chunk and the ABC checks (``typing.AsyncIterable``) both make on each call.
+    """
+    stream = cast("_Body", response.stream)  # ours, or an httpcore proxy pool's: both have these
+    return stream.__aiter__(), stream.aclose
 
 
 def ends_without_waiting(response: Any, received: int) -> bool:
