@@ -1,9 +1,8 @@
 """The anyio driver's network layer over httpcore: its connection pool and backend.
 
 Owns ``connection_pool`` and ``AsyncPool`` (the client's pool: its own
-``Connection``s, each connecting and then handing its requests to httpcore's
-``AsyncHTTP11Connection``, or httpcore's HTTP proxy pool, on the backend
-below), the network backend (connections straight on asyncio's transports; on
+``Connection``s, each connecting and then performing its requests with
+``_http11.Http11``, or httpcore's HTTP proxy pool, on the backend below), the network backend (connections straight on asyncio's transports; on
 trio, httpcore's trio backend), ``http_request`` (an
 ``HttpRequest`` as httpcore's request), ``response_body`` (a response's
 chunks and its close) and ``ends_without_waiting``
@@ -39,6 +38,8 @@ from mcpcore_httpcore import (
     request_target,
     wait_readable,
 )
+
+from ._http11 import Http11
 
 
 def http_request(
@@ -93,7 +94,7 @@ def connection_pool(
 class AsyncPool(httpcore.AsyncConnectionInterface):
     """The client's connections: HTTP/1.1, one request per connection at a time.
 
-    httpcore's ``AsyncHTTP11Connection`` does each exchange (on a ``Connection``);
+    ``_http11.Http11`` does each exchange (on a ``Connection``);
     which connection takes which request is ``mcpcore_httpcore.Connections``'s, with no await
     in between (one event loop: no lock). With a proxy, httpcore's
     ``AsyncHTTPProxy`` pool does it all instead (its tunnels are not public
@@ -219,13 +220,13 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
 
 class Connection(httpcore.AsyncConnectionInterface):
     """One of ``AsyncPool``'s connections: connects on its first request, then
-    hands every request to httpcore's ``AsyncHTTP11Connection`` on that stream.
+    performs every request on that stream with ``_http11.Http11``.
 
-    What httpcore's ``AsyncHTTPConnection`` does for an HTTP/1.1 connection
-    with no retries, without its per-request lock: the pool gives a
-    connection to one request at a time, and that lock's acquire cost an
-    event-loop turn on every request (an ``anyio.Lock`` checkpoints even
-    when free). The checks (``is_idle`` and the rest) answer as
+    What httpcore's ``AsyncHTTPConnection`` over its ``AsyncHTTP11Connection``
+    does for an HTTP/1.1 connection with no retries, without their locks: the
+    pool gives a connection to one request at a time, and each lock's acquire
+    cost an event-loop turn (an ``anyio.Lock`` checkpoints even when free),
+    three a request. The checks (``is_idle`` and the rest) answer as
     ``AsyncHTTPConnection``'s do: before a connection exists, a failed
     connect reads as idle, closed and expired.
     """
@@ -239,7 +240,7 @@ class Connection(httpcore.AsyncConnectionInterface):
         self._origin = origin
         self._ssl_context = ssl_context
         self._backend = backend
-        self._http11: httpcore.AsyncHTTP11Connection | None = None
+        self._http11: Http11 | None = None
         self._connect_failed = False
 
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
@@ -254,7 +255,7 @@ class Connection(httpcore.AsyncConnectionInterface):
             except BaseException:
                 self._connect_failed = True
                 raise
-            http11 = self._http11 = httpcore.AsyncHTTP11Connection(self._origin, stream)
+            http11 = self._http11 = Http11(self._origin, stream)
         return await http11.handle_async_request(request)
 
     async def _connect(self, request: httpcore.Request) -> httpcore.AsyncNetworkStream:
