@@ -217,3 +217,60 @@ def test_D1_a_connection_closed_with_a_request_unsent_lets_its_socket_go_at_once
                 assert sock.fileno() == -1
 
     asyncio.run(main())
+
+
+def test_an_http11_connection_reuses_itself_refuses_a_second_request_and_writes_nothing_when_cancelled() -> (
+    None
+):
+    """``_http11.Http11`` (the pool's HTTP/1.1, with no lock): a response read to its end
+    and closed leaves the connection idle for the next request; a request on a busy
+    connection is ``ConnectionNotAvailable``; an exchange cancelled before it starts
+    writes nothing (what httpcore's lock acquire did); a body cut short closes it."""
+    import anyio
+
+    from mcpcore_anyio._http11 import Http11
+
+    origin = httpcore.Origin(b"http", b"127.0.0.1", 80)
+
+    def request() -> httpcore.Request:
+        return httpcore.Request(
+            "POST",
+            "http://127.0.0.1/mcp",
+            headers=[(b"Host", b"127.0.0.1"), (b"content-length", b"2")],
+            content=b"{}",
+        )
+
+    async def exchange(connection: Http11, inbound: _Inbound, reply: bytes) -> bytes:
+        inbound.data_received(reply)
+        response = await connection.handle_async_request(request())
+        body = b"".join([chunk async for chunk in response.aiter_stream()])
+        await response.aclose()
+        return body
+
+    async def main() -> None:
+        transport, inbound, stream = connected()
+        connection = Http11(origin, stream)
+        reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
+        assert await exchange(connection, inbound, reply) == b"{}"
+        assert connection.is_idle() and connection.is_available()
+        assert await exchange(connection, inbound, reply) == b"{}"
+        assert "Request Count: 2" in connection.info()
+        assert len(transport.written) == 2
+
+        inbound.data_received(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n{")
+        response = await connection.handle_async_request(request())
+        assert not connection.is_idle()
+        with pytest.raises(httpcore.ConnectionNotAvailable):
+            await connection.handle_async_request(request())
+        await response.aclose()  # before its end: the connection cannot be reused
+        assert connection.is_closed() and transport.closed
+
+        transport, inbound, stream = connected()
+        connection = Http11(origin, stream)
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await connection.handle_async_request(request())
+        assert scope.cancelled_caught
+        assert transport.written == [] and connection.info().endswith("NEW, Request Count: 0")
+
+    asyncio.run(main())

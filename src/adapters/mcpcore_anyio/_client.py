@@ -737,8 +737,9 @@ class McpClient(ClientBase):
                     # connections: its bookkeeping is linear in the waiting ones.
                     await stack.enter_async_context(self._permits)
                     response: httpcore.Response | AsgiResponse
+                    chunks: AsyncIterator[bytes]
                     if self._asgi_app is None:  # httpcore's request, built once (not by stream())
-                        from ._network import AsyncPool, http_request  # loaded by start()
+                        from ._network import AsyncPool, http_request, response_body
 
                         assert isinstance(pool, AsyncPool)
                         body = request.body
@@ -746,7 +747,8 @@ class McpClient(ClientBase):
                         response = await pool.handle_async_request(
                             http_request(request.method, request.url, request.headers, framed)
                         )
-                        stack.push_async_callback(response.aclose)
+                        chunks, close = response_body(response)
+                        stack.push_async_callback(close)
                     else:
                         headers, content = _framed(request)
                         response = await stack.enter_async_context(
@@ -754,10 +756,13 @@ class McpClient(ClientBase):
                                 request.method, request.url, headers=headers, content=content
                             )
                         )
+                        chunks = response.aiter_stream()
                     engine.response_started(xid, response.status, response.headers, self._now())
                     await self._dispatch()
-                    chunks = response.aiter_stream()
-                    if caller is not None:
+                    if caller is None:
+                        while await self._feed(xid, chunks) is not None:
+                            pass
+                    else:
                         received = 0
                         while (chunk := await self._feed(xid, chunks)) is not None:
                             received += len(chunk)
@@ -769,8 +774,6 @@ class McpClient(ClientBase):
                                 handed_off = self._hand_off(request, chunks, stack)
                                 if handed_off:
                                     return
-                    while await self._feed(xid, chunks) is not None:
-                        pass
                 engine.response_ended(xid, self._now())
             except Exception as exc:
                 engine.response_failed(xid, TransportFailure.from_exception(exc), self._now())

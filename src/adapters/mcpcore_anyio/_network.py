@@ -1,13 +1,15 @@
 """The anyio driver's network layer over httpcore: its connection pool and backend.
 
-Owns ``connection_pool`` and ``AsyncPool`` (the client's pool: its own over
-httpcore's ``AsyncHTTPConnection``, or httpcore's HTTP proxy pool, on the
-backend below), the network backend (connections straight on asyncio's
-transports; on trio, httpcore's trio backend), ``http_request`` (an
-``HttpRequest`` as httpcore's request) and ``ends_without_waiting``
+Owns ``connection_pool`` and ``AsyncPool`` (the client's pool: its own
+``Connection``s, each connecting and then performing its requests with
+``_http11.Http11``, or httpcore's HTTP proxy pool, on the backend below), the network backend (connections straight on asyncio's transports; on
+trio, httpcore's trio backend), ``http_request`` (an
+``HttpRequest`` as httpcore's request), ``response_body`` (a response's
+chunks and its close) and ``ends_without_waiting``
 (whether the rest of a response can be read without waiting on the server).
-Only httpcore's public API: its connection and proxy classes,
-``TrioBackend`` and the ``AsyncNetworkStream`` interface.
+Only httpcore's public API: its connection and proxy classes, the
+``AsyncConnectionInterface``, ``default_ssl_context``, ``TrioBackend`` and the
+``AsyncNetworkStream`` interface.
 
 Imported on a client's first remote start rather than with the driver, so a
 program that never talks to a remote server never loads httpcore (B5).
@@ -19,8 +21,8 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, cast
 
 import anyio
 import httpcore
@@ -36,6 +38,8 @@ from mcpcore_httpcore import (
     request_target,
     wait_readable,
 )
+
+from ._http11 import Http11
 
 
 def http_request(
@@ -90,8 +94,8 @@ def connection_pool(
 class AsyncPool(httpcore.AsyncConnectionInterface):
     """The client's connections: HTTP/1.1, one request per connection at a time.
 
-    httpcore's ``AsyncHTTPConnection`` does each exchange; which connection
-    takes which request is ``mcpcore_httpcore.Connections``'s, with no await
+    ``_http11.Http11`` does each exchange (on a ``Connection``);
+    which connection takes which request is ``mcpcore_httpcore.Connections``'s, with no await
     in between (one event loop: no lock). With a proxy, httpcore's
     ``AsyncHTTPProxy`` pool does it all instead (its tunnels are not public
     classes). ``request`` and ``stream`` are httpcore's.
@@ -104,11 +108,8 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
         backend: httpcore.AsyncNetworkBackend,
         proxy: Route | str | None = None,
     ) -> None:
-        self._book: Connections[httpcore.AsyncHTTPConnection] = Connections(
-            max_connections,
-            lambda origin: httpcore.AsyncHTTPConnection(
-                origin, ssl_context=ssl_context, network_backend=backend
-            ),
+        self._book: Connections[Connection] = Connections(
+            max_connections, lambda origin: Connection(origin, ssl_context, backend)
         )
         # the proxy pools, one per proxy URL the core chooses for an origin
         self._via: ProxyRoutes[httpcore.AsyncHTTPProxy] = ProxyRoutes(
@@ -148,23 +149,19 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
             except BaseException:
                 await self._give_back(connection)
                 raise
-            return httpcore.Response(
-                status=response.status,
-                headers=response.headers,
-                content=_Body(response.stream, self, connection),
-                extensions=response.extensions,
-            )
+            # its body gives the connection back when closed; the response itself is
+            # httpcore's (a new one would check every header again)
+            response.stream = _Body(response.stream, self, connection)
+            return response
 
-    async def _take(
-        self, origin: httpcore.Origin, timeout: float | None
-    ) -> httpcore.AsyncHTTPConnection:
+    async def _take(self, origin: httpcore.Origin, timeout: float | None) -> Connection:
         connection, closing = self._book.take(origin)
         if closing:
             await _close(closing)
         if connection is not None:
             return connection
         handed = anyio.Event()
-        waiter: Waiter[httpcore.AsyncHTTPConnection] = Waiter(origin, handed.set)
+        waiter: Waiter[Connection] = Waiter(origin, handed.set)
         self._book.waiting.append(waiter)
         try:
             with anyio.fail_after(timeout):
@@ -179,7 +176,7 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
         assert waiter.connection is not None
         return waiter.connection
 
-    async def _give_back(self, connection: httpcore.AsyncHTTPConnection) -> None:
+    async def _give_back(self, connection: Connection) -> None:
         closing = self._book.give_back(connection)
         if closing:
             await _close(closing)
@@ -221,7 +218,86 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
         return False
 
 
-async def _close(connections: list[httpcore.AsyncHTTPConnection]) -> None:
+class Connection(httpcore.AsyncConnectionInterface):
+    """One of ``AsyncPool``'s connections: connects on its first request, then
+    performs every request on that stream with ``_http11.Http11``.
+
+    What httpcore's ``AsyncHTTPConnection`` over its ``AsyncHTTP11Connection``
+    does for an HTTP/1.1 connection with no retries, without their locks: the
+    pool gives a connection to one request at a time, and each lock's acquire
+    cost an event-loop turn (an ``anyio.Lock`` checkpoints even when free),
+    three a request. The checks (``is_idle`` and the rest) answer as
+    ``AsyncHTTPConnection``'s do: before a connection exists, a failed
+    connect reads as idle, closed and expired.
+    """
+
+    def __init__(
+        self,
+        origin: httpcore.Origin,
+        ssl_context: ssl.SSLContext | None,
+        backend: httpcore.AsyncNetworkBackend,
+    ) -> None:
+        self._origin = origin
+        self._ssl_context = ssl_context
+        self._backend = backend
+        self._http11: Http11 | None = None
+        self._connect_failed = False
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if not self.can_handle_request(request.url.origin):
+            raise RuntimeError(
+                f"Attempted to send request to {request.url.origin} on connection to {self._origin}"
+            )
+        http11 = self._http11
+        if http11 is None:
+            try:
+                stream = await self._connect(request)
+            except BaseException:
+                self._connect_failed = True
+                raise
+            http11 = self._http11 = Http11(self._origin, stream)
+        return await http11.handle_async_request(request)
+
+    async def _connect(self, request: httpcore.Request) -> httpcore.AsyncNetworkStream:
+        timeout = request.extensions.get("timeout", {}).get("connect")
+        host = self._origin.host.decode("ascii")
+        stream = await self._backend.connect_tcp(host, self._origin.port, timeout)
+        if self._origin.scheme not in (b"https", b"wss"):
+            return stream
+        ssl_context = self._ssl_context or httpcore.default_ssl_context()
+        ssl_context.set_alpn_protocols(["http/1.1"])
+        server_hostname = request.extensions.get("sni_hostname") or host
+        return await stream.start_tls(ssl_context, server_hostname, timeout)
+
+    def can_handle_request(self, origin: httpcore.Origin) -> bool:
+        return origin == self._origin
+
+    async def aclose(self) -> None:
+        if self._http11 is not None:
+            await self._http11.aclose()
+
+    def is_available(self) -> bool:
+        return self._http11 is not None and self._http11.is_available()
+
+    def has_expired(self) -> bool:
+        return self._connect_failed if self._http11 is None else self._http11.has_expired()
+
+    def is_idle(self) -> bool:
+        return self._connect_failed if self._http11 is None else self._http11.is_idle()
+
+    def is_closed(self) -> bool:
+        return self._connect_failed if self._http11 is None else self._http11.is_closed()
+
+    def info(self) -> str:
+        if self._http11 is None:
+            return "CONNECTION FAILED" if self._connect_failed else "CONNECTING"
+        return self._http11.info()
+
+    def __repr__(self) -> str:
+        return f"<Connection [{self.info()}]>"
+
+
+async def _close(connections: list[Connection]) -> None:
     # shielded: a connection left half closed by a cancellation would leak its socket
     with anyio.CancelScope(shield=True):
         for connection in connections:
@@ -233,12 +309,10 @@ class _Body:
 
     __slots__ = ("_connection", "_pool", "_stream")
 
-    def __init__(
-        self, stream: Any, pool: AsyncPool, connection: httpcore.AsyncHTTPConnection
-    ) -> None:
+    def __init__(self, stream: Any, pool: AsyncPool, connection: Connection) -> None:
         self._stream = stream
         self._pool = pool
-        self._connection: httpcore.AsyncHTTPConnection | None = connection
+        self._connection: Connection | None = connection
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         stream: AsyncIterable[bytes] = self._stream
@@ -252,6 +326,19 @@ class _Body:
             await self._stream.aclose()
         finally:
             await self._pool._give_back(connection)
+
+
+def response_body(
+    response: httpcore.Response,
+) -> tuple[AsyncIterator[bytes], Callable[[], Awaitable[None]]]:
+    """The chunks of ``response``'s body, and what closes it.
+
+    What ``response.aiter_stream()`` and ``response.aclose()`` do for an async
+    response, without the async generator ``aiter_stream`` puts around every
+    chunk and the ABC checks (``typing.AsyncIterable``) both make on each call.
+    """
+    stream = cast("_Body", response.stream)  # ours, or an httpcore proxy pool's: both have these
+    return stream.__aiter__(), stream.aclose
 
 
 def ends_without_waiting(response: Any, received: int) -> bool:
