@@ -158,6 +158,11 @@ def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
+def ratio(r: dict[str, Any], ref: dict[str, Any], key: str) -> float:
+    """``r[key]`` as a multiple of the reference client's (NaN when it has none)."""
+    return r[key] / ref[key] if key in ref else float("nan")
+
+
 # --- the budgets ------------------------------------------------------------------------
 
 
@@ -494,8 +499,7 @@ def _listing_rows(
         if "error" in r:
             w(f"| {client} | error: {r['error']} | | | | | |")
             continue
-        rs = r["wall_sse"] / official["wall_sse"] if "wall_sse" in official else float("nan")
-        rj = r["wall_json"] / official["wall_json"] if "wall_json" in official else float("nan")
+        rs, rj = ratio(r, official, "wall_sse"), ratio(r, official, "wall_json")
         w(
             f"| {client} | {fmt_ms(r['wall_sse'])} | {rs:.2f}× | {fmt_ms(r['wall_json'])} | "
             f"{rj:.2f}× | {fmt_ms(r['cpu'])} | {r[count]:,} |"
@@ -564,9 +568,8 @@ def write_report(
             if "error" in r:
                 w(f"| {server} | {client} | error: {r['error']} | | | | | | | |")
                 continue
-            rs = r["seq_cpu"] / off["seq_cpu"] if "seq_cpu" in off else float("nan")
-            rc = r["conc_cpu"] / off["conc_cpu"] if "conc_cpu" in off else float("nan")
-            rt = r["conc_tput"] / off["conc_tput"] if "conc_tput" in off else float("nan")
+            rs, rc = ratio(r, off, "seq_cpu"), ratio(r, off, "conc_cpu")
+            rt = ratio(r, off, "conc_tput")
             w(
                 f"| {server} | {client} | {fmt_us(r['seq_cpu'])} | {rs:.2f}× | "
                 f"{fmt_ms(r['seq_lat_med'])} / {fmt_ms(r['seq_lat_p99'])} | {fmt_us(r['conc_cpu'])} | "
