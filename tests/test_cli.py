@@ -797,7 +797,7 @@ def test_invalid_entry_exits_2(tmp_path: Path) -> None:
     result = run("call", "--config", config, "local/echo")
     assert result.returncode == 2
     assert result.stderr == (
-        "mcpcore: server 'local' is invalid: a local server (an entry with a 'command'): "
+        "mcpcore: server 'local' is invalid: local MCP servers (command) are not supported yet: "
         "--allow-local starts it\n"
     )
 
@@ -922,17 +922,16 @@ def recipe(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_local_servers_need_allow_local(recipe: dict[str, Any]) -> None:
-    """C6: without --allow-local a command entry is refused, and the reason names the
-    flag that starts it (never "not supported yet")."""
+    """C6: without --allow-local a command entry is refused with the seed's words to
+    the letter, then the flag that starts it as a hint after ': '."""
     result = run("check", recipe["config"], "--json", env=recipe["env"])
     assert result.returncode == 1
     (row,) = json.loads(result.stdout)
     assert row["status"] == "invalid"
-    assert row["reason"] == "a local server (an entry with a 'command'): --allow-local starts it"
+    assert row["reason"] == "local MCP servers (command) are not supported yet: --allow-local starts it"
     assert result.stderr == ""
     result = run("check", recipe["config"], env=recipe["env"])
-    assert "not supported" not in result.stdout + result.stderr
-    assert "--allow-local starts it" in result.stdout
+    assert "local MCP servers (command) are not supported yet: --allow-local starts it" in result.stdout
 
 
 def test_local_server_recipe_from_the_readme(recipe: dict[str, Any]) -> None:

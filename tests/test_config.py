@@ -527,7 +527,7 @@ def test_c6_local_refused_by_default_with_exact_reason() -> None:
     """C6: by default a command entry is refused with exactly the seed's reason."""
     for entry in ({"command": "node"}, {"command": "./bin/x", "args": ["${env:NOPE}"]}):
         error = refused(entry, plugin_root=ROOT)
-        assert str(error) == "local servers (entries with a 'command') are off: allow_local=True starts them"
+        assert str(error) == "local MCP servers (command) are not supported yet: allow_local=True starts them"
         assert error.key == "command"
     out = load({"mcpServers": {"l": {"command": 3}}})
     assert str(out["l"]) == LOCAL_NOT_SUPPORTED

@@ -564,7 +564,7 @@ async def test_C6_local_server_refused_without_opt_in(driver: str) -> None:
     async with open_client(driver, "local", {"command": "python3"}) as client:
         availability = await client.ready(1)
     assert not availability.ok
-    assert availability.reason == "local servers (entries with a 'command') are off: allow_local=True starts them"
+    assert availability.reason == "local MCP servers (command) are not supported yet: allow_local=True starts them"
 
 
 async def test_L7_hub_from_mcp_json(driver: str, tmp_path: Any) -> None:

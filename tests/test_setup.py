@@ -21,7 +21,7 @@ def test_C6_local_server_object_refused_without_opt_in() -> None:
     assert (
         str(setup.config_error)
         == LOCAL_REFUSED
-        == "local servers (entries with a 'command') are off: allow_local=True starts them"
+        == "local MCP servers (command) are not supported yet: allow_local=True starts them"
     )
     assert prepare_client("l", local, {"allow_local": True}, env={}, home="/h").server is local
 

@@ -94,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "TokenSet": "_oauth",
     "compact_jws": "_oauth",
     "backoff_delay": "_backoff",
+    "LOCAL_REFUSAL_WORDS": "_config",
     "LocalServer": "_config",
     "RemoteServer": "_config",
     "expand": "_config",
@@ -219,6 +220,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "LOCAL_REFUSAL_WORDS",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AbortExchange",
     "Action",
@@ -447,7 +449,14 @@ if TYPE_CHECKING:
     from ._backoff import backoff_delay
     from ._client_base import ClientBase, HubBase, looks_like_document
     from ._completion import Completion
-    from ._config import LocalServer, RemoteServer, expand, load_mcp_json, parse_server
+    from ._config import (
+        LOCAL_REFUSAL_WORDS,
+        LocalServer,
+        RemoteServer,
+        expand,
+        load_mcp_json,
+        parse_server,
+    )
     from ._engine import Availability, HttpClientEngine, StdioClientEngine
     from ._errors import (
         BackendError,

@@ -33,6 +33,7 @@ from ._errors import ConfigError, InvalidValue
 __all__ = [
     "CLIENT_OWNED_HEADERS",
     "LOCAL_NOT_SUPPORTED",
+    "LOCAL_REFUSAL_WORDS",
     "LocalServer",
     "Origin",
     "RemoteServer",
@@ -50,11 +51,14 @@ _log = logging.getLogger("mcpcore.config")
 #: local entries, C6) or the user's own (trusted as written, C9).
 Origin = Literal["plugin", "user"]
 
-#: The exact reason a local (``command``) entry is refused by default (C6): they
-#: are supported, but only when the caller allows them.
-LOCAL_NOT_SUPPORTED = (
-    "local servers (entries with a 'command') are off: allow_local=True starts them"
-)
+#: Seed 000's words for refusing a local (``command``) entry, to the letter:
+#: hosts match on them, so a reason may add a hint after ``": "`` but never
+#: rewords them (C6).
+LOCAL_REFUSAL_WORDS = "local MCP servers (command) are not supported yet"
+
+#: The reason a local entry is refused by default (C6): the seed's words, then
+#: the hint, since local servers do start once the caller allows them.
+LOCAL_NOT_SUPPORTED = f"{LOCAL_REFUSAL_WORDS}: allow_local=True starts them"
 
 #: Header names (lowercase) the client sets itself; configuring one is refused (C5).
 #: The first three come from seed 000; ``mcp-method`` / ``mcp-name`` are the

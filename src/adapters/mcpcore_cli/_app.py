@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TextIO, TypeVar, cast
 
 import mcpcore
 from mcpcore import (
+    LOCAL_REFUSAL_WORDS,
     AudioBlock,
     AuthOptions,
     AuthorizationRequired,
@@ -146,9 +147,9 @@ COMMANDS = (
     "auth",
 )
 #: Why a local entry is not started when --allow-local is not given (C6).
-LOCAL_NEEDS_FLAG = "a local server (an entry with a 'command'): --allow-local starts it"
+LOCAL_NEEDS_FLAG = f"{LOCAL_REFUSAL_WORDS}: --allow-local starts it"
 #: ... and for login and logout, which have no such flag.
-LOCAL_NO_SIGN_IN = "a local server (an entry with a 'command'): only url servers sign in"
+LOCAL_NO_SIGN_IN = f"{LOCAL_REFUSAL_WORDS}: only url servers sign in"
 
 _log = logging.getLogger("mcpcore_cli")
 
