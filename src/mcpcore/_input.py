@@ -89,7 +89,9 @@ class Elicitation:
     """A server's question for the person, as the ``elicit`` hook receives it.
 
     ``server`` is the client's name; ``tool_id`` the call it belongs to (``None``
-    when it came outside a call); ``mode`` is ``"form"`` or ``"url"``.
+    when it came outside a call, and always over stdio, where one pipe carries
+    every message and a server's request does not name the call it serves);
+    ``mode`` is ``"form"`` or ``"url"``.
     ``message`` and ``schema`` (the form: a flat JSON object schema of string,
     number, integer, boolean and enum fields; empty for a URL) are the
     server's, exactly as sent: **untrusted** text, escape it
