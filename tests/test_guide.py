@@ -121,3 +121,33 @@ def test_the_option_table_lists_every_option_with_its_default() -> None:
         assert rows[name].strip() == f"`{value!r}`".replace("'", '"'), name
     for field in dataclasses.fields(HttpLimits):
         assert f"`{field.name}`" in section, field.name
+
+
+def test_the_guide_installs_the_way_the_readme_does() -> None:
+    """The guide's install command is the README's (mcpcore installs from a checkout;
+    a bare ``pip install mcpcore`` would fetch nothing of ours)."""
+    guide = GUIDE.read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    assert "pip install mcpcore" not in guide
+    assert "python3 -m venv .venv && .venv/bin/pip install ." in guide
+    assert "python3 -m venv .venv && .venv/bin/pip install ." in readme
+
+
+def test_the_readmes_exit_status_table_holds_every_row() -> None:
+    """Every exit status, 130 included, is a row of one table: a row after a
+    paragraph renders as part of that paragraph."""
+    text = README.read_text(encoding="utf-8")
+    table = text.split("| status | meaning |\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    statuses = [line.split("|")[1].strip() for line in table[1:]]
+    assert statuses == ["0", "1", "2", "3", "130"]
+    assert text.count("| 130 |") == 1
+
+
+def test_the_guide_names_every_log_message_field() -> None:
+    """The guide's ``LogMessage`` sentence names each of its fields, ``server`` included."""
+    import dataclasses
+
+    guide = GUIDE.read_text(encoding="utf-8")
+    sentence = guide.split("each one as a `LogMessage` (", 1)[1].split(")", 1)[0]
+    for field in dataclasses.fields(mcpcore.LogMessage):
+        assert f"`{field.name}`" in sentence, field.name
