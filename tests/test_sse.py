@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpcore import LimitExceeded, RemoteProtocolError, SSEDecoder, SSEEvent
+from mcpcore._sse import SSEOverrun
 
 BOM = b"\xef\xbb\xbf"
 
@@ -302,6 +303,44 @@ def test_p6_event_limit() -> None:
     with pytest.raises(LimitExceeded) as info:
         decoder.feed(b"data: 01234\ndata: 01234\n\n")
     assert info.value.limit_name == "max_event_size"
+
+
+def _outcome(chunks: list[bytes], line: int, event: int) -> tuple[list[SSEEvent], str | None]:
+    """Every event the decoder gave, those an overrun carried included, then the
+    overrun's limit name (or ``None``)."""
+    decoder = SSEDecoder(max_line_size=line, max_event_size=event)
+    events: list[SSEEvent] = []
+    for chunk in chunks:
+        try:
+            events += decoder.feed(chunk)
+        except SSEOverrun as overrun:
+            return [*events, *overrun.completed], overrun.limit_name
+    return events, None
+
+
+def test_p6_an_overrun_carries_the_events_completed_before_it() -> None:
+    """P6: one chunk that completes an event and then overruns gives that event
+    first (as byte-at-a-time feeding would), then the overrun."""
+    with pytest.raises(SSEOverrun) as info:
+        SSEDecoder(max_event_size=10).feed(b"data: {bad\n\ndata: 0123456789AB\n\n")
+    assert info.value.completed == [SSEEvent(data="{bad")]
+    assert info.value.limit_name == "max_event_size"
+    with pytest.raises(SSEOverrun) as info:
+        SSEDecoder(max_line_size=10).feed(b"data: x\n\ndata: 0123456789")
+    assert info.value.completed == [SSEEvent(data="x")]
+
+
+@given(chunked(), st.integers(1, 40), st.integers(0, 40))
+@settings(max_examples=400)
+def test_p6_limits_are_chunking_invariant(
+    case: tuple[bytes, list[bytes]], line: int, event: int
+) -> None:
+    """P6: the events and the limit that stops them are the same however the
+    network splits the bytes, so a limit cannot be slipped past by chunking."""
+    data, chunks = case
+    whole = _outcome([data], line, event)
+    assert _outcome(chunks, line, event) == whole
+    assert _outcome(bytewise(data), line, event) == whole
 
 
 def test_p6_limits_must_be_sane() -> None:

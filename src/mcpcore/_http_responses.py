@@ -42,7 +42,7 @@ from ._http import (
     _Timer,
 )
 from ._jsonrpc import ErrorResponse, Message, Request, Result, decode_message, describe_message
-from ._sse import SSEDecoder, SSEEvent
+from ._sse import SSEDecoder, SSEEvent, SSEOverrun
 
 if TYPE_CHECKING:
     from ._http import HttpMapping
@@ -162,6 +162,11 @@ class ResponseReader:
             try:
                 events = ex.decoder.feed(data)
             except LimitExceeded as exc:
+                # The events these bytes completed before the overrun come
+                # first, as they would have had the bytes come one at a time.
+                for event in exc.completed if isinstance(exc, SSEOverrun) else ():
+                    if not self._on_event(ex, event, now):
+                        return
                 self.m._fail(ex, self.m._sse_limit(ex, exc), now)
                 return
             except McpError as exc:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ._errors import LimitExceeded
 
-__all__ = ["SSEDecoder", "SSEEvent"]
+__all__ = ["SSEDecoder", "SSEEvent", "SSEOverrun"]
 
 _BOM = b"\xef\xbb\xbf"
 _DEFAULT_LIMIT = 64 * 1024 * 1024 + 1024
@@ -89,12 +89,28 @@ class SSEEvent:
     retry: int | None = None
 
 
+class SSEOverrun(LimitExceeded):
+    """A limit overrun, with the events the same bytes completed before it (P6).
+
+    Fed whole, one chunk may complete an event and then overrun a limit; fed a
+    byte at a time, that event comes out of an earlier :meth:`SSEDecoder.feed`
+    before the overrun does. ``completed`` holds such events, in order: the
+    caller handles them first and the overrun after, so how the network split
+    the stream never changes what happens.
+    """
+
+    def __init__(self, limit_name: str, limit: int, what: str, completed: list[SSEEvent]) -> None:
+        super().__init__(limit_name, limit, what)
+        self.completed = completed
+
+
 class SSEDecoder:
     """Decode a ``text/event-stream`` body fed in chunks of any size.
 
     ``max_line_size`` bounds one line (checked while it is still being
     buffered); ``max_event_size`` bounds one event's data. Overruns raise
-    :class:`~mcpcore._errors.LimitExceeded`, after which the decoder must not
+    :class:`SSEOverrun` (a :class:`~mcpcore._errors.LimitExceeded` carrying
+    the events completed before the overrun), after which the decoder must not
     be fed again.
     """
 
@@ -178,7 +194,7 @@ class SSEDecoder:
             if data is chunk:
                 buf += chunk
             if len(buf) > self._max_line_size:
-                raise LimitExceeded("max_line_size", self._max_line_size, "an SSE line")
+                raise SSEOverrun("max_line_size", self._max_line_size, "an SSE line", [])
             return []
         end = last + 1
         if cr == last and end == len(data):
@@ -189,7 +205,7 @@ class SSEDecoder:
         elif end < len(data):
             buf += data[end:]
         if len(buf) > self._max_line_size:
-            raise LimitExceeded("max_line_size", self._max_line_size, "an SSE line")
+            raise SSEOverrun("max_line_size", self._max_line_size, "an SSE line", events)
         return events
 
     def _lines(self, data: bytes | bytearray, end: int) -> list[SSEEvent]:
@@ -238,14 +254,14 @@ class SSEDecoder:
                 continue
             length = len(line)
             if length > max_line:
-                raise LimitExceeded("max_line_size", max_line, "an SSE line")
+                raise SSEOverrun("max_line_size", max_line, "an SSE line", events)
             if type(line) is memoryview:
                 # A long line, not copied: a data value is decoded in place.
                 if line[:5].tobytes() == b"data:":
                     vstart = 6 if line[5] == 0x20 else 5
                     size += length - vstart + 1
                     if size - 1 > max_event:
-                        raise LimitExceeded("max_event_size", max_event, "an SSE event")
+                        raise SSEOverrun("max_event_size", max_event, "an SSE event", events)
                     with line[vstart:] as part:
                         parts.append(str(part, "utf-8", "replace"))
                     continue
@@ -269,7 +285,7 @@ class SSEDecoder:
             if field == b"data":
                 size += length - vstart + 1
                 if size - 1 > max_event:
-                    raise LimitExceeded("max_event_size", max_event, "an SSE event")
+                    raise SSEOverrun("max_event_size", max_event, "an SSE event", events)
                 if length - vstart > _COPY_THRESHOLD:
                     # Decode in place: slicing first would copy a large value once more.
                     with memoryview(line) as view, view[vstart:] as part:
