@@ -104,6 +104,7 @@ class Open:
     """An exchange the 'server' holds: a call's POST or a resume GET for it."""
 
     cid: int
+    rid: int = 0  # the request's id on the wire: the call id, or a new one once re-sent (H6)
     sid: str = ""  # the session id it carried
     started: bool = False
     answered: bool = False  # its own response went out on it (the server may keep it open)
@@ -139,6 +140,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.sessions = 1
         self.server_up = True
         self.without_session: list[str] = []
+        self.cid_of: dict[int, int] = {}  # request id on the wire -> the call it carries
         self.on_wire: dict[int, bool] = {}  # call id -> its POST reached a live session
         self.kinds: dict[int, str] = {}  # call id -> its method (F1: not only tools/call)
         self.expired_during: set[int] = set()  # calls that lived through an expiry
@@ -219,7 +221,8 @@ class EngineMachine(RuleBasedStateMachine):
         if req.method == "GET":
             last = headers[b"last-event-id"].decode()
             sid = headers.get(b"mcp-session-id", b"").decode()
-            self.open[xid] = Open(cid=int(last.split("-")[0]), sid=sid)
+            rid = int(last.split("-")[0])  # event ids start with the request's id
+            self.open[xid] = Open(cid=self.cid_of.get(rid, rid), rid=rid, sid=sid)
             return
         assert req.method == "POST" and req.body is not None
         if method == "initialize":
@@ -241,11 +244,18 @@ class EngineMachine(RuleBasedStateMachine):
                 e.response_ended(xid, self.now)
                 return
         if method in ("tools/call", "resources/read", "prompts/get", "resources/subscribe", "resources/unsubscribe"):
-            self.open[xid] = Open(cid=message["id"], sid=headers.get(b"mcp-session-id", b"").decode())
-            self.on_wire[message["id"]] = True
+            rid = message["id"]
+            # A request re-sent on a new session has a new id (H6); the call it
+            # carries is the one the engine says it carries.
+            carriers = self.engine.session.path.carriers
+            cid = next((c for c, r in carriers.items() if r == rid), rid)
+            self.cid_of[rid] = cid
+            self.open[xid] = Open(cid=cid, rid=rid, sid=headers.get(b"mcp-session-id", b"").decode())
+            self.on_wire[cid] = True
             return
         if method == "notifications/cancelled":
-            self.notices[message["params"]["requestId"]] += 1
+            rid = message["params"]["requestId"]
+            self.notices[self.cid_of.get(rid, rid)] += 1
         if "method" not in message:  # our answer to a server request
             rid = message["id"]
             self.answers[rid] += 1
@@ -300,10 +310,10 @@ class EngineMachine(RuleBasedStateMachine):
                 self.engine.response_data(xid, block.encode(), self.now)
         self.process()
 
-    def event_block(self, cid: int, message: dict[str, Any] | None) -> str:
+    def event_block(self, rid: int, message: dict[str, Any] | None) -> str:
         self.next_event += 1
         data = "" if message is None else json.dumps(message)
-        return f"id: {cid}-{self.next_event}\ndata: {data}\n\n"
+        return f"id: {rid}-{self.next_event}\ndata: {data}\n\n"
 
     def running(self) -> list[int]:
         return sorted(c for c in self.deadline if c not in self.outcomes)
@@ -384,7 +394,7 @@ class EngineMachine(RuleBasedStateMachine):
             body = {"contents": [{"uri": "r://x", "text": "ok"}]}
         elif method == "prompts/get":
             body = {"messages": [{"role": "user", "content": {"type": "text", "text": "ok"}}]}
-        response = {"jsonrpc": "2.0", "id": ex.cid, "result": body}
+        response = {"jsonrpc": "2.0", "id": ex.rid, "result": body}
         e = self.engine
         if shape == "http500":
             if ex.started:
@@ -403,7 +413,7 @@ class EngineMachine(RuleBasedStateMachine):
             self.open.pop(xid, None)
             self.process()
             return
-        blocks = [self.event_block(ex.cid, response)] * (2 if twice else 1)
+        blocks = [self.event_block(ex.rid, response)] * (2 if twice else 1)
         if shape == "sse-bytewise":
             blocks = [ch for block in blocks for ch in block]
         self.sse_to(xid, *blocks)
@@ -420,21 +430,20 @@ class EngineMachine(RuleBasedStateMachine):
         cids = sorted(self.deadline)
         target = cids[other % len(cids)]
         response = {"jsonrpc": "2.0", "id": target, "result": {"content": []}}
-        if target == self.open[xid].cid:
+        if target == self.open[xid].rid:
             self.open[xid].answered = True
-        self.sse_to(xid, self.event_block(self.open[xid].cid, response))
+        self.sse_to(xid, self.event_block(self.open[xid].rid, response))
 
     @precondition(lambda self: self.open)
     @rule(index=st.integers(0, 100), progress=st.integers(0, 10))
     def progress(self, index: int, progress: int) -> None:
         xid = self.pick_open(index)
-        cid = self.open[xid].cid
         note = {
             "jsonrpc": "2.0",
             "method": "notifications/progress",
-            "params": {"progressToken": cid, "progress": progress, "total": 10},
+            "params": {"progressToken": self.open[xid].rid, "progress": progress, "total": 10},
         }
-        self.sse_to(xid, self.event_block(cid, note))
+        self.sse_to(xid, self.event_block(self.open[xid].rid, note))
 
     @precondition(lambda self: self.open)
     @rule(index=st.integers(0, 100), question=st.sampled_from(sorted(QUESTIONS)))
@@ -461,7 +470,7 @@ class EngineMachine(RuleBasedStateMachine):
         if params is not None:
             message["params"] = params
         self.new_asks.clear()
-        self.sse_to(xid, self.event_block(cid, message))
+        self.sse_to(xid, self.event_block(self.open[xid].rid, message))
         asks, self.new_asks = self.new_asks, []
         if not expected.startswith("hook:") or self.engine.finished:
             assert asks == [], asks
@@ -560,9 +569,8 @@ class EngineMachine(RuleBasedStateMachine):
     def close_stream(self, index: int, primed: bool, broken: bool) -> None:
         """The stream ends (or breaks) before the response; with an event id it is resumed."""
         xid = self.pick_open(index)
-        cid = self.open[xid].cid
         if primed:
-            self.sse_to(xid, self.event_block(cid, None))
+            self.sse_to(xid, self.event_block(self.open[xid].rid, None))
         if xid not in self.open:
             self.process()
             return
@@ -618,14 +626,13 @@ class EngineMachine(RuleBasedStateMachine):
     def server_request_flood(self, index: int, count: int) -> None:
         """P6: many pings in one chunk."""
         xid = self.pick_open(index)
-        cid = self.open[xid].cid
         blocks = []
         for _ in range(count):
             self.next_server_id += 1
             rid = f"s{self.next_server_id}"
             self.server_requests[rid] = "ping"
             self.asked_in[rid] = self.expiries if self.open[xid].sid == self.sid else -1
-            blocks.append(self.event_block(cid, {"jsonrpc": "2.0", "id": rid, "method": "ping"}))
+            blocks.append(self.event_block(self.open[xid].rid, {"jsonrpc": "2.0", "id": rid, "method": "ping"}))
         self.sse_to(xid, "".join(blocks))
 
     @precondition(lambda self: self.open)
@@ -634,7 +641,7 @@ class EngineMachine(RuleBasedStateMachine):
         """P5: an event of another type with data that is not JSON fails nothing."""
         xid = self.pick_open(index)
         self.next_event += 1
-        self.sse_to(xid, f"event: {kind}\nid: {self.open[xid].cid}-{self.next_event}\ndata: {{no json\n\n")
+        self.sse_to(xid, f"event: {kind}\nid: {self.open[xid].rid}-{self.next_event}\ndata: {{no json\n\n")
 
     @rule(bad=st.sampled_from([float("nan"), {1, 2}, object(), [float("inf")]]))
     def unencodable_arguments(self, bad: object) -> None:

@@ -490,6 +490,7 @@ class ClientSession(DeskHolder):
             pending = path.pending.get(request.id) if isinstance(request.id, int) else None
             if pending is not None:
                 pending.sent = False
+                pending.forgotten = True
                 path.parked.append(request)
         if not path.holding:
             _log.debug("the server ended the session (HTTP 404); setting up a new one")
