@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -235,3 +238,33 @@ async def test_L8_hub_reconnect_one_server_or_all(driver: str, everything: Peer)
                 with pytest.raises(InvalidValue, match="no server named 'nope'"):
                     await ahub.reconnect("nope")
                 assert (await ahub.call("e/echo", {"message": "h"})).text == "Echo: h"
+
+
+STDIO_SERVER = Path(__file__).parent / "servers" / "stdio_server.py"
+
+
+async def test_L8_reconnect_over_stdio_starts_a_new_server_process(
+    driver: str, tmp_path: Path
+) -> None:
+    """L8, S3: over stdio the session is the child: reconnect() starts a new one (the
+    old one stopped) and the client is ready on it."""
+    script = tmp_path / "run-server"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STDIO_SERVER}" "$@"\n')
+    script.chmod(0o755)
+    options = {"allow_local": True, "plugin_root": str(tmp_path)}
+    async with open_client(driver, "local", {"command": "./run-server"}, **options) as client:
+        with anyio.fail_after(60):
+            assert (await client.ready(20)).ok
+            before = int((await client.call("local/pid", {})).text)
+            assert (await reconnect(client, 20)).ok
+            after = int((await client.call("local/pid", {})).text)
+            assert after != before
+            await wait_for(lambda: _gone(before), 10)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
