@@ -173,6 +173,8 @@ class Peer:
     log_path: Path
     events_path: Path | None = None
     argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict, repr=False)  # never shown: secrets
+    cwd: Path = ROOT
 
     @property
     def url(self) -> str:
@@ -221,6 +223,31 @@ class Peer:
 
     def stop(self) -> None:
         _stop(self.proc)
+
+    def restart(self, start_timeout: float = START_TIMEOUT) -> None:
+        """Stop the peer by its pid and start the same command again on the same port
+        (a server restart: every session it held is gone). The old output is kept in
+        ``<log>.before-restart``; `proc` and `pid` name the new process afterwards."""
+        _stop(self.proc)
+        self.log_path.replace(self.log_path.with_name(self.log_path.name + ".before-restart"))
+        with open(self.log_path, "wb") as log:
+            proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.cwd,
+                env=self.env or None,
+                start_new_session=True,
+            )
+        with _live_lock:
+            _live.add(proc)
+        self.proc = proc
+        try:
+            wait_for_port(self.host, self.port, start_timeout, proc=proc, log_path=self.log_path)
+        except BaseException:
+            _stop(proc)
+            raise
 
 
 @contextlib.contextmanager
@@ -278,7 +305,7 @@ def _run_peer(
             except BaseException:
                 _stop(proc)
                 raise
-            peer = Peer(name, HOST, port, path, proc, log_path, events_path, argv)
+            peer = Peer(name, HOST, port, path, proc, log_path, events_path, argv, full_env, cwd)
             break
         assert peer is not None
         try:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from ._errors import InvalidState, InvalidValue, UnknownTool
+from ._escape import excerpt
 from ._registry import RegistrationContract, register_catalogue, sync_registry
 from ._requests import Ask
 from ._session import SessionState, positive_seconds
@@ -457,6 +458,17 @@ class HubBase(Generic[_C]):
             for name in self.clients
             for resource in listings.get(name, ())
         ]
+
+    def _chosen(self, server: str | None) -> dict[str, _C]:
+        """L8: the clients ``reconnect(server)`` acts on: the one named, else all;
+        ``InvalidValue`` for a name this hub does not have."""
+        if server is None:
+            return dict(self.clients)
+        client = self.clients.get(server.lower())
+        if client is None:
+            names = ", ".join(repr(name) for name in list(self.clients)[:_HUB_REPR_NAMES])
+            raise InvalidValue(f"this hub has no server named {excerpt(server, 60)!r} ({names})")
+        return {client.name: client}
 
     def client_for_continuation(self, continuation: Continuation) -> _C:
         """The client whose server a paused call belongs to (Q4); ``InvalidValue`` when

@@ -389,16 +389,37 @@ class _EngineBase:
 
     @property
     def availability(self) -> Availability | None:
-        """``None`` while the first attempt is still running (L3)."""
-        state = self.session.state
-        if state is SessionState.READY:
-            return _AVAILABLE
+        """``None`` while the first attempt, or the one ``reconnect`` started, is
+        still running (L3, L8); unavailable while a new session cannot be set up (L5)."""
+        session = self.session
+        state = session.state
+        if state is SessionState.READY and not session.reconnecting:
+            error = session.last_error
+            if error is None or not session.path.holding:
+                return _AVAILABLE
+            return Availability(False, f"a new session could not be set up: {error}", error)
         if state is SessionState.CLOSED:
             return Availability(False, "the client is closed")
-        error = self.session.last_error
+        error = session.last_error
         if error is None:
             return None
         return Availability(False, str(error), error)
+
+    def reconnect(self, now: float) -> None:
+        """L8: set up a new session now. A ready server's session is given up first
+        (what ran on it fails: it may have run, so nothing is sent again); a server
+        that is down, or whose new session waits for its retry, is tried at once.
+        ``availability`` is ``None`` until that attempt ends."""
+        session = self.session
+        if session.state is SessionState.CLOSED:
+            return
+        if session.state is SessionState.READY and not session.path.holding:
+            self._give_up_session(now)
+        session.handshake.reconnect(now)
+        self._pump(now)
+
+    def _give_up_session(self, now: float) -> None:
+        raise NotImplementedError
 
     def _pump(self, now: float) -> None:
         raise NotImplementedError
@@ -637,6 +658,12 @@ class HttpClientEngine(_EngineBase):
             best = own
         return best
 
+    def _give_up_session(self, now: float) -> None:
+        """L8: the HTTP session ends here (DELETE, best effort: the server may be
+        gone), and every request on it fails without being sent again."""
+        self.http.forget_session(now)
+        self.session.transport_lost(_given_up(), now)
+
     def _pump(self, now: float) -> None:
         session, http, auth = self.session, self.http, self.auth
         observed = self._observed  # V2: non-empty only while an observer waits for endings
@@ -818,6 +845,11 @@ class StdioClientEngine(_EngineBase):
         """The transport broke (a framing-only engine; with a server, use the reports)."""
         self._transport_lost(reason, now)
 
+    def _give_up_session(self, now: float) -> None:
+        """L8: over stdio the session is the child: a new one is started (what ran on
+        the old one fails without being sent again)."""
+        self._transport_lost(str(_given_up()), now)
+
     def _child_lost(self, what: str, now: float) -> None:
         assert self._child is not None
         self._transport_lost(self._child.lost(now, what), now)
@@ -882,6 +914,13 @@ class StdioClientEngine(_EngineBase):
                 self._events.append(event)
             if not moved:
                 return
+
+
+def _given_up() -> TransportError:
+    return TransportError(
+        "reconnect() ended the session while the request was running; "
+        "it may have run, so it was not sent again"
+    )
 
 
 # The public classes name their public module (in reprs and tracebacks).

@@ -176,6 +176,24 @@ class Handshake:
         else:
             self._send_discover(now, self._modern_version(), deadline=deadline)
 
+    def reconnect(self, now: float) -> None:
+        """L8: the host asks for a new session now. While ready, the session is given
+        up (the engine has already failed what ran on it) and a new one set up;
+        while a new session or a start-up attempt waits for its retry, it goes now.
+        Until that attempt ends, the engine's availability is unknown (``None``)."""
+        s = self._s
+        if s.state is SessionState.CLOSED:
+            return
+        s.reconnecting = True
+        s.last_error = None  # the reason of before is not the answer to this attempt
+        if s.state is not SessionState.READY:
+            s.retry_now(now)
+        elif not s.path.holding:
+            s.session_expired([], now)
+        elif self._reinit_at is not None:
+            self._reinit_at = None
+            self.resetup(now)
+
     def _setup_failed(self, error: McpError, now: float) -> None:
         """A handshake step failed: a start-up attempt, or a re-setup while ready."""
         if self._s.path.holding:
@@ -188,6 +206,7 @@ class Handshake:
         new session may offer other tools than the old one."""
         self._reinit_failures = 0
         self._s.last_error = None
+        self._s.reconnecting = False
         self._s.cache.forget()  # E7: answers of the old session are not reused
         self._s.path.release()
         if self._s.modern or "tools" in self._s.server_capabilities:
@@ -405,6 +424,7 @@ class Handshake:
         self._s.era = self._pinned
         self._s.failures += 1
         self._s.last_error = error
+        self._s.reconnecting = False
         delay = backoff_delay(
             self._s.failures,
             first=self._s.options.backoff_first,
@@ -429,6 +449,7 @@ class Handshake:
 
         The session stays re-initialising: requests keep waiting (parked), each
         within its own deadline, and none goes out without the new session.
+        Meanwhile the server counts as unavailable, with this reason (L5).
         """
         self._reinit_failures += 1
         delay = backoff_delay(
@@ -438,6 +459,7 @@ class Handshake:
         )
         self._reinit_at = now + delay
         self._s.last_error = error
+        self._s.reconnecting = False
         self._s.era = self._pinned  # M13: the next try probes again
         _log.info(
             "server %r: a new session could not be set up (%s); retrying in %g s",
@@ -451,6 +473,7 @@ class Handshake:
         self._startup_deadline = None
         self._s.failures = 0
         self._s.last_error = None
+        self._s.reconnecting = False
         self._s.transition(SessionInput.LISTING_DONE)
         assert self._s.protocol_version is not None
         _log.debug(

@@ -543,6 +543,18 @@ class HttpMapping:
         self.protocol_version = None
         self._awaiting_session = False
 
+    def forget_session(self, now: float) -> None:
+        """L8 (``reconnect``): drop every exchange and end the session with DELETE
+        (best effort); until a new session is set up, notices and answers are not
+        sent (as after H6). The session fails the requests that were running."""
+        self._last_now = now
+        self.drop_exchanges()
+        self._resent.clear()
+        self._awaiting_session = self.session_id is not None
+        self.end_session(now)
+        self.session_id = None
+        self.protocol_version = None
+
     def begin_close(self, now: float) -> None:
         """L6: closing starts, bounded by ``limits.close_timeout`` from ``now``.
 

@@ -2,7 +2,8 @@
 
 The mapping (``_http.py``) builds requests and owns the exchanges, sessions,
 timers and closing; this part reads what comes back: the status and headers
-(redirects refused H5, a 404 on a session H6, the GET stream's refusal H8, the
+(redirects refused H5, a 404 on a session H6 (and a 400 with a JSON-RPC error,
+H6a), the GET stream's refusal H8, the
 content type H3), the body as JSON or SSE within the P6 bounds, error bodies
 (H7, M9), each SSE event with its id and ``retry`` (H4), each message handed
 up (with the session id an ``initialize`` result brings, H2), and a stream that
@@ -15,6 +16,7 @@ It has no state of its own: everything it reads and changes is the mapping's
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -265,6 +267,9 @@ class ResponseReader:
         M9: a JSON-RPC error object in the body is that request's answer instead
         (its id may be null: it answers the request this POST carried).
         """
+        if self._session_refused(ex):
+            self._expired(ex, now)
+            return
         if ex.json_error and isinstance(ex.message, Request) and ex.stream is not None:
             answer = _json_rpc_error(bytes(ex.body), ex.message.id)
             if answer is not None:
@@ -283,15 +288,35 @@ class ResponseReader:
         error.status = ex.status
         self.m._fail(ex, error, now)
 
+    def _session_refused(self, ex: _Exchange) -> bool:
+        """H6a: a 400 whose body is a JSON-RPC error, to a request (or the resume of
+        one) that carried a session id: how servers built on the TypeScript SDK's
+        example answer a session they do not know (after a restart, say) instead of
+        404. Read as an expired session once per request: a request already sent
+        again on a new session that meets it again gets it as its answer (H7, M9).
+        """
+        if ex.status != 400 or not ex.json_error or ex.sent_session_id is None:
+            return False
+        stream = ex.stream
+        if stream is None or stream.request_id is None:
+            return False
+        if ex.kind is _Kind.POST:
+            if not isinstance(ex.message, Request) or stream.request_id in self.m._resent:
+                return False
+        elif ex.kind is not _Kind.RESUME:
+            return False
+        return _is_json_rpc_error(bytes(ex.body))
+
     def _expired(self, ex: _Exchange, now: float) -> None:
-        """H6: a 404 on a request that carried a session id."""
+        """H6: a 404 on a request that carried a session id (H6a: or that 400)."""
         if ex.id in self.m._exchanges:
             self.m._actions.append(AbortExchange(exchange_id=ex.id))
         self.m._finish(ex)
         stale = ex.sent_session_id != self.m.session_id
         _log.debug(
-            "%s HTTP 404 for exchange %d (%s), sent with session id %s: the session %s",
+            "%s HTTP %d for exchange %d (%s), sent with session id %s: the session %s",
             self.m._tag,
+            ex.status,
             ex.id,
             _exchange_what(ex),
             _shown_session(ex.sent_session_id),
@@ -309,7 +334,9 @@ class ResponseReader:
                 self.m._upward.append(
                     RequestFailed(
                         request_id,
-                        TransportError("the server ended the new session too (HTTP 404 again)"),
+                        TransportError(
+                            f"the server ended the new session too (HTTP {ex.status} again)"
+                        ),
                     )
                 )
                 if not stale:
@@ -465,3 +492,16 @@ class ResponseReader:
         if kind is _Kind.LISTEN:
             self.m._listening = True
         self.m._schedule(_Timer(at=now + delay, stream=stream, kind=kind))
+
+
+def _is_json_rpc_error(body: bytes) -> bool:
+    """H6a: whether ``body`` is a JSON-RPC error object, its id absent or any (the
+    TypeScript SDK's example leaves the id out, which ``decode_message`` refuses)."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
+        return False
+    error = value.get("error")
+    return isinstance(error, dict) and type(error.get("code")) is int

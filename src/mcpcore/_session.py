@@ -172,6 +172,8 @@ class ClientSession(DeskHolder):
         self.instructions: str | None = None
         self.failures = 0
         self.last_error: McpError | None = None
+        # L8: the host called reconnect(): until that attempt ends, ready() waits for it.
+        self.reconnecting = False
         self.path = RequestPath(
             self.options.client_name, self.options.client_version, self.options.log_level
         )
@@ -414,6 +416,7 @@ class ClientSession(DeskHolder):
         self.path.clear()
         self.handshake.closed()
         self.tools.clear()
+        self.reconnecting = False
 
     # --- inputs from the transport -------------------------------------------------
 
@@ -493,7 +496,7 @@ class ClientSession(DeskHolder):
                 pending.forgotten = True
                 path.parked.append(request)
         if not path.holding:
-            _log.debug("the server ended the session (HTTP 404); setting up a new one")
+            _log.debug("%s the session ended; setting up a new one", self.tag)
             self.handshake.resetup(now)
 
     def retry_now(self, now: float) -> None:

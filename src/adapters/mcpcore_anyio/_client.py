@@ -385,6 +385,7 @@ class McpClient(ClientBase):
         self._exchange_ended = anyio.Event()
         self._sleep_until: float | None = _AWAKE  # the deadline the timer task sleeps until
         self._state_changed = anyio.Event()
+        self._availability: Availability | None = None  # as last seen by _dispatch
         self._main_scope: anyio.CancelScope | None = None
         self._started = False
         self._clock: Callable[[], float] = anyio.current_time  # the loop's, from start()
@@ -571,6 +572,12 @@ class McpClient(ClientBase):
         for question in engine.take_input():
             self._perform_auth(question)
         self._route_events(engine.take_events())
+        availability = engine.availability
+        if availability is not self._availability and availability != self._availability:
+            # L5, L8: a new session set up or refused wakes whoever waits in ready().
+            self._availability = availability
+            self._state_changed.set()
+            self._state_changed = anyio.Event()
         if self._login_waiting and isinstance(engine, HttpClientEngine) and engine.login_settled:
             self._state_changed.set()
             self._state_changed = anyio.Event()
@@ -896,6 +903,27 @@ class McpClient(ClientBase):
                     return Availability(False, "the client is closed")
                 await self._state_changed.wait()
         return Availability(False, f"still starting after {timeout:g} s")
+
+    async def reconnect(self, timeout: float | None = None) -> Availability:
+        """L8: set up a new session now, then wait for it as ``ready()`` does.
+
+        For a server that restarted, or a host that knows better than the backoff:
+        calls running on the old session fail with ``TransportError`` (they may have
+        run, so nothing is sent again); a server that is down is tried at once.
+        """
+        if self._config_error is not None:
+            return Availability(False, self._config_error.reason)
+        if not self._started:
+            raise InvalidState("start the client first (async with, or start(task_group))")
+        self._begin_reconnect()
+        await self._dispatch()
+        return await self.ready(timeout)
+
+    def _begin_reconnect(self) -> None:
+        engine = self._engine
+        if engine is not None and not self._closing:
+            engine.reconnect(self._now())
+            self._dispatch_soon()
 
     async def _ensure_ready(self) -> None:
         availability = await self.ready()

@@ -167,6 +167,23 @@ class McpHub(HubBase[McpClient]):
                 group.start_soon(one, name, client)
         return {name: results[name] for name in self.clients}
 
+    async def reconnect(
+        self, server: str | None = None, *, timeout: float | None = None
+    ) -> dict[str, Availability]:
+        """L8: set up a new session now with the server named (every server without
+        one), then wait for them as ``ready()`` does; ``InvalidValue`` for a name this
+        hub does not have."""
+        chosen = self._chosen(server)
+        results: dict[str, Availability] = {}
+
+        async def one(name: str, client: McpClient) -> None:
+            results[name] = await client.reconnect(timeout)
+
+        async with anyio.create_task_group() as group:
+            for name, client in chosen.items():
+                group.start_soon(one, name, client)
+        return {name: results[name] for name in chosen}
+
     @overload
     async def call(
         self,

@@ -6,8 +6,12 @@ is printed as always; one it runs as a task is then followed on a worker
 thread, its status shown while it runs (the progress line on a terminal, one
 line per change on stderr otherwise). Ctrl-C while a task runs does not cancel
 it: the run prints the task's id and the ``mcpcore task`` command that picks it
-up again, and exits 130 (closing the client leaves the task alone). Ctrl-C
-before the server made a task cancels the call, as for any call.
+up again, and exits 130 (closing the client leaves the task alone). In the
+handshake era the run still ends its session as it exits, and a server that
+keeps its tasks per session (server-everything does) forgets the task with it:
+the hint says so. (Keeping the session open instead would need the next run to
+join it with its id, a value the command line does not show.) Ctrl-C before the
+server made a task cancels the call, as for any call.
 
 ``task`` takes the server forms of ``read``: a URL, or ``--config FILE``
 (with ``--server NAME`` when the file has several servers). The task's id and
@@ -35,6 +39,13 @@ __all__ = ["cmd_task", "follow_call"]
 
 #: How much of a task id is shown (ids are server text).
 _ID_SHOWN = 80
+
+#: T8: why the pick-up command may find no task (the handshake era).
+_PER_SESSION = (
+    "that works only while the server still has the task: this run ends its session "
+    "with the server as it exits, and a server that keeps its tasks per session (as "
+    "servers built on the TypeScript SDK's examples do) forgets the task with it"
+)
 
 
 def shown_id(task_id: str) -> str:
@@ -135,6 +146,10 @@ def follow_task(
     except KeyboardInterrupt:
         cli.err(f"task {shown_id(task_id)} is still running on the server")
         cli.hint(f"pick it up again with: {resume_command(task_id)}")
+        if client.era != "modern":
+            # T8: a 2026-07-28 server has no sessions; in the handshake era this
+            # run's session (or local server process) ends as it exits.
+            cli.hint(_PER_SESSION)
         raise
 
 

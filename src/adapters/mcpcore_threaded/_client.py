@@ -978,6 +978,27 @@ class McpClient(ClientBase):
                     return Availability(False, f"still starting after {timeout:g} s")
                 self._changed.wait(remaining)
 
+    def reconnect(self, timeout: float | None = None) -> Availability:
+        """L8: set up a new session now, then block for it as ``ready()`` does.
+
+        For a server that restarted, or a host that knows better than the backoff:
+        calls running on the old session fail with ``TransportError`` (they may have
+        run, so nothing is sent again); a server that is down is tried at once.
+        """
+        if self._config_error is not None:
+            return Availability(False, self._config_error.reason)
+        if not self._started:
+            raise InvalidState("start the client first (with, or start())")
+        self._begin_reconnect()
+        return self.ready(timeout)
+
+    def _begin_reconnect(self) -> None:
+        with self._turn:
+            engine = self._engine
+            if engine is not None and not self._closing:
+                engine.reconnect(self._now())
+                self._dispatch()
+
     def _ensure_ready(self) -> None:
         availability = self.ready()
         if not availability.ok:

@@ -149,6 +149,22 @@ class McpHub(HubBase[McpClient]):
             results[name] = client.ready(remaining)
         return results
 
+    def reconnect(
+        self, server: str | None = None, *, timeout: float | None = None
+    ) -> dict[str, Availability]:
+        """L8: set up a new session now with the server named (every server without
+        one), then block for them as ``ready()`` does; ``InvalidValue`` for a name
+        this hub does not have."""
+        chosen = self._chosen(server)
+        for client in chosen.values():
+            client._begin_reconnect()  # all at once: each has a thread of its own
+        end = None if timeout is None else time.monotonic() + timeout
+        results: dict[str, Availability] = {}
+        for name, client in chosen.items():
+            remaining = None if end is None else max(0.0, end - time.monotonic())
+            results[name] = client.ready(remaining)
+        return results
+
     @overload
     def call(
         self,
