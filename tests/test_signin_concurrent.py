@@ -26,7 +26,7 @@ from drivers import DRIVERS, backend_of
 from mcpcore import MemoryTokenStore
 from mcpcore_signin import LoopbackListener, async_browser_auth, browser_auth
 from protected_peer import ProtectedPeer, protected_sdk_server
-from test_signin import _close, _get
+from test_signin import Browser, _close, _get
 
 WAIT = 60.0  # bound on every wait here
 
@@ -134,3 +134,73 @@ async def test_A3_one_browser_sign_in_serves_two_sign_ins_at_once(
     assert all("scopes=mcp:read" in text for text in said.values()), said
     for peer in (one, two):
         assert peer.count("token grant=authorization_code") >= 1
+
+
+@pytest.mark.anyio
+@pytest.mark.realpeer
+async def test_A3_clients_sharing_a_store_sign_in_once_per_issuer(
+    driver: str, servers: tuple[ProtectedPeer, ProtectedPeer]
+) -> None:
+    """R4, the core's part: two clients of one server sharing a store (a hub given one
+    ``auth=``) start at once and both meet a 401. They sign in one at a time (the
+    issuer's sign-in lock): the second finds the first's tokens in the store, and
+    they fit, so the person is asked once and both clients use that sign-in."""
+    one, _ = servers
+    document = json.dumps({"mcpServers": {"a": {"url": one.url}, "b": {"url": one.url}}})
+    browser = Browser()
+    before = one.count("authorize ")
+    options = {"store": MemoryTokenStore(), "open_browser": browser, "timeout": WAIT}
+    if driver == "threaded":
+        auth = browser_auth(**options)
+        try:
+
+            def run() -> dict[str, str]:
+                with mcpcore_threaded.McpHub.from_text(document, auth=auth) as hub:
+                    hub.ready(WAIT)
+                    return {name: hub.call(f"{name}/whoami", {}).text for name in ("a", "b")}
+
+            said = await anyio.to_thread.run_sync(run)
+        finally:
+            _close(auth)
+    else:
+        auth = async_browser_auth(**options)
+        try:
+            async with mcpcore_anyio.McpHub.from_text(document, auth=auth) as hub:
+                await hub.ready(WAIT)
+                said = {name: (await hub.call(f"{name}/whoami", {})).text for name in ("a", "b")}
+        finally:
+            _close(auth)
+    assert all("scopes=mcp:read" in text for text in said.values()), said
+    assert len(browser.urls) == 1 and browser.pages == [200]
+    assert one.count("authorize ") - before == 1
+
+
+def test_A3_a_sign_in_waits_for_another_on_the_same_issuer_at_most_user_wait() -> None:
+    """R4, sans-IO: while another client sharing the store signs in with the same
+    authorization server (its sign-in lock held), no person is asked; once it is
+    given back the sign-in goes on; held past ``user_wait`` the attempt fails with
+    ``AuthorizationTimeout`` rather than waiting for ever."""
+    from mcpcore import AuthOptions, AuthorizationTimeout, SessionReady, StartFailed
+    from test_auth_layer import AS, make
+
+    store = MemoryTokenStore()
+    assert store.lock_sign_in(AS)  # another client's sign-in under way
+    link = make(start=False, store=store, auth_options=AuthOptions(user_wait=20.0))
+    link.start()
+    link.advance(5.0)
+    assert not link.opened and not link.of_type(SessionReady)
+    store.unlock_sign_in(AS)  # that sign-in is over (it stored nothing that fits)
+    link.advance(1.0)
+    assert len(link.opened) == 1 and link.of_type(SessionReady)
+    assert store.lock_sign_in(AS)  # given back once this sign-in was done
+    store.unlock_sign_in(AS)
+
+    stuck = MemoryTokenStore()
+    assert stuck.lock_sign_in(AS)
+    waiting = make(start=False, store=stuck, auth_options=AuthOptions(user_wait=20.0))
+    waiting.start()
+    waiting.advance(21.0)
+    assert not waiting.opened
+    [failed] = waiting.of_type(StartFailed)[:1]
+    assert isinstance(failed.error, AuthorizationTimeout)
+    assert "another client sharing the token store" in str(failed.error)
