@@ -667,6 +667,8 @@ def test_D2_a_store_that_never_answers_holds_requests_only_until_its_bound() -> 
     assert not link.of_type(SessionReady)
     link.advance(3.1)  # the client's registration: given up on
     assert not link.of_type(SessionReady)
+    link.advance(3.1)  # the sign-in lock (R4): given up on, the sign-in goes on without it
+    assert not link.of_type(SessionReady)
     link.advance(3.1)  # the tokens: given up on too
     assert link.of_type(SessionReady)  # the tokens are used from memory
     link.finish_store()  # the late answer changes nothing

@@ -58,6 +58,8 @@ _EXPORTS: dict[str, str] = {
     "Elicitation": "_input",
     "InputError": "_input",
     "InputOptions": "_input_options",
+    "LinkTarget": "_links",
+    "link_target": "_links",
     "UrlElicitationRequired": "_input",
     "SampleResult": "_input",
     "Sampling": "_input",
@@ -287,6 +289,7 @@ __all__ = [
     "KillProcess",
     "LimitExceeded",
     "LineFramer",
+    "LinkTarget",
     "Listing",
     "LocalProtocolError",
     "LocalServer",
@@ -397,6 +400,7 @@ __all__ = [
     "hub_entries",
     "is_argument_pair",
     "is_valid_segment",
+    "link_target",
     "load_mcp_json",
     "looks_like_document",
     "parse_server",
@@ -529,6 +533,7 @@ if TYPE_CHECKING:
         decode_message,
         encode_message,
     )
+    from ._links import LinkTarget, link_target
     from ._listing import Listing
     from ._oauth import (
         AuthFailed,

@@ -197,7 +197,9 @@ class MemoryTokenStore:
     one at a time (``lock_tokens``), and a refresh's write applies only in place
     of the set it started from (``replaces``, ``only_if``). Those checks compare
     and then write in two steps: the drivers perform one store action at a time
-    per client, and the refresh lock keeps two clients' refreshes apart.
+    per client, and the refresh lock keeps two clients' refreshes apart. Its
+    sign-in lock (``lock_sign_in``) has the clients sharing it ask a person to
+    sign in with one authorization server one at a time (R4).
     """
 
     def __init__(self) -> None:
@@ -206,6 +208,7 @@ class MemoryTokenStore:
         self._clients: dict[str, ClientRecord] = {}
         self._stored = itertools.count()
         self._refreshing: dict[str, object] = {}  # server URLs whose refresh lock is held
+        self._signing_in: dict[str, object] = {}  # issuers whose sign-in lock is held
 
     def __repr__(self) -> str:
         return f"MemoryTokenStore({len(self._tokens)} token sets, {len(self._clients)} clients)"
@@ -235,6 +238,14 @@ class MemoryTokenStore:
 
     def unlock_tokens(self, server_url: str) -> None:
         self._refreshing.pop(server_url, None)
+
+    def lock_sign_in(self, issuer: str) -> bool:
+        """Take the sign-in lock for ``issuer`` without waiting (R4)."""
+        mark = object()
+        return self._signing_in.setdefault(issuer, mark) is mark
+
+    def unlock_sign_in(self, issuer: str) -> None:
+        self._signing_in.pop(issuer, None)
 
     def get_clients(self) -> Sequence[ClientRecord]:
         return list(self._clients.copy().values())
@@ -272,23 +283,40 @@ def _shared(store: TokenStore) -> SharedTokenStore | None:
     return store if callable(getattr(store, "lock_tokens", None)) else None  # type: ignore[return-value]
 
 
+def _locks_for(
+    store: TokenStore, action: LockTokens | UnlockTokens
+) -> tuple[Callable[[], bool] | None, Callable[[], None] | None]:
+    """The store's take and give-back for the lock ``action`` names: the refresh
+    lock of its server, or (``sign_in``) its issuer's sign-in lock; None for a
+    store without it (the action then takes nothing)."""
+    if action.sign_in is not None:
+        key, names = action.sign_in, ("lock_sign_in", "unlock_sign_in")
+    else:
+        key, names = action.server_url, ("lock_tokens", "unlock_tokens")
+    take, give = (getattr(store, name, None) for name in names)
+    if not callable(take) or not callable(give):
+        return None, None
+    return (lambda: take(key) is True), (lambda: give(key))
+
+
 def apply_to_store(store: TokenStore, action: StoreAction) -> StoreOutcome:
     """Perform one store action on ``store`` and say what came of it (the drivers
     run this for the token actions, off their lock, as the store's hook, D2)."""
     shared = _shared(store)
-    if isinstance(action, LockTokens):
-        if shared is not None and not shared.lock_tokens(action.server_url):
+    if isinstance(action, (LockTokens, UnlockTokens)):
+        lock, unlock = _locks_for(store, action)
+        if isinstance(action, UnlockTokens):
+            if unlock is not None:
+                unlock()
+            return StoreOutcome(True)
+        if lock is not None and not lock():
             return StoreOutcome(False)
         try:
             return StoreOutcome(True, store.get_tokens(action.server_url))
         except BaseException:
-            if shared is not None:
-                shared.unlock_tokens(action.server_url)
+            if unlock is not None:
+                unlock()
             raise
-    if isinstance(action, UnlockTokens):
-        if shared is not None:
-            shared.unlock_tokens(action.server_url)
-        return StoreOutcome(True)
     if isinstance(action, SaveTokens):
         if action.replaces is None:
             store.set_tokens(action.key, action.tokens)
@@ -388,6 +416,9 @@ class AuthOptions:
             scope=self.scope,
             user_wait=self.user_wait,
             allow_insecure_http=self.allow_insecure_http,
+            # A store given here may be shared (a hub's clients): with a sign-in
+            # lock, its clients sign in one at a time per issuer (R4).
+            serialize_sign_ins=callable(getattr(self.store, "lock_sign_in", None)),
         )
 
 
@@ -874,17 +905,23 @@ class AuthLayer:
     def _store_done(self, now: float) -> None:
         self._store_out = None
         self._next_store(now)
-        if self._store_out is None:
+        if not self._saving_tokens():  # a lock given back next holds back no request
             self._release(now)
 
     def _release(self, now: float) -> None:
-        """Send the parked requests that may go now (the others park again)."""
+        """Send the parked requests that may go now (the others park again). Not
+        while the flow has news not yet read: a run that just ended (a lock's answer
+        can end it) sends them on ``Authorized`` or fails them on ``AuthFailed``."""
+        if self.flow.has_events:
+            return
         for mcp, held in list(self._held.items()):
             if held.wire is None:
                 self._send(mcp, held, now)
 
 
 def _store_method(action: StoreAction) -> str:
+    if isinstance(action, (LockTokens, UnlockTokens)) and action.sign_in is not None:
+        return "lock_sign_in" if isinstance(action, LockTokens) else "unlock_sign_in"
     return {
         SaveTokens: "set_tokens",
         DeleteTokens: "delete_tokens",

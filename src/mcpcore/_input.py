@@ -52,6 +52,7 @@ from ._modern import answer_input_requests
 
 if TYPE_CHECKING:
     from ._hooks import HookFailure
+    from ._links import LinkTarget
     from ._requests import Pending
     from ._session import ClientSession
 
@@ -98,9 +99,10 @@ class Elicitation:
     (``mcpcore.escape_text``) before showing it.
 
     A URL question (``mode == "url"``) carries ``url``, which the library never
-    opens: show it (its host above all) and ask the person whether to go
-    there; ``accept`` means they consented. ``elicitation_id`` (handshake era)
-    names it in a later ``ElicitationCompleted``.
+    opens: show it (its host above all: ``target``, never a host read from the
+    URL by hand) and ask the person whether to go there; ``accept`` means they
+    consented. ``elicitation_id`` (handshake era) names it in a later
+    ``ElicitationCompleted``.
     """
 
     server: str
@@ -110,6 +112,14 @@ class Elicitation:
     schema: Mapping[str, Any] = field(repr=False)
     url: str | None = field(default=None, repr=False)  # its query may hold a secret
     elicitation_id: str | None = None
+
+    @property
+    def target(self) -> LinkTarget | None:
+        """The site a browser would open for ``url`` (``mcpcore.link_target``);
+        ``None`` for a form."""
+        from ._links import link_target
+
+        return link_target(self.url) if self.url is not None else None
 
     @property
     def fields(self) -> Mapping[str, Any]:
@@ -265,8 +275,14 @@ def read_elicitation(
 def _url_question(
     params: Mapping[str, Any], message: str, *, server: str, tool_id: str | None
 ) -> Elicitation | str:
+    from ._links import link_target  # loaded with the first URL question (B5)
+
     link = params.get("url")
-    if not isinstance(link, str) or not link.lower().startswith(("https://", "http://")):
+    if (
+        not isinstance(link, str)
+        or not link.lower().startswith(("https://", "http://"))
+        or link_target(link) is None  # no host a browser would open: nothing to show
+    ):
         return "the URL elicitation has no http(s) URL"
     if len(link) > _MAX_URL:
         return f"the URL elicitation's URL is longer than {_MAX_URL} characters"
@@ -296,19 +312,20 @@ def url_elicitation_required(
             )
             if isinstance(question, Elicitation):
                 found.append(question)
-    hosts = ", ".join(excerpt(_host_of(q.url or ""), 80) for q in found[:5]) or "none given"
+    hosts = ", ".join(excerpt(_origin_of(q.url or ""), 80) for q in found[:5]) or "none given"
     return UrlElicitationRequired(
         f"the server needs the person to visit {len(found)} URL(s) first ({hosts}): {detail}",
         elicitations=tuple(found),
     )
 
 
-def _host_of(link: str) -> str:
-    """``scheme://host`` of a URL: what may be shown of it (its path and query may
-    hold a secret)."""
-    scheme, _, rest = link.partition("://")
-    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    return f"{scheme}://{authority.rpartition('@')[2]}"
+def _origin_of(link: str) -> str:
+    """The site a browser would open for ``link`` (``link_target``, the one rule):
+    what may be shown of it (its path and query may hold a secret)."""
+    from ._links import link_target
+
+    target = link_target(link)
+    return target.origin if target is not None else "?"
 
 
 def check_answer(

@@ -314,6 +314,11 @@ class OAuthFlow(FlowBase):
         return None
 
     @property
+    def has_events(self) -> bool:
+        """Events are waiting for ``take_events``."""
+        return bool(self._events)
+
+    @property
     def busy(self) -> bool:
         """A refresh or authorization is in flight (O56)."""
         return self._run is not None

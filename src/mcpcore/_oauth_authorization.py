@@ -4,6 +4,17 @@
 the resource and the scope, O31-O35), hands it to the host, and checks the
 redirect that comes back (state, issuer, error, code: O36-O40) before the
 code goes to the token phase.
+
+Sign-ins are serialized here (R4). Clients that share a store with a sign-in
+lock (``lock_sign_in``: ``MemoryTokenStore``, ``FileTokenStore``; the clients
+of a hub given one ``auth=``) ask a person to sign in with one authorization
+server one at a time: before the URL goes out the flow takes that issuer's
+lock (``LockTokens(sign_in=issuer)``, asked again while another run holds
+it, for at most ``user_wait``), and holds it until its tokens are stored or
+the attempt ends. Holding it, it reads what the store holds for its server:
+tokens another run stored meanwhile from the same issuer, for the same
+resource, unexpired and granting every scope this run asks for, are used as
+they are, and no person is asked at all.
 """
 
 from __future__ import annotations
@@ -14,17 +25,21 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._escape import excerpt
 from ._oauth_types import (
+    _LOCK_POLL,
     _SHOWN,
     AuthorizationDenied,
     AuthorizationResponseRejected,
+    AuthorizationTimeout,
     OpenAuthorizationUrl,
     Purpose,
+    TokenSet,
     _b64url,
     _log,
     _no_query,
     _Phase,
     _split_scopes,
     canonical_resource,
+    issuers_match,
     pkce_challenge,
 )
 
@@ -43,6 +58,66 @@ class Authorization:
         self.flow = flow
 
     def start(self, now: float) -> None:
+        """R4: first the issuer's sign-in lock, when the store is shared; then the URL."""
+        flow = self.flow
+        run = flow._need_run()
+        if flow.config.serialize_sign_ins and not run.locked:
+            run.lock_sign_in = flow._need_metadata().issuer
+            flow._phase = _Phase.LOCKING
+            run.lock_since = now
+            run.lock_tries = 0
+            flow.refresh.ask_lock(now)
+            return
+        self.ask_person(now)
+
+    def lock_answered(self, held: bool, current: TokenSet | None, now: float) -> None:
+        """The store's answer to this run's sign-in lock: wait on, take the tokens
+        another run stored, or ask the person."""
+        flow = self.flow
+        run = flow._need_run()
+        if not held:
+            if now - run.lock_since >= flow.config.user_wait:
+                flow._fail(
+                    AuthorizationTimeout(
+                        "another client sharing the token store was signing in with the "
+                        f"same authorization server for {flow.config.user_wait:g} s (O41)"
+                    )
+                )
+                return
+            run.lock_retry_at = now + _LOCK_POLL[min(run.lock_tries, len(_LOCK_POLL)) - 1]
+            return
+        run.locked = True
+        if current is not None and self._fits(current, now):
+            _log.debug("oauth: another run signed in meanwhile; using its tokens")
+            flow._tokens = current
+            flow._remember(current.access_token, current.refresh_token)
+            flow.refresh.adopt(current)
+            return
+        self.ask_person(now)
+
+    def _fits(self, tokens: TokenSet, now: float) -> bool:
+        """Tokens another run stored serve this run: same issuer and resource, not
+        ones this flow already held (a 401 refused those), unexpired, and granting
+        every scope this run asks for (``offline_access`` aside: the authorization
+        server decides whether to grant it)."""
+        flow = self.flow
+        run = flow._need_run()
+        ours = flow._tokens
+        if ours is not None and (ours.access_token, ours.refresh_token) == (
+            tokens.access_token,
+            tokens.refresh_token,
+        ):
+            return False
+        resource = flow._resource or canonical_resource(flow.config.server_url)
+        wanted = set(_split_scopes(run.scope)) - {"offline_access"}
+        return (
+            issuers_match(flow._need_metadata().issuer, tokens.issuer)
+            and tokens.resource == resource
+            and (tokens.expires_at is None or now < tokens.expires_at - flow.config.refresh_skew)
+            and wanted.issubset(_split_scopes(tokens.scope))
+        )
+
+    def ask_person(self, now: float) -> None:
         """O31–O35: fresh PKCE pair and state; hand the URL to the host."""
         flow = self.flow
         run = flow._need_run()

@@ -120,6 +120,7 @@ class FlowBase:
         # tried again only after a pause, not on every request meanwhile.
         self._early_refresh_at: float | None = None
         self._lock_attempts = 0
+        self._sign_in_locks: dict[int, str] = {}  # asked-for sign-in locks: id -> issuer
         # O18: the revision in use, sent on discovery; the engine tells the flow
         # the one its refused request spoke (see ``use_protocol_version``).
         self.protocol_version = config.protocol_version
@@ -132,7 +133,13 @@ class FlowBase:
         run = self._run
         if run is not None and run.locked:
             run.locked = False
-            self._emit(UnlockTokens(lock_id=run.lock_attempt, server_url=self.config.server_url))
+            self._emit(
+                UnlockTokens(
+                    lock_id=run.lock_attempt,
+                    server_url=self.config.server_url,
+                    sign_in=run.lock_sign_in,
+                )
+            )
 
     def take_events(self) -> list[OAuthEvent]:
         events, self._events = self._events, []

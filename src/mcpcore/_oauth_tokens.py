@@ -312,16 +312,32 @@ class Refresh:
         run.lock_attempt = flow._lock_attempts
         run.lock_retry_at = None
         run.lock_tries += 1
-        flow._emit(LockTokens(lock_id=run.lock_attempt, server_url=flow.config.server_url))
+        if run.lock_sign_in is not None:
+            flow._sign_in_locks[run.lock_attempt] = run.lock_sign_in
+        flow._emit(
+            LockTokens(
+                lock_id=run.lock_attempt,
+                server_url=flow.config.server_url,
+                sign_in=run.lock_sign_in,
+            )
+        )
 
     def lock_answered(self, lock_id: int, held: bool, current: TokenSet | None, now: float) -> None:
         """The store's answer to ``LockTokens(lock_id)``: ``held`` the refresh lock is
         ours now; ``current`` the tokens the store holds for the server, read under it."""
         flow = self.flow
         run = flow._run
+        sign_in = flow._sign_in_locks.pop(lock_id, None)
         if run is None or flow._phase is not _Phase.LOCKING or lock_id != run.lock_attempt:
             if held:  # a lock no run waits for any more: give it straight back
-                flow._emit(UnlockTokens(lock_id=lock_id, server_url=flow.config.server_url))
+                flow._emit(
+                    UnlockTokens(
+                        lock_id=lock_id, server_url=flow.config.server_url, sign_in=sign_in
+                    )
+                )
+            return
+        if run.lock_sign_in is not None:
+            flow.authorization.lock_answered(held, current, now)
             return
         if not held:
             if now - run.lock_since >= flow.config.request_timeout:

@@ -299,6 +299,9 @@ class OAuthConfig:
     max_body: int = 1024 * 1024  # O66
     request_timeout: float = 30.0  # carried on every AuthRequest
     assertion_lifetime: float = 300.0  # O72: exp ≤ iat + 5 min
+    # A3: the store is shared and has a sign-in lock: one sign-in at a time per
+    # issuer, and a later one first takes fitting tokens another run stored.
+    serialize_sign_ins: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -482,19 +485,26 @@ class LockTokens:
     finds the first one's tokens instead of spending a dead refresh token. A
     lock that is busy is asked for again later (the flow's deadline says when).
     ``lock_id`` is the flow's number for this ask.
+
+    With ``sign_in`` (an issuer) it is that issuer's sign-in lock instead
+    (``lock_sign_in``): clients sharing a store ask a person to sign in with
+    one authorization server one at a time, and the one that comes second
+    first reads what the first stored (R4).
     """
 
     lock_id: int
     server_url: str
+    sign_in: str | None = None
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnlockTokens:
-    """Release the refresh lock the ``LockTokens`` with the same ``lock_id`` took."""
+    """Release the lock the ``LockTokens`` with the same ``lock_id`` took."""
 
     lock_id: int
     server_url: str
+    sign_in: str | None = None
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -1038,6 +1048,7 @@ class _Run:
     lock_since: float = 0.0
     lock_retry_at: float | None = None  # a busy lock is asked for again then
     lock_tries: int = 0
+    lock_sign_in: str | None = None  # the lock asked for is this issuer's sign-in lock
     refreshing: TokenSet | None = None  # the set a refresh started from (CAS)
 
 

@@ -2008,7 +2008,7 @@ class _BrowserSignIn:
                 self.cli.err("could not start a browser: open the URL above yourself")
         self.cli.err(f"waiting for the sign-in (at most {self.timeout:g} s; Ctrl-C cancels)")
         try:
-            answer = self.listener.wait(self.timeout)
+            answer = self.listener.wait(self.timeout, state)
         except ListenerTimeout as exc:
             self.failure = str(exc)
             raise

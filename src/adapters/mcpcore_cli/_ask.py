@@ -4,9 +4,10 @@ When a server asks something in the middle of a call, the CLI's ``elicit`` hook
 runs here, on the client's hook thread. On a terminal (stdin and stderr both
 one, and no ``--no-input``) it asks a form's fields one by one, each with its
 type, an enum's choices and its default, and asks again until the answer
-fits; a URL question shows the URL (its host first) and asks for consent,
-never opening it. An empty answer to the first prompt's "(c)ancel" cancels.
-Without a terminal, or with ``--no-input``, every question is declined, and
+fits; a URL question shows the site a browser would open
+(``Elicitation.target``, the core's one rule), then the URL, and asks for
+consent, never opening it. An empty answer to the first prompt's "(c)ancel"
+cancels. Without a terminal, or with ``--no-input``, every question is declined, and
 the person is told so on stderr. Every server text shown is escaped (X1).
 """
 
@@ -75,9 +76,20 @@ class TerminalAsker:
 
     def _consent(self, question: Elicitation) -> ElicitResult:
         link = question.url or ""
-        scheme, _, rest = link.partition("://")
-        host = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
-        self._say(f"It wants you to visit a page on {show(scheme)}://{one_line(host)}:")
+        # The site a browser would open, by the core's one rule (not a host read
+        # off the text: "https://evil.example#@accounts.example.com" is evil.example).
+        target = question.target
+        if target is None:  # the core refuses such a question; never shown as a site
+            self._say("Its link does not lead to an http(s) site: declined.")
+            return ElicitResult.decline()
+        self._say(f"It wants you to visit a page on {one_line(target.origin)}:")
+        if target.has_userinfo:
+            self._say(
+                f"  (the link has a user name before an '@': the site is "
+                f"{one_line(target.host)}, not the name written before it)"
+            )
+        if "xn--" in target.host:
+            self._say("  (an international name, shown as the browser resolves it)")
         self._say(f"  {one_line(link)}")
         self._say("mcpcore does not open it; open it yourself if you agree.")
         answer = self._read("Go there? [y]es, [n]o, [c]ancel: ").lower()

@@ -5,7 +5,9 @@ system picks), so ``redirect_uri`` is known before any sign-in. Called as
 ``authorize(url, redirect_uri)`` (blocking: the threaded driver's kind) it
 tells the listener the ``state`` to expect, opens ``url`` with
 ``open_browser`` (``webbrowser.open`` unless given) and waits, at most
-``timeout`` seconds, for the authorization server to send the person back;
+``timeout`` seconds, for the authorization server to send the person back.
+Several sign-ins may run through one instance at once (the clients of a hub
+given one ``auth=``): the listener routes each redirect by its ``state``;
 ``authorize_async`` is the same for ``mcpcore_anyio`` (the wait runs on a
 worker thread). The listener refuses every answer until it knows the state
 (R13). ``close()`` stops the listener; an instance nobody holds any more is
@@ -90,7 +92,7 @@ class BrowserSignIn:
             opened = False
         if opened is False:
             _log.warning("open this URL to sign in: %s", url)
-        return listener.wait(self.timeout)
+        return listener.wait(self.timeout, state)
 
     async def authorize_async(self, url: str, redirect_uri: str) -> str:
         """The ``authorize`` hook for ``mcpcore_anyio``: the wait on a worker thread

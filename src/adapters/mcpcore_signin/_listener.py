@@ -7,19 +7,22 @@ names a port that is already ours. ``start()`` serves on a thread of its own:
 
 * only ``GET /callback`` counts; any other path is 404, any other method 405;
 * a request wins only if it carries ``code`` or ``error`` *and* the ``state``
-  of the authorization URL (``expect_state``): a web page that makes the
-  browser fetch ``127.0.0.1`` with made-up parameters cannot end the sign-in;
-  the first such request wins, later ones are ignored. Until the state is
-  known every request is refused: one that came in before the authorization
-  URL existed cannot be the answer to it, whatever it carries;
+  of an authorization URL under way (``expect_state``): a web page that makes
+  the browser fetch ``127.0.0.1`` with made-up parameters cannot end a
+  sign-in; for each state the first such request wins, later ones are
+  ignored. Until a state is known every request is refused: one that came in
+  before the authorization URL existed cannot be the answer to it, whatever
+  it carries;
 * every answer is a fixed page ("you can close this tab"): no parameter is ever
   echoed, and nothing is logged;
 * each connection has ``CONNECTION_TIMEOUT`` seconds to send its request.
 
-``wait(timeout)`` returns the full callback URL (for the OAuth flow to check),
-or raises ``ListenerTimeout`` / ``ListenerClosed``. ``close()`` stops it. One
-listener serves one sign-in at a time; ``expect_state`` of the next one starts
-it afresh (the last one's answer, and its state, no longer count).
+``wait(timeout, state)`` returns the full callback URL of that sign-in (for
+the OAuth flow to check), or raises ``ListenerTimeout`` / ``ListenerClosed``.
+``close()`` stops it. One listener serves several sign-ins at once (R4: the
+clients of a hub given one ``auth=``): each has its own ``state``, each
+redirect goes to the sign-in whose state it carries, and a sign-in's state no
+longer counts once its ``wait`` has ended (a replayed answer is refused).
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ __all__ = [
 CALLBACK_PATH = "/callback"
 CONNECTION_TIMEOUT = 5.0
 HOST = "127.0.0.1"
+# Sign-ins under way at once on one listener; beyond it the oldest is dropped
+# (a caller that never waits must not make the listener grow).
+MAX_SIGN_INS = 32
 
 _DONE_PAGE = b"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>mcpcore</title></head>
@@ -140,8 +146,10 @@ class LoopbackListener:
         self._server = _Server(self)
         port = self._server.server_address[1]
         self.redirect_uri = f"http://{HOST}:{port}{CALLBACK_PATH}"
-        self._expected_state: str | None = None
-        self._answer: str | None = None
+        # state -> the callback URL that answered it (None until one did), one
+        # entry per sign-in under way, oldest first.
+        self._sign_ins: dict[str, str | None] = {}
+        self._latest: str | None = None  # the state ``wait()`` without one waits for
         self._closed = False
         self._done = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -169,37 +177,60 @@ class LoopbackListener:
         self._thread.start()
 
     def expect_state(self, state: str) -> None:
-        """The ``state`` of the authorization URL: a response must carry it to count.
-        Until this is called no response counts."""
+        """A sign-in under way: a response must carry the ``state`` of its
+        authorization URL to count (for it, and for no other sign-in). Until this
+        is called no response counts."""
         if not state:
             raise ValueError("the authorization URL carries no state to check the answer by")
         with self._done:
-            self._expected_state = state
-            self._answer = None
+            self._sign_ins.pop(state, None)
+            self._sign_ins[state] = None
+            while len(self._sign_ins) > MAX_SIGN_INS:
+                del self._sign_ins[next(iter(self._sign_ins))]
+            self._latest = state
 
     def offer(self, query: str) -> bool:
-        """A request to the callback path: True if it is the sign-in response (it wins)."""
+        """A request to the callback path: True if it is the response of a sign-in
+        under way (the first for its state wins)."""
         params = dict(parse_qsl(query, keep_blank_values=True))
         if "code" not in params and "error" not in params:
             return False
+        got = params.get("state", "").encode()
         with self._done:
-            expected = self._expected_state
-            if expected is None:
-                return False  # nothing to check it by: it cannot be the answer
-            got = params.get("state", "")
-            if not hmac.compare_digest(got.encode(), expected.encode()):
-                return False
-            if self._answer is None and not self._closed:
-                self._answer = f"{self.redirect_uri}?{query}"
+            # Every state is compared, in constant time each: which one matched
+            # (or that none did) takes as long either way.
+            matched = [s for s in self._sign_ins if hmac.compare_digest(got, s.encode())]
+            if not matched:
+                return False  # no sign-in under way has it: it cannot be an answer
+            state = matched[0]
+            if self._sign_ins[state] is None and not self._closed:
+                self._sign_ins[state] = f"{self.redirect_uri}?{query}"
                 self._done.notify_all()
             return True
 
-    def wait(self, timeout: float) -> str:
-        """The full callback URL; ``ListenerTimeout`` after ``timeout`` seconds."""
+    def wait(self, timeout: float, state: str | None = None) -> str:
+        """The full callback URL that answered the sign-in with ``state`` (by
+        default the one ``expect_state`` was last told); ``ListenerTimeout`` after
+        ``timeout`` seconds. Either way that sign-in is over: its state no longer
+        counts."""
         with self._done:
-            self._done.wait_for(lambda: self._answer is not None or self._closed, timeout)
-            if self._answer is not None:
-                return self._answer
+            state = state if state is not None else self._latest
+            if state is not None and state not in self._sign_ins:
+                raise ValueError("no sign-in with that state is under way")
+
+            def answered() -> bool:
+                return self._closed or (state is not None and self._sign_ins.get(state) is not None)
+
+            try:
+                self._done.wait_for(answered, timeout)
+                answer = self._sign_ins.get(state) if state is not None else None
+            finally:
+                if state is not None:
+                    self._sign_ins.pop(state, None)
+                    if self._latest == state:
+                        self._latest = None
+            if answer is not None:
+                return answer
             if self._closed:
                 raise ListenerClosed("the sign-in was abandoned")
             raise ListenerTimeout(f"no sign-in response within {timeout:g} s")

@@ -22,7 +22,12 @@ time (``lock_tokens`` takes a second lock file, ``<file>.refresh.lock``, for as
 long as one refresh lasts), and a refresh's write applies only in place of the
 set it started from (``set_tokens(..., replaces=...)``,
 ``delete_tokens(..., only_if=...)``), so a rotated refresh token is spent once
-and no run deletes or overwrites the tokens another just stored.
+and no run deletes or overwrites the tokens another just stored. Its sign-in
+lock (``lock_sign_in``) has the clients of this process that share it (a hub
+given one ``auth=``) ask a person to sign in with one authorization server one
+at a time, the later ones taking the tokens the first stored when they fit
+(R4); it is held in the process only (a sign-in lasts as long as the person
+takes: no other run waits on a file for that long).
 
 Reading and writing refuse a directory owned by another user or writable by
 group or others (whoever can write there can replace the file), a file that is
@@ -275,6 +280,7 @@ class FileTokenStore:
         self.write_error: TokenFileError | None = None
         self._lock = threading.RLock()
         self._refresh_locks: dict[str, int] = {}  # server URL -> the held lock file's fd
+        self._signing_in: set[str] = set()  # issuers whose sign-in lock is held here
 
     def __repr__(self) -> str:
         return f"FileTokenStore({str(self.path)!r})"
@@ -344,6 +350,19 @@ class FileTokenStore:
             fd = self._refresh_locks.pop(server_url, None)
         if fd is not None:
             os.close(fd)
+
+    def lock_sign_in(self, issuer: str) -> bool:
+        """Take the sign-in lock for ``issuer`` without waiting: False while another
+        client of this process signs in there (R4)."""
+        with self._lock:
+            if issuer in self._signing_in:
+                return False
+            self._signing_in.add(issuer)
+            return True
+
+    def unlock_sign_in(self, issuer: str) -> None:
+        with self._lock:
+            self._signing_in.discard(issuer)
 
     def get_clients(self) -> Sequence[ClientRecord]:
         return list(self._read().clients.values())
