@@ -1710,11 +1710,13 @@ def _call_arguments(
     where: tuple[RemoteServer | LocalServer, str | None],
 ) -> dict[str, Any]:
     """The call's arguments: the JSON object, or the pairs typed by the tool's schema;
-    checked against it unless --no-check (K10)."""
+    checked against it unless --no-check (K10). A name the schema does not declare is
+    refused even when the schema would let it through (strict): it is a typo far more
+    often than not, and the server would ignore it."""
     try:
         arguments = given if given is not None else arguments_from_pairs(pairs, tool.parameters)
         if not args.no_check:
-            check_arguments(tool.parameters, arguments)
+            check_arguments(tool.parameters, arguments, strict=True)
     except InvalidArguments as exc:
         failure = cli.fail(EXIT_USAGE, _describe(exc), kind="invalid_arguments")
         server, config = where
