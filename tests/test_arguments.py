@@ -208,6 +208,58 @@ def test_K10_a_refused_value_is_never_shown() -> None:
     assert secret not in str(info.value)
 
 
+# The official SDKs' schemas (pydantic, zod) do not say additionalProperties: false.
+SDK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"steps": {"type": "integer", "default": 5}, "delay": {"type": "number"}},
+}
+
+
+def test_K10_strict_refuses_a_name_the_schema_does_not_declare_with_a_suggestion() -> None:
+    """issue 37 point 2: without additionalProperties: false a misspelled name would be
+    sent (and ignored by the server); strict refuses it, naming the closest name."""
+    check_arguments(SDK_SCHEMA, {"stpes": 1})  # by default: unchanged, the schema allows it
+    with pytest.raises(InvalidArguments) as info:
+        check_arguments(SDK_SCHEMA, {"stpes": 1}, strict=True)
+    assert str(info.value) == "the tool takes no argument 'stpes'; did you mean 'steps'?"
+    assert info.value.path == "arguments['stpes']"
+    with pytest.raises(InvalidArguments) as info:
+        check_arguments(SDK_SCHEMA, {"Delay": 1, "steps": 2}, strict=True)
+    assert "did you mean 'delay'?" in str(info.value)
+    with pytest.raises(InvalidArguments) as info:
+        check_arguments(SDK_SCHEMA, {"colour": "red"}, strict=True)
+    assert str(info.value) == "the tool takes no argument 'colour' (it takes: steps, delay)"
+    check_arguments(SDK_SCHEMA, {"steps": 1, "delay": 0.5}, strict=True)
+
+
+def test_K10_strict_explains_a_missing_argument_by_the_typo_first() -> None:
+    schema = {**SDK_SCHEMA, "required": ["steps"]}
+    with pytest.raises(InvalidArguments) as info:
+        check_arguments(schema, {"stpes": 1, "delay": "x"}, strict=True)
+    assert str(info.value) == (
+        "argument 'delay' must be a number, not a string; the tool takes no argument "
+        "'stpes'; did you mean 'steps'?; missing required argument 'steps'"
+    )
+
+
+def test_K10_strict_with_additional_properties_false_says_it_once() -> None:
+    with pytest.raises(InvalidArguments) as info:
+        check_arguments(SCHEMA, {"text": "a", "count": 1, "cuont": 2}, strict=True)
+    assert str(info.value) == "the tool takes no argument 'cuont'; did you mean 'count'?"
+
+
+def test_K10_strict_keeps_pattern_properties_and_schemas_without_properties() -> None:
+    """Names a schema declares by pattern are taken; a schema that names no properties
+    says nothing about names; a schema that does not compile checks nothing."""
+    patterned = {"type": "object", "properties": {}, "patternProperties": {"^x-": {}}}
+    check_arguments(patterned, {"x-trace": 1}, strict=True)
+    check_arguments({"type": "object"}, {"anything": 1}, strict=True)
+    check_arguments({"type": "object", "additionalProperties": {}}, {"a": 1}, strict=True)
+    check_arguments({"type": 12, "properties": {}}, {"a": 1}, strict=True)
+    with pytest.raises(InvalidArguments, match="the tool takes no argument 'a'"):
+        check_arguments({"type": "object", "properties": {}}, {"a": 1}, strict=True)
+
+
 def test_K7_suggestions_include_names_a_letter_or_two_away() -> None:
     ids = ["py/echo", "py/add", "py/slow_one"]
     assert suggest_ids("ech", ids) == ("py/echo",)
@@ -249,11 +301,17 @@ SCHEMAS = st.one_of(
 
 
 @settings(max_examples=200, deadline=None)
-@given(schema=SCHEMAS, arguments=st.dictionaries(st.text(max_size=5), JSON, max_size=4))
-def test_K10_check_either_passes_or_names_a_path(schema: Any, arguments: dict[str, Any]) -> None:
+@given(
+    schema=SCHEMAS,
+    arguments=st.dictionaries(st.text(max_size=5), JSON, max_size=4),
+    strict=st.booleans(),
+)
+def test_K10_check_either_passes_or_names_a_path(
+    schema: Any, arguments: dict[str, Any], strict: bool
+) -> None:
     """Whatever the server's schema, checking returns or raises InvalidArguments."""
     try:
-        check_arguments(schema, arguments)
+        check_arguments(schema, arguments, strict=strict)
     except InvalidArguments as exc:
         assert exc.path.startswith("arguments") and str(exc)
 

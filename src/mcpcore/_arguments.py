@@ -349,7 +349,7 @@ def _subject(parts: Sequence[object]) -> str:
     return head + (f" (at {rest})" if rest else "")
 
 
-def check_arguments(schema: object, arguments: Mapping[str, Any]) -> None:
+def check_arguments(schema: object, arguments: Mapping[str, Any], *, strict: bool = False) -> None:
     """Check ``arguments`` against a tool's input schema before the call is sent (K10).
 
     Raises :class:`~mcpcore.InvalidArguments` whose message names the argument
@@ -357,6 +357,16 @@ def check_arguments(schema: object, arguments: Mapping[str, Any]) -> None:
     does not take, a value of the wrong type, not among its choices, and so on.
     The schema is the server's: when it does not compile, or ``jsonschema`` is
     not installed, nothing is checked (the server decides).
+
+    A schema refuses an argument it does not name only when it says
+    ``"additionalProperties": false``, which the official SDKs' schemas
+    (pydantic, zod) do not say, so a misspelled name would reach the server and
+    be ignored there. With ``strict=True``, an argument the schema does not name
+    in ``properties`` (nor match with ``patternProperties``) is refused whatever
+    ``additionalProperties`` says, with the closest name as a suggestion
+    ("did you mean 'steps'?"). Only the top-level names are held to this, and
+    only when the schema lists ``properties`` (a schema that names none says
+    nothing about names).
     """
     if not isinstance(schema, Mapping):
         return
@@ -364,26 +374,66 @@ def check_arguments(schema: object, arguments: Mapping[str, Any]) -> None:
         validator = compile_schema(dict(schema))
     except SchemaInvalid:
         return
-    if validator is None:
-        return
-    try:
-        errors: list[Any] = list(validator.iter_errors(dict(arguments)))
-        if not errors:
-            return
-        import importlib
+    found: list[InvalidArguments] = []
+    given = 0  # how many of them are about a value given (they come first)
+    if validator is not None:
+        try:
+            errors: list[Any] = list(validator.iter_errors(dict(arguments)))
+            if errors:
+                import importlib
 
-        best_match = importlib.import_module("jsonschema.exceptions").best_match
-        # The given arguments' own problems first, then what is missing or extra; an
-        # anyOf / oneOf failure is said through its most relevant branch.
-        ordered = sorted(errors, key=lambda e: not e.absolute_path)
-        found = [_violation(schema, best_match([error])) for error in ordered]
-    except Exception:  # a schema that fails while validating: unchecked (K5's rule)
+                best_match = importlib.import_module("jsonschema.exceptions").best_match
+                # The given arguments' own problems first, then what is missing or
+                # extra; an anyOf / oneOf failure is said through its most relevant
+                # branch.
+                ordered = sorted(errors, key=lambda e: not e.absolute_path)
+                found = [_violation(schema, best_match([error])) for error in ordered]
+                given = sum(1 for error in ordered if error.absolute_path)
+        except Exception:  # a schema that fails while validating: unchecked (K5's rule)
+            found = []
+    unknown = _unknown_names(schema, arguments) if strict else None
+    if unknown is not None:
+        # Before what is missing: a misspelled name explains the required one it lacks.
+        found.insert(min(given, len(found)), unknown)
+    if not found:
         return
     messages = _unique(str(problem) for problem in found)
     shown = "; ".join(messages[:MAX_PROBLEMS])
     if len(messages) > MAX_PROBLEMS:
         shown += f"; and {len(messages) - MAX_PROBLEMS} more"
     raise InvalidArguments(found[0].path, message=shown)
+
+
+def _unknown_names(
+    schema: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> InvalidArguments | None:
+    """``strict``: the arguments the schema's ``properties`` do not name, as one problem."""
+    if not isinstance(schema.get("properties"), Mapping):
+        return None
+    extra = [key for key in arguments if not _declared(schema, str(key))]
+    return _not_taken(schema, [str(key) for key in extra]) if extra else None
+
+
+def _not_taken(schema: Mapping[str, Any], extra: Sequence[str]) -> InvalidArguments:
+    """Arguments the tool does not take: named, with the closest declared name when
+    one is close ("did you mean 'steps'?"), else the names it takes."""
+    import difflib  # the error path only
+
+    names = [p.name for p in describe_parameters(schema)]
+    named = " or ".join(_name(k) for k in extra[:5]) + (" or …" if extra[5:] else "")
+    by_lower = {name.lower(): name for name in reversed(names)}
+    meant = [
+        by_lower[match]
+        for key in extra[:5]
+        for match in difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
+    ]
+    meant = [name for name in _unique(meant) if name not in extra]
+    if meant:
+        how = " or ".join(_name(name) for name in meant)
+        message = f"the tool takes no argument {named}; did you mean {how}?"
+    else:
+        message = f"the tool takes no argument {named} (it takes: {', '.join(names) or 'none'})"
+    return InvalidArguments(_path([extra[0]]), message=message)
 
 
 def _declared(node: Mapping[str, Any], key: str) -> bool:
@@ -421,12 +471,7 @@ def _violation(schema: Mapping[str, Any], error: Any) -> InvalidArguments:
         extra = [k for k in instance if not _declared(node, k)]
         if extra:
             if not parts:
-                takes = ", ".join(p.name for p in describe_parameters(schema)) or "none"
-                named = " or ".join(_name(k) for k in extra[:5]) + (" or …" if extra[5:] else "")
-                return InvalidArguments(
-                    _path([extra[0]]),
-                    message=f"the tool takes no argument {named} (it takes: {takes})",
-                )
+                return _not_taken(schema, extra)
             return InvalidArguments(
                 _path([*parts, extra[0]]),
                 message=f"{_subject(parts)} has a key it does not take: {_name(extra[0])}",

@@ -29,6 +29,7 @@ from typing import Literal, NoReturn
 from urllib.parse import urlsplit
 
 from ._errors import ConfigError, InvalidValue
+from ._modern import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
 __all__ = [
     "CLIENT_OWNED_HEADERS",
@@ -86,12 +87,25 @@ CLIENT_OWNED_HEADERS: frozenset[str] = frozenset(
 )
 
 _RESERVED_ENV = frozenset({"PLUGIN_ROOT", "PLUGIN_DATA"})
+#: What an entry of the user's own file may pin in ``protocol`` (E1): the words of
+#: the ``protocol=`` option, or one revision.
+_PROTOCOLS = ("auto", "legacy", "modern", *MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 _TOP_LEVEL_KEYS = ("$schema", "mcpServers")
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _SEGMENT = re.compile(r"[a-z0-9_.\-]{1,128}")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
+# Placeholders written in other tools' syntax, which C7 leaves as they are: ${VAR}
+# (Claude Code's, optionally with a ":-default"), a "${" never closed, and, in a
+# url or header (no shell ever reads them), a shell's $VAR after a separator.
+_FOREIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(:?[-=?+].*)?", re.DOTALL)
+_KNOWN_NAMES = frozenset({"userHome", "PLUGIN_ROOT", "PLUGIN_DATA"})
+_OPENED = re.compile(r"\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)?")
+_SHELL_VAR = re.compile(r"(?<![^\s=/:,;\"'(])\$([A-Z_][A-Z0-9_]*)(?![A-Za-z0-9_])")
+_ENV_STYLE = re.compile(r"[A-Z_][A-Z0-9_]*")
+#: At most this many unexpanded placeholders are named in an entry's warning.
+_MAX_NOTED = 5
 # Anything that cannot appear raw in a request target: controls, space, DEL, non-ASCII.
 _URL_BAD_CHAR = re.compile(r"[^\x21-\x7e]")
 _HEADER_BAD_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -137,6 +151,10 @@ class RemoteServer:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     display_url: str = ""
+    #: The MCP revision the entry pins (E1), as the ``protocol=`` option takes it
+    #: (``"legacy"``, ``"modern"``, ``"auto"`` or a version); ``None``: not pinned.
+    #: Only the user's own file pins one (C9); the client's option, when given, wins.
+    protocol: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headers", _readonly(self.headers))
@@ -150,7 +168,7 @@ class RemoteServer:
         )
 
     def __hash__(self) -> int:
-        return hash((self.name, self.url, tuple(sorted(self.headers.items()))))
+        return hash((self.name, self.url, tuple(sorted(self.headers.items())), self.protocol))
 
 
 @dataclass(frozen=True, repr=False)
@@ -173,6 +191,8 @@ class LocalServer:
     cwd: str = ""
     plugin_root: str = ""
     plugin_data: str | None = None
+    #: The MCP revision the entry pins, as for :attr:`RemoteServer.protocol`.
+    protocol: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(self.args))
@@ -196,6 +216,7 @@ class LocalServer:
                 self.cwd,
                 self.plugin_root,
                 self.plugin_data,
+                self.protocol,
             )
         )
 
@@ -241,6 +262,52 @@ def expand(
     if "${" not in text:
         return text
     return _PLACEHOLDER.sub(substitute, text)
+
+
+def _foreign_placeholders(text: str, *, shell: bool = False) -> list[str]:
+    """What ``text`` holds that looks like a placeholder but is not expanded (C7).
+
+    ``${VAR}`` (Claude Code's syntax, with or without ``:-default``), a ``${``
+    that is never closed (named when it is ``${env:VAR`` or ``${VAR`` in
+    capitals), and with ``shell`` (urls and headers) a shell's ``$VAR``
+    (capitals, after a separator or at the start). Each note names the
+    placeholder and suggests ``${env:VAR}``; it quotes the placeholder's name
+    only, never the rest of the text (a header's value may be a secret, C8).
+    ``${env:…}``, ``${userHome}`` and the plugin directories are not noted.
+    """
+    if "$" not in text:
+        return []
+    notes: list[str] = []
+    closed: set[int] = set()
+    for match in _PLACEHOLDER.finditer(text):
+        closed.add(match.start())
+        body = match.group(1)
+        written = _FOREIGN.fullmatch(body)
+        if body.startswith("env:") or written is None or written.group(1) in _KNOWN_NAMES:
+            continue
+        name = written.group(1)
+        shown = f"${{{name}:-…}}" if written.group(2) else f"${{{name}}}"
+        notes.append(f"holds `{shown}`, which is not expanded; did you mean `${{env:{name}}}`?")
+    for match in _OPENED.finditer(text):
+        if match.start() in closed:
+            continue
+        prefix, name = match.group(1) or "", match.group(2)
+        if name is None or not (prefix or _ENV_STYLE.fullmatch(name)):
+            # Not a variable's name: said without quoting the text (it may be a secret).
+            notes.append("holds a '${' that is never closed, so it is not expanded")
+            continue
+        notes.append(
+            f"holds `${{{prefix}{name}` without its closing '}}', so it is not expanded; "
+            f"did you mean `${{env:{name}}}`?"
+        )
+    if shell:
+        for match in _SHELL_VAR.finditer(text):
+            name = match.group(1)
+            if any(c.isalpha() for c in name):
+                notes.append(
+                    f"holds `${name}`, which is not expanded; did you mean `${{env:{name}}}`?"
+                )
+    return notes
 
 
 # ---------------------------------------------------------------------------
@@ -430,11 +497,26 @@ class _Entry:
         self.home = home
         self.plugin_root = plugin_root
         self.plugin_data = plugin_data
+        #: Placeholders in another tool's syntax, left as they are (C7): said once.
+        self.unexpanded: list[str] = []
 
     def fail(self, message: str, key: str | None) -> NoReturn:
         raise ConfigError(message, key=key, server=self.name)
 
-    def expand(self, text: str, where: str, key: str, *, plugin_dirs: bool) -> str:
+    def expand(
+        self,
+        text: str,
+        where: str,
+        key: str,
+        *,
+        plugin_dirs: bool,
+        said: str | None = None,
+        shell: bool = False,
+    ) -> str:
+        """``text`` expanded (C7). Placeholders it holds in another syntax are noted
+        under ``said`` (``where`` by default), and ``$VAR`` too when ``shell``."""
+        for note in _foreign_placeholders(text, shell=shell):
+            self.unexpanded.append(f"{said or where} {note}")
         try:
             return expand(
                 text,
@@ -445,6 +527,19 @@ class _Entry:
             )
         except ConfigError as exc:
             self.fail(f"{where}: {exc}", key)
+
+    def warn_unexpanded(self) -> None:
+        """One warning for the entry, naming each placeholder left unexpanded (C7)."""
+        if not self.unexpanded:
+            return
+        notes = self.unexpanded[:_MAX_NOTED]
+        more = len(self.unexpanded) - len(notes)
+        _log.warning(
+            "server %r: %s%s",
+            self.name,
+            "; ".join(notes),
+            f"; and {more} more" if more > 0 else "",
+        )
 
     def check_object(self, value: object, what: str, key: str) -> Mapping[str, object]:
         if not isinstance(value, Mapping):
@@ -514,15 +609,40 @@ def parse_server(
         ctx.fail("has both 'url' and 'command'; an entry is either remote or local", name)
     if not has_url and not has_command:
         ctx.fail("has neither 'url' (remote) nor 'command' (local)", name)
-    known = ("type", "url", "headers") if has_url else ("type", "command", "args", "env", "cwd")
+    known: tuple[str, ...] = (
+        ("type", "url", "headers") if has_url else ("type", "command", "args", "env", "cwd")
+    )
+    if origin == "user":
+        known += ("protocol",)  # a plugin's file stays as seed 000 defines it
     ignored = [key for key in obj if key not in known]
     if ignored:
         _log.debug("server %r: ignoring unknown fields %r", lowered, ignored)
-    if has_url:
-        return _parse_remote(ctx, obj, allow_insecure_http)
-    if not allow_local:
-        raise ConfigError(LOCAL_NOT_SUPPORTED, key="command")
-    return _parse_local(ctx, obj, origin)
+    protocol = _entry_protocol(ctx, obj) if origin == "user" else None
+    try:
+        if has_url:
+            return _parse_remote(ctx, obj, allow_insecure_http, protocol)
+        if not allow_local:
+            raise ConfigError(LOCAL_NOT_SUPPORTED, key="command")
+        return _parse_local(ctx, obj, origin, protocol)
+    finally:
+        # Said even when the entry is refused: a ${VAR} left as it is may be why.
+        ctx.warn_unexpanded()
+
+
+def _entry_protocol(ctx: _Entry, obj: Mapping[str, object]) -> str | None:
+    """The user's entry's ``protocol`` (E1, C9): one of ``_PROTOCOLS``, or ``None``."""
+    if "protocol" not in obj:
+        return None
+    value = obj["protocol"]
+    if not isinstance(value, str):
+        ctx.fail(f"'protocol' must be a string, not {_type_name(value)}", "protocol")
+    if value not in _PROTOCOLS:
+        ctx.fail(
+            f"'protocol' must be 'auto', 'legacy', 'modern' or a protocol version "
+            f"({', '.join(repr(v) for v in _PROTOCOLS[3:])}), not {_show_key(value)}",
+            "protocol",
+        )
+    return value
 
 
 def _is_loopback(host: str) -> bool:
@@ -541,13 +661,13 @@ def _is_loopback(host: str) -> bool:
 
 
 def _parse_remote(
-    ctx: _Entry, obj: Mapping[str, object], allow_insecure_http: bool
+    ctx: _Entry, obj: Mapping[str, object], allow_insecure_http: bool, protocol: str | None
 ) -> RemoteServer:
     raw = obj["url"]
     if not isinstance(raw, str):
         ctx.fail(f"'url' must be a string, not {_type_name(raw)}", "url")
     shown = repr(_display_url(raw))
-    url = ctx.expand(raw, f"url {shown}", "url", plugin_dirs=False)
+    url = ctx.expand(raw, f"url {shown}", "url", plugin_dirs=False, said="the url", shell=True)
     if _URL_BAD_CHAR.search(url):
         ctx.fail(
             f"url {shown} contains whitespace, control or non-ASCII characters "
@@ -581,7 +701,13 @@ def _parse_remote(
         headers = _checked_headers(
             ctx, ctx.check_object(obj["headers"], "'headers'", "headers"), expand=True
         )
-    return RemoteServer(name=ctx.name, url=url, headers=headers, display_url=_display_url(raw))
+    return RemoteServer(
+        name=ctx.name,
+        url=url,
+        headers=headers,
+        display_url=_display_url(raw),
+        protocol=protocol,
+    )
 
 
 def check_remote_headers(server: RemoteServer) -> None:
@@ -633,7 +759,9 @@ def _checked_headers(ctx: _Entry, headers: Mapping[str, object], *, expand: bool
         if not isinstance(value, str):
             ctx.fail(f"{label} value must be a string, not {_type_name(value)}", key)
         if expand:
-            value = ctx.expand(value, f"{label} value", key, plugin_dirs=False)
+            value = ctx.expand(
+                value, f"{label} value", key, plugin_dirs=False, said=label, shell=True
+            )
         if "\r" in value or "\n" in value:
             ctx.fail(f"{label} value contains a line break", key)
         if "\x00" in value:
@@ -657,7 +785,9 @@ def _inside(base: str, path: str) -> bool:
         return False
 
 
-def _parse_local(ctx: _Entry, obj: Mapping[str, object], origin: Origin) -> LocalServer:
+def _parse_local(
+    ctx: _Entry, obj: Mapping[str, object], origin: Origin, protocol: str | None
+) -> LocalServer:
     plugin = origin == "plugin"
     if plugin and ctx.plugin_root is None:
         ctx.fail(
@@ -708,7 +838,7 @@ def _parse_local(ctx: _Entry, obj: Mapping[str, object], origin: Origin) -> Loca
                 ctx.fail(f"{label}: not a valid environment variable name", key)
             if not isinstance(raw_value, str):
                 ctx.fail(f"{label} value must be a string, not {_type_name(raw_value)}", key)
-            value = ctx.expand(raw_value, f"{label} value", key, plugin_dirs=True)
+            value = ctx.expand(raw_value, f"{label} value", key, plugin_dirs=True, said=label)
             if "\x00" in value:
                 ctx.fail(f"{label} value contains a NUL character", key)
             child_env[var] = value
@@ -728,6 +858,7 @@ def _parse_local(ctx: _Entry, obj: Mapping[str, object], origin: Origin) -> Loca
         cwd=cwd,
         plugin_root=ctx.plugin_root or "",
         plugin_data=ctx.plugin_data,
+        protocol=protocol,
     )
 
 

@@ -10,6 +10,7 @@ environment and home directory are arguments: the core never reads them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
@@ -117,7 +118,8 @@ class ClientOptions(TypedDict, total=False):
         Which MCP revision to speak (E1): ``"auto"`` asks the server with
         ``server/discover`` (2026-07-28) and falls back to the ``initialize``
         handshake; ``"legacy"`` always uses the handshake; ``"modern"`` only
-        2026-07-28; or a protocol version to use exactly that one.
+        2026-07-28; or a protocol version to use exactly that one. Left out, an
+        entry of the user's own file may pin one with its ``"protocol"`` key (C9).
     ``proxy`` (from the environment)
         The HTTP proxy for a remote server and every host its OAuth flow
         reaches, each host judged on its own: ``"http://[user:password@]host:port"``
@@ -384,6 +386,9 @@ def prepare_client(
             )
     except ConfigError as exc:
         error = exc
+    if resolved is not None and resolved.protocol is not None and "protocol" not in options:
+        # E1, C9: the user's entry pins a revision; the protocol= option, when given, wins.
+        session = dataclasses.replace(session, protocol=resolved.protocol)
     listen = options.get("listen", True)
     max_connections = options.get("max_connections", 10)
     # The GET stream (H8) holds one connection for as long as it is open, so a

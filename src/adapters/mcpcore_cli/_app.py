@@ -76,6 +76,7 @@ from mcpcore import (
 )
 
 from ._ask import TerminalAsker
+from ._protocol import add_protocol_option, protocol_options, protocol_words
 from ._tasks import cmd_task, follow_call, shown_id
 from ._term import (
     LogFormatter,
@@ -487,6 +488,7 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
             "it runs only as tasks are hidden"
         ),
     )
+    add_protocol_option(parser)
     _permissions(parser)
     _tool_filters(parser)
     _token_file(parser)
@@ -507,8 +509,9 @@ def _command_parser(command: str) -> _Parser:
             prog="mcpcore tools",
             usage=(
                 "mcpcore tools (URL [TOOL] | --config FILE [--server NAME] [TOOL]) "
-                "[-H 'Name: value']... [--json] [--name NAME] [--timeout S] [--allow-local] "
-                "[--allow-http] [--token-file PATH] [-v]"
+                "[-H 'Name: value']... [--json] [--name NAME] [--timeout S] "
+                "[--protocol auto|legacy|modern] [--allow-local] [--allow-http] "
+                "[--token-file PATH] [-v]"
             ),
             description=_wrapped(
                 "List the tools of one server (URL) or of the servers of an mcp.json: "
@@ -535,7 +538,8 @@ def _command_parser(command: str) -> _Parser:
             usage=(
                 "mcpcore call (URL | --config FILE) TOOL [ARGS_JSON | key=value...] "
                 "[-H 'Name: value']... [--timeout S] [--json] [--save DIR] [--no-check] [--no-input] "
-                "[--name NAME] [--allow-local] [--allow-http] [--token-file PATH] [-v]"
+                "[--name NAME] [--protocol auto|legacy|modern] [--allow-local] [--allow-http] "
+                "[--token-file PATH] [-v]"
             ),
             description=_wrapped(
                 "Call one tool and print its rendered result. The arguments are checked "
@@ -613,8 +617,8 @@ def _command_parser(command: str) -> _Parser:
         parser = _Parser(
             prog="mcpcore check",
             usage=(
-                "mcpcore check FILE [--json] [--timeout S] [--allow-local] [--allow-http] "
-                "[--token-file PATH] [-v]"
+                "mcpcore check FILE [--json] [--timeout S] [--protocol auto|legacy|modern] "
+                "[--allow-local] [--allow-http] [--token-file PATH] [-v]"
             ),
             description=(
                 "Validate an mcp.json and probe every server at once: one row per server "
@@ -633,6 +637,7 @@ def _command_parser(command: str) -> _Parser:
                 f"(default {DEFAULT_CONNECT_TIMEOUT:g})"
             ),
         )
+        add_protocol_option(parser)
         _permissions(parser)
         _tool_filters(parser)
         _token_file(parser)
@@ -895,6 +900,7 @@ def _client(
     }
     if timeout is not None:
         options["call_timeout"] = timeout
+    options.update(protocol_options(args))  # E1: else the entry's own pin, else auto
     for option in ("include", "exclude"):
         globs = _globs(getattr(args, option, None))
         if globs is not None:
@@ -1360,6 +1366,7 @@ def _command(
         words.append("--allow-http")
     if getattr(args, "token_file", None):
         words += ["--token-file", args.token_file]
+    words += protocol_words(args)
     words += extra
     command = " ".join(w if w == "URL" else shlex.quote(one_line(w)) for w in words)
     if "URL" in words:
@@ -1711,11 +1718,13 @@ def _call_arguments(
     where: tuple[RemoteServer | LocalServer, str | None],
 ) -> dict[str, Any]:
     """The call's arguments: the JSON object, or the pairs typed by the tool's schema;
-    checked against it unless --no-check (K10)."""
+    checked against it unless --no-check (K10). A name the schema does not declare is
+    refused even when the schema would let it through (strict): it is a typo far more
+    often than not, and the server would ignore it."""
     try:
         arguments = given if given is not None else arguments_from_pairs(pairs, tool.parameters)
         if not args.no_check:
-            check_arguments(tool.parameters, arguments)
+            check_arguments(tool.parameters, arguments, strict=True)
     except InvalidArguments as exc:
         failure = cli.fail(EXIT_USAGE, _describe(exc), kind="invalid_arguments")
         server, config = where
