@@ -75,6 +75,7 @@ from mcpcore import (
 )
 
 from ._ask import TerminalAsker
+from ._declared import add_session_flags, client_hooks, credential_headers, limit_hint
 from ._tasks import cmd_task, follow_call, shown_id
 from ._term import (
     LogFormatter,
@@ -360,7 +361,8 @@ def _top_parser() -> _Parser:
             "  read    read one resource by URI and print it (--save DIR: binary parts\n"
             "          to files)\n"
             "  prompts list a server's prompts and their arguments\n"
-            "  prompt  get one prompt's messages (arguments: a JSON object of strings)\n"
+            "  prompt  get one prompt's messages (arguments: key=value pairs, or a JSON\n"
+            "          object of strings)\n"
             "  check   validate an mcp.json and probe every server in it at once: one\n"
             "          row per server (ready, unavailable or invalid, and why)\n"
             "  login   sign in to a server that needs authorization (OAuth): opens the\n"
@@ -489,6 +491,7 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
     _permissions(parser)
     _tool_filters(parser)
     _token_file(parser)
+    add_session_flags(parser)
 
 
 def _command_parser(command: str) -> _Parser:
@@ -635,6 +638,7 @@ def _command_parser(command: str) -> _Parser:
         _permissions(parser)
         _tool_filters(parser)
         _token_file(parser)
+        add_session_flags(parser)
     _common(parser)
     return parser
 
@@ -843,17 +847,11 @@ def _load_config(cli: Cli, path: str, args: argparse.Namespace) -> dict[str, Out
 
 
 def _about_file(exc: ConfigError, path: str, data: bytes) -> ConfigError:
-    """A whole-file error naming the file given (not "mcp.json"), with a suggestion
-    when the file is in VS Code's format (top-level ``servers``)."""
+    """A whole-file error naming the file given (not "mcp.json"); the core's message
+    already suggests 'mcpServers' for a file in VS Code's format."""
     message = str(exc)
     if message.startswith("mcp.json"):
         message = quote(path) + message[len("mcp.json") :]
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
-        document = None
-    if isinstance(document, dict) and "servers" in document and "mcpServers" not in document:
-        message += "; did you mean 'mcpServers'? (VS Code's format names the key 'servers')"
     return ConfigError(message, key=exc.key)
 
 
@@ -901,8 +899,9 @@ def _client(
     auth = _stored_auth(cli, server, args)
     if auth is not None:
         options["auth"] = auth
-    if elicit is not None:  # Q6: questions during a call are asked, or declined
-        return McpClient(name, server, elicit=elicit, elicit_url=True, **options)
+    # The same capabilities for every command (Q6: call's questions are asked, or
+    # declined), --log-level and --max-message-size: decided in one place.
+    options.update(client_hooks(cli, args, elicit))
     return McpClient(name, server, **options)
 
 
@@ -911,8 +910,10 @@ def _stored_auth(cli: Cli, server: Outcome, args: argparse.Namespace) -> AuthOpt
     remote server that does not bring its own ``Authorization`` header."""
     if not isinstance(server, RemoteServer):
         return None
-    if any(name.lower() == "authorization" for name in server.headers):
-        return None  # a static token (-H or the mcp.json): never a second Authorization
+    if credential_headers(server.headers):
+        # A static credential (-H or the mcp.json: Authorization, an API key...): never
+        # a second Authorization, and a 401 is said as it is, not as "run login".
+        return None
     store = _token_store(cli, args)
     return AuthOptions(
         store=StoreView(store, keep_new_clients=False), allow_insecure_http=args.allow_http
@@ -967,7 +968,13 @@ def _not_ready(
     if _needs_login(availability) and isinstance(server, RemoteServer):
         return f"server {quote(name)} {_login_hint(args, server, config)}"
     shown = show(availability.reason or "unavailable", keep_newlines=False)
-    return f"server {quote(name)} is unavailable: {shown}"
+    lifted = limit_hint(availability.error)
+    refused = getattr(availability.error, "status", None) in (401, 403)
+    given = credential_headers(server.headers) if isinstance(server, RemoteServer) else []
+    if refused and given and not lifted:
+        names = ", ".join(quote(n) for n in given)
+        lifted = f"the server did not accept the credentials given in {names}"
+    return f"server {quote(name)} is unavailable: {shown}" + (f"; {lifted}" if lifted else "")
 
 
 def _ensure_ready(
@@ -2325,9 +2332,10 @@ _FEATURE_USAGE = {
         "their arguments (a trailing ? marks an optional one).",
     ),
     "prompt": (
-        f"mcpcore prompt {_SERVER_FORMS} NAME [ARGS_JSON] {_FLAGS}",
-        "Get one prompt's messages; ARGS_JSON is a JSON object of strings, e.g. "
-        '\'{"text": "hello"}\'. With --config, --server NAME says which server.',
+        f"mcpcore prompt {_SERVER_FORMS} NAME [ARGS_JSON | key=value...] {_FLAGS}",
+        "Get one prompt's messages; its arguments are key=value pairs, e.g. text=hello "
+        '(each value a string), or ARGS_JSON, a JSON object of strings, e.g. \'{"text": '
+        '"hello"}\'. With --config, --server NAME says which server.',
     ),
 }
 
@@ -2441,6 +2449,9 @@ def _run(cli: Cli, arguments: list[str]) -> int:
         return EXIT_USAGE
     except McpError as exc:
         cli.err(_describe(exc))
+        lifted = limit_hint(exc)
+        if lifted is not None:
+            cli.hint(lifted)
         cli.error_kind = _error_kind(exc)
         return exit_status(exc)
     except KeyboardInterrupt:
