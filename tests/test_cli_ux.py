@@ -226,7 +226,7 @@ def test_H7_status_reason_words() -> None:
 
     url = "https://example.test/api"
     assert status_reason(url, 500, "boom") == f"{url} answered HTTP 500: boom"
-    assert status_reason(url, 502, "<html><body><h1>Bad\x1b[2J gateway</h1></body></html>") == (
+    assert status_reason(url, 502, "<html><body><p>Bad\x1b[2J gateway</p></body></html>") == (
         f"{url} answered HTTP 502: Bad\\x1b[2J gateway (an HTML page)"
     )
     assert status_reason("https://example.test/mcp", 404, "") == (

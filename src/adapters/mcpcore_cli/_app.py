@@ -839,14 +839,14 @@ def _load_config(cli: Cli, path: str, args: argparse.Namespace) -> dict[str, Out
             origin="user",  # the user's own file, not a plugin's (C9)
         )
     except ConfigError as exc:
-        raise _about_file(exc, path, data) from None
+        raise _about_file(exc, path) from None
     for outcome in outcomes.values():
         if isinstance(outcome, RemoteServer):
             cli.redact.add(outcome.headers.values())
     return outcomes
 
 
-def _about_file(exc: ConfigError, path: str, data: bytes) -> ConfigError:
+def _about_file(exc: ConfigError, path: str) -> ConfigError:
     """A whole-file error naming the file given (not "mcp.json"); the core's message
     already suggests 'mcpServers' for a file in VS Code's format."""
     message = str(exc)
@@ -907,7 +907,8 @@ def _client(
 
 def _stored_auth(cli: Cli, server: Outcome, args: argparse.Namespace) -> AuthOptions | None:
     """OAuth with the tokens ``login`` stored, and no way to ask a person (A3): for a
-    remote server that does not bring its own ``Authorization`` header."""
+    remote server that does not bring its own credentials (``Authorization``, an API
+    key: ``credential_headers``)."""
     if not isinstance(server, RemoteServer):
         return None
     if credential_headers(server.headers):
