@@ -123,7 +123,7 @@ def test_Q6_a_url_is_shown_with_a_consent_question_and_never_opened() -> None:
         url="https://user:pw@auth.example.test/tracker?code=hush",
         elicitation_id="v1",
     )
-    for typed, action in (("y", "accept"), ("n", "decline"), ("c", "cancel"), ("", "decline")):
+    for typed, action in (("y", "accept"), ("n", "decline"), ("c", "cancel"), ("\nn", "decline")):
         screen = io.StringIO()
         asker = TerminalAsker(io.StringIO(typed + "\n"), screen, interactive=True)
         assert asker(question).action == action

@@ -325,6 +325,14 @@ class _JsonObject(dict[str, object]):
     duplicates: tuple[str, ...] = ()
 
 
+def _vscode_hint(doc: Mapping[str, object]) -> str:
+    """C1: a file in VS Code's format (servers under ``servers``, often after
+    ``inputs``) is refused with the key it meant."""
+    if "servers" in doc and "mcpServers" not in doc:
+        return "; did you mean 'mcpServers'? (VS Code's format names the key 'servers')"
+    return ""
+
+
 def _object_pairs(pairs: list[tuple[str, object]]) -> _JsonObject:
     obj = _JsonObject()
     dups: list[str] = []
@@ -424,7 +432,7 @@ def load_mcp_json(
         if key not in _TOP_LEVEL_KEYS:
             raise ConfigError(
                 f"mcp.json: unknown top-level key {_show_key(key)} "
-                "(only '$schema' and 'mcpServers' are allowed)",
+                "(only '$schema' and 'mcpServers' are allowed)" + _vscode_hint(doc),
                 key=key,
             )
     if "$schema" in doc and not isinstance(doc["$schema"], str):

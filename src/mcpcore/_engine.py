@@ -839,7 +839,9 @@ class StdioClientEngine(_EngineBase):
         if self._child is None or not self._child.current(process):
             return
         self._child.failed_to_start(process)
-        self._transport_lost(f"could not start the server: {failure.describe()}", now)
+        self._transport_lost(
+            f"could not start the server: {self._child.why_not_started(failure)}", now
+        )
 
     def connection_lost(self, reason: str, now: float) -> None:
         """The transport broke (a framing-only engine; with a server, use the reports)."""

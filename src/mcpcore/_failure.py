@@ -18,13 +18,15 @@ URL rather than a failing server: a 405 to a POST at a legacy ``…/sse`` URL.
 
 from __future__ import annotations
 
+import html
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from enum import Enum
 
 from ._escape import excerpt
 
-__all__ = ["FailureKind", "TransportFailure", "legacy_sse_reason"]
+__all__ = ["FailureKind", "TransportFailure", "legacy_sse_reason", "status_reason"]
 
 _DETAIL_LIMIT = 120
 _CHAIN_LIMIT = 16
@@ -40,6 +42,7 @@ class FailureKind(Enum):
     TIMEOUT = "timeout"
     PROTOCOL = "protocol"  # the reply was not valid HTTP
     REQUEST = "request"  # the HTTP library refused to send our request
+    NOT_FOUND = "not found"  # a file (a local server's command or directory) is missing
     OTHER = "other"
 
 
@@ -51,6 +54,7 @@ _WORDS = {
     FailureKind.TIMEOUT: "the network timed out",
     FailureKind.PROTOCOL: "the reply was not valid HTTP",
     FailureKind.REQUEST: "the request could not be sent",
+    FailureKind.NOT_FOUND: "a file was not found",
     FailureKind.OTHER: "the connection failed",
 }
 
@@ -77,6 +81,7 @@ _BY_NAME = {
     "LocalProtocolError": FailureKind.REQUEST,  # httpcore, h11: our request was refused
     "RemoteProtocolError": FailureKind.PROTOCOL,  # httpcore, h11
     "ProtocolError": FailureKind.PROTOCOL,
+    "FileNotFoundError": FailureKind.NOT_FOUND,
 }
 
 # Which kind wins when a chain holds several: the most specific first.
@@ -88,6 +93,7 @@ _PRIORITY = (
     FailureKind.REQUEST,
     FailureKind.PROTOCOL,
     FailureKind.RESET,
+    FailureKind.NOT_FOUND,
     FailureKind.OTHER,
 )
 
@@ -109,6 +115,9 @@ class TransportFailure:
 
     kind: FailureKind
     detail: str = ""
+    # NOT_FOUND: the path the error names (a local server's command, or its working
+    # directory, which may hold an expanded secret): compared, never shown.
+    missing: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def from_exception(cls, exc: BaseException) -> TransportFailure:
@@ -126,7 +135,8 @@ class TransportFailure:
             if kind is None:
                 fallback_detail = fallback_detail or detail
             elif best is None or _PRIORITY.index(kind) < _PRIORITY.index(best.kind):
-                best = cls(kind, detail)
+                missing = getattr(current, "filename", None)
+                best = cls(kind, detail, missing if isinstance(missing, str) else "")
         return best or cls(FailureKind.OTHER, fallback_detail)
 
     def describe(self) -> str:
@@ -203,3 +213,38 @@ def legacy_sse_reason(display_url: str) -> str | None:
         "legacy HTTP+SSE transport, which is not supported; use the server's Streamable "
         f"HTTP endpoint instead (often {usual})"
     )
+
+
+# H7: an HTML error page (a web server's, a proxy's) is summed up, not quoted whole.
+_HTML_PAGE = re.compile(
+    r"\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|title)\b", re.I | re.S
+)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
+_HIDDEN = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.I | re.S)
+_TAG = re.compile(r"<[^>]*>?")
+_PAGE_EXCERPT = 80
+
+
+def status_reason(display_url: str, status: int, body: str) -> str:
+    """Why a request failed with an HTTP error status (H7): the status and a short,
+    escaped excerpt of the body. An HTML page is summed up by its title (or the
+    start of its text), never quoted whole; a 404 to a request that carried no
+    session id means nothing is served at that path, so the reason says where
+    an MCP endpoint usually is. Pass ``body`` with every secret already cut out.
+    """
+    if _HTML_PAGE.match(body):
+        title = _TITLE.search(body)
+        text = title.group(1) if title else _TAG.sub(" ", _HIDDEN.sub(" ", body))
+        shown = excerpt(" ".join(html.unescape(text).split()), _PAGE_EXCERPT)
+        shown = f"{shown} (an HTML page)" if shown else "an HTML page"
+    else:
+        shown = excerpt(body, 200).strip()
+    reason = f"{display_url} answered HTTP {status}" + (f": {shown}" if shown else "")
+    if status == 404:
+        scheme, _, rest = display_url.partition("://")
+        host, _, path = rest.partition("/")
+        if path.rstrip("/").lower().endswith("mcp"):
+            reason += "; check the URL's path: is this the server's MCP endpoint?"
+        else:
+            reason += f"; check the URL's path (often /mcp: {scheme}://{host}/mcp)"
+    return reason

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ._errors import LimitExceeded, McpError, RemoteProtocolError, TransportError
 from ._escape import excerpt
 from ._events import AbortExchange
-from ._failure import TransportFailure, legacy_sse_reason
+from ._failure import TransportFailure, legacy_sse_reason, status_reason
 from ._http import (
     _DEBUG,
     _ERROR_EXCERPT_BYTES,
@@ -278,13 +278,12 @@ class ResponseReader:
                     self.m._finish(ex)
                     return
         body = bytes(ex.body[:_ERROR_EXCERPT_BYTES]).decode("utf-8", "replace")
-        shown = excerpt(self.m.redact(body), 200).strip()
-        detail = f": {shown}" if shown else ""
         legacy = legacy_sse_reason(self.m.display_url) if ex.status == 405 else None
         if legacy is not None and ex.kind is _Kind.POST:
             error = TransportError(legacy)  # a wrong URL, not a failing server (C3)
         else:
-            error = TransportError(f"{self.m.display_url} answered HTTP {ex.status}{detail}")
+            reason = status_reason(self.m.display_url, ex.status, self.m.redact(body))
+            error = TransportError(reason)
         error.status = ex.status
         self.m._fail(ex, error, now)
 

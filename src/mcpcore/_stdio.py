@@ -28,6 +28,7 @@ from ._events import (
     TerminateProcess,
     WriteInput,
 )
+from ._failure import FailureKind, TransportFailure
 
 if TYPE_CHECKING:
     from ._config import LocalServer
@@ -346,6 +347,17 @@ class ChildControl:
             self._actions.append(CloseInput(process=number))
             self._terminate(number, now)
         return self._tail.reason(what)
+
+    def why_not_started(self, failure: TransportFailure) -> str:
+        """S1: why the child could not be started, in the configuration's words: a
+        missing command is named (never the environment it was searched with)."""
+        command = self.server.command
+        if failure.kind is FailureKind.NOT_FOUND and failure.missing == command:
+            where = "" if "/" in command else " on PATH"
+            return f"command {excerpt(command, 200)!r} was not found{where}"
+        if failure.kind is FailureKind.NOT_FOUND and failure.missing == self.server.cwd:
+            return "its working directory (cwd) does not exist"
+        return failure.describe()
 
     def failed_to_start(self, process: int | None) -> None:
         number = self.process if process is None else process

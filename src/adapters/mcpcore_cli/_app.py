@@ -76,6 +76,7 @@ from mcpcore import (
 )
 
 from ._ask import TerminalAsker
+from ._declared import add_session_flags, client_hooks, credential_headers, limit_hint
 from ._protocol import add_protocol_option, protocol_options, protocol_words
 from ._tasks import cmd_task, follow_call, shown_id
 from ._term import (
@@ -362,7 +363,8 @@ def _top_parser() -> _Parser:
             "  read    read one resource by URI and print it (--save DIR: binary parts\n"
             "          to files)\n"
             "  prompts list a server's prompts and their arguments\n"
-            "  prompt  get one prompt's messages (arguments: a JSON object of strings)\n"
+            "  prompt  get one prompt's messages (arguments: key=value pairs, or a JSON\n"
+            "          object of strings)\n"
             "  check   validate an mcp.json and probe every server in it at once: one\n"
             "          row per server (ready, unavailable or invalid, and why)\n"
             "  login   sign in to a server that needs authorization (OAuth): opens the\n"
@@ -492,6 +494,7 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
     _permissions(parser)
     _tool_filters(parser)
     _token_file(parser)
+    add_session_flags(parser)
 
 
 def _command_parser(command: str) -> _Parser:
@@ -641,6 +644,7 @@ def _command_parser(command: str) -> _Parser:
         _permissions(parser)
         _tool_filters(parser)
         _token_file(parser)
+        add_session_flags(parser)
     _common(parser)
     return parser
 
@@ -841,25 +845,19 @@ def _load_config(cli: Cli, path: str, args: argparse.Namespace) -> dict[str, Out
             origin="user",  # the user's own file, not a plugin's (C9)
         )
     except ConfigError as exc:
-        raise _about_file(exc, path, data) from None
+        raise _about_file(exc, path) from None
     for outcome in outcomes.values():
         if isinstance(outcome, RemoteServer):
             cli.redact.add(outcome.headers.values())
     return outcomes
 
 
-def _about_file(exc: ConfigError, path: str, data: bytes) -> ConfigError:
-    """A whole-file error naming the file given (not "mcp.json"), with a suggestion
-    when the file is in VS Code's format (top-level ``servers``)."""
+def _about_file(exc: ConfigError, path: str) -> ConfigError:
+    """A whole-file error naming the file given (not "mcp.json"); the core's message
+    already suggests 'mcpServers' for a file in VS Code's format."""
     message = str(exc)
     if message.startswith("mcp.json"):
         message = quote(path) + message[len("mcp.json") :]
-    try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
-        document = None
-    if isinstance(document, dict) and "servers" in document and "mcpServers" not in document:
-        message += "; did you mean 'mcpServers'? (VS Code's format names the key 'servers')"
     return ConfigError(message, key=exc.key)
 
 
@@ -908,18 +906,22 @@ def _client(
     auth = _stored_auth(cli, server, args)
     if auth is not None:
         options["auth"] = auth
-    if elicit is not None:  # Q6: questions during a call are asked, or declined
-        return McpClient(name, server, elicit=elicit, elicit_url=True, **options)
+    # The same capabilities for every command (Q6: call's questions are asked, or
+    # declined), --log-level and --max-message-size: decided in one place.
+    options.update(client_hooks(cli, args, elicit))
     return McpClient(name, server, **options)
 
 
 def _stored_auth(cli: Cli, server: Outcome, args: argparse.Namespace) -> AuthOptions | None:
     """OAuth with the tokens ``login`` stored, and no way to ask a person (A3): for a
-    remote server that does not bring its own ``Authorization`` header."""
+    remote server that does not bring its own credentials (``Authorization``, an API
+    key: ``credential_headers``)."""
     if not isinstance(server, RemoteServer):
         return None
-    if any(name.lower() == "authorization" for name in server.headers):
-        return None  # a static token (-H or the mcp.json): never a second Authorization
+    if credential_headers(server.headers):
+        # A static credential (-H or the mcp.json: Authorization, an API key...): never
+        # a second Authorization, and a 401 is said as it is, not as "run login".
+        return None
     store = _token_store(cli, args)
     return AuthOptions(
         store=StoreView(store, keep_new_clients=False), allow_insecure_http=args.allow_http
@@ -974,7 +976,13 @@ def _not_ready(
     if _needs_login(availability) and isinstance(server, RemoteServer):
         return f"server {quote(name)} {_login_hint(args, server, config)}"
     shown = show(availability.reason or "unavailable", keep_newlines=False)
-    return f"server {quote(name)} is unavailable: {shown}"
+    lifted = limit_hint(availability.error)
+    refused = getattr(availability.error, "status", None) in (401, 403)
+    given = credential_headers(server.headers) if isinstance(server, RemoteServer) else []
+    if refused and given and not lifted:
+        names = ", ".join(quote(n) for n in given)
+        lifted = f"the server did not accept the credentials given in {names}"
+    return f"server {quote(name)} is unavailable: {shown}" + (f"; {lifted}" if lifted else "")
 
 
 def _ensure_ready(
@@ -2335,9 +2343,10 @@ _FEATURE_USAGE = {
         "their arguments (a trailing ? marks an optional one).",
     ),
     "prompt": (
-        f"mcpcore prompt {_SERVER_FORMS} NAME [ARGS_JSON] {_FLAGS}",
-        "Get one prompt's messages; ARGS_JSON is a JSON object of strings, e.g. "
-        '\'{"text": "hello"}\'. With --config, --server NAME says which server.',
+        f"mcpcore prompt {_SERVER_FORMS} NAME [ARGS_JSON | key=value...] {_FLAGS}",
+        "Get one prompt's messages; its arguments are key=value pairs, e.g. text=hello "
+        '(each value a string), or ARGS_JSON, a JSON object of strings, e.g. \'{"text": '
+        '"hello"}\'. With --config, --server NAME says which server.',
     ),
 }
 
@@ -2451,6 +2460,9 @@ def _run(cli: Cli, arguments: list[str]) -> int:
         return EXIT_USAGE
     except McpError as exc:
         cli.err(_describe(exc))
+        lifted = limit_hint(exc)
+        if lifted is not None:
+            cli.hint(lifted)
         cli.error_kind = _error_kind(exc)
         return exit_status(exc)
     except KeyboardInterrupt:

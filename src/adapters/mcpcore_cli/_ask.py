@@ -6,7 +6,9 @@ one, and no ``--no-input``) it asks a form's fields one by one, each with its
 type, an enum's choices and its default, and asks again until the answer
 fits; a URL question shows the site a browser would open
 (``Elicitation.target``, the core's one rule), then the URL, and asks for
-consent, never opening it. An empty answer to the first prompt's "(c)ancel"
+consent, never opening it. The first question, ``[y]es, [n]o, [c]ancel``, is
+asked again until the answer is one of those: only ``n`` declines (Enter, a
+typo or a field's answer typed too early never does), and after five tries it
 cancels. Without a terminal, or with ``--no-input``, every question is declined, and
 the person is told so on stderr. Every server text shown is escaped (X1).
 """
@@ -92,18 +94,12 @@ class TerminalAsker:
             self._say("  (an international name, shown as the browser resolves it)")
         self._say(f"  {one_line(link)}")
         self._say("mcpcore does not open it; open it yourself if you agree.")
-        answer = self._read("Go there? [y]es, [n]o, [c]ancel: ").lower()
-        if answer in ("y", "yes"):
+        if self._choose("Go there? [y]es, [n]o, [c]ancel: "):
             return ElicitResult.accept()
-        if answer in ("c", "cancel"):
-            raise _Cancelled
         return ElicitResult.decline()
 
     def _form(self, question: Elicitation) -> ElicitResult:
-        answer = self._read("Answer it? [y]es, [n]o, [c]ancel: ").lower()
-        if answer in ("c", "cancel"):
-            raise _Cancelled
-        if answer not in ("y", "yes"):
+        if not self._choose("Answer it? [y]es, [n]o, [c]ancel: "):
             return ElicitResult.decline()
         required = question.schema.get("required")
         needed = set(required) if isinstance(required, list) else set()
@@ -113,6 +109,20 @@ class TerminalAsker:
             if value is not _SKIP:
                 content[name] = value
         return ElicitResult.accept(content)
+
+    def _choose(self, prompt: str) -> bool:
+        """True for yes, False for no; cancel raises. Anything else (Enter, a typo, a
+        field's answer typed before the question) asks again: only ``n`` declines."""
+        for _ in range(_MAX_TRIES):
+            answer = self._read(prompt).lower()
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("n", "no"):
+                return False
+            if answer in ("c", "cancel"):
+                raise _Cancelled
+            self._say("    answer y (yes), n (no) or c (cancel)")
+        raise _Cancelled
 
     def _field(self, name: str, spec: Mapping[str, Any], required: bool) -> object:
         kind = spec.get("type") if isinstance(spec.get("type"), str) else "string"

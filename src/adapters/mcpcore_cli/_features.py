@@ -276,21 +276,59 @@ def cmd_prompts(cli: Cli, args: argparse.Namespace) -> int:
     return status
 
 
+def _prompt_operands(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """(URL or None, [NAME, arguments...]): any number of key=value words may follow."""
+    from mcpcore import is_argument_pair
+
+    operands: list[str] = list(args.operands)
+    url = operands.pop(0) if args.config is None and operands else None
+    if len(operands) > 2:
+        for number, word in enumerate(operands[1:], 1):
+            if not is_argument_pair(word):
+                raise _app_usage(
+                    f"argument {number} after NAME is not key=value: give either one "
+                    "ARGS_JSON object or key=value pairs"
+                )
+    return url, operands
+
+
+def _prompt_arguments(words: list[str]) -> dict[str, Any] | None:
+    """ARGS_JSON (one JSON object) or ``key=value`` pairs, as ``call`` takes them; a
+    prompt's arguments are strings, so a value is the text as it is."""
+    from mcpcore import InvalidArguments, arguments_from_pairs, is_argument_pair
+
+    if not words:
+        return None
+    if len(words) == 1 and not is_argument_pair(words[0]):
+        try:
+            arguments = json.loads(words[0])
+        except (ValueError, RecursionError):
+            raise _app_usage(
+                "ARGS_JSON is not JSON (give a JSON object of strings, or key=value pairs)"
+            ) from None
+        if not isinstance(arguments, dict):
+            raise _app_usage("ARGS_JSON must be a JSON object of strings")
+        return arguments
+    try:
+        return arguments_from_pairs(words, {"type": "object"})
+    except InvalidArguments as exc:
+        raise _app_usage(str(exc)) from None
+
+
+def _app_usage(text: str) -> Exception:
+    from . import _app
+
+    return _app.UsageError(text)
+
+
 def cmd_prompt(cli: Cli, args: argparse.Namespace) -> int:
     from . import _app
 
-    url, operands = _operands(args, 2, "NAME [ARGS_JSON]")
+    url, operands = _prompt_operands(args)
     if not operands:
         raise _app.UsageError("give the name of the prompt")
     name = operands[0]
-    arguments: Any = None
-    if len(operands) > 1:
-        try:
-            arguments = json.loads(operands[1])
-        except ValueError:
-            raise _app.UsageError("ARGS_JSON is not JSON") from None
-        if not isinstance(arguments, dict):
-            raise _app.UsageError("ARGS_JSON must be a JSON object of strings")
+    arguments = _prompt_arguments(operands[1:])
     [(server, outcome)] = _servers(cli, args, url, single=True).items()
     got: list[Any] = []
     status = _each_ready(
