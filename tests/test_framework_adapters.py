@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,6 +36,7 @@ from pydantic_ai import Agent, BinaryContent, ModelRetry, ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+import mcpcore
 import mcpcore_anyio
 import mcpcore_threaded
 from mcpcore import Catalogue, Tool
@@ -366,6 +368,18 @@ def test_pydantic_ai_tool_error_is_a_model_retry_and_a_timeout_is_not_on_threads
                     None,
                     tools["demo__slow"],  # type: ignore[arg-type]
                 )
+            # tool_error="failed": the tool's own error is shown, with no request to retry
+            failed_toolset = McpcoreToolset(client, tool_error="failed")
+            with pytest.raises(ToolFailed, match="failed on purpose"):
+                await failed_toolset.call_tool("demo__fail", {}, None, tools["demo__fail"])  # type: ignore[arg-type]
+            raising = McpcoreToolset(client, tool_error="raise")
+            with pytest.raises(mcpcore.CallTimeout):
+                await raising.call_tool(
+                    "demo__slow",
+                    {"steps": 50, "delay": 0.2},
+                    None,
+                    tools["demo__slow"],  # type: ignore[arg-type]
+                )
 
         asyncio.run(main())
         # the sync path of the framework: run_sync drives the same toolset
@@ -639,13 +653,12 @@ def test_agents_schema_left_non_strict_when_it_cannot_be_strict(
 # --- a failed call, read once for the three -------------------------------------------------
 
 
-def _failing_server(running: RunningServer, slow_runs: list[float]) -> None:
-    """``slow`` outlasts any test's call timeout (each run noted in ``slow_runs``),
-    ``fail`` reports an error, ``gone`` is listed then taken away without notice."""
+def _failing_server(running: RunningServer) -> None:
+    """``slow`` outlasts any test's call timeout, ``fail`` reports an error, ``gone``
+    is listed, to be taken away without notice."""
 
     async def slow(arguments: dict[str, Any], ctx: Any) -> Any:
-        slow_runs.append(time.monotonic())
-        await asyncio.sleep(30)  # cancelled by the client's give-up or the server's close
+        await anyio.sleep(30)  # cancelled by the client's give-up or the server's close
         return {"content": [{"type": "text", "text": "late"}]}
 
     async def fail(arguments: dict[str, Any], ctx: Any) -> Any:
@@ -662,15 +675,23 @@ def _failing_server(running: RunningServer, slow_runs: list[float]) -> None:
     )
 
 
+def _slow_calls(running: RunningServer) -> int:
+    """How many ``tools/call`` of ``slow`` the server received (recorded on arrival)."""
+    return sum(
+        1
+        for r in running.server.requests_for("tools/call")
+        if isinstance(r.json, dict) and r.json.get("params", {}).get("name") == "slow"
+    )
+
+
 def test_a_failed_call_is_read_once_and_each_adapter_says_it_its_own_way() -> None:
     """One classification in mcpcore_tooling: a call the server refused as invalid
     params (it did not run) is retryable, an isError result is the tool's error, a
     timeout is unavailable (it may have run). pydantic-ai asks for a retry only for
     the first two: a timeout is ToolFailed, never ModelRetry; LangChain raises
     ToolException and the Agents SDK gets text, each message saying which it is."""
-    runs: list[float] = []
     with DemoServer().serve_in_thread() as running:
-        _failing_server(running, runs)
+        _failing_server(running)
         with mcpcore_threaded.McpClient("demo", {"url": running.url}, call_timeout=0.5) as client:
             assert client.ready(timeout=READY).ok
             running.server.set_tools(
@@ -695,6 +716,7 @@ def test_a_failed_call_is_read_once_and_each_adapter_says_it_its_own_way() -> No
                 agents_text = asyncio.run(agents[name].on_invoke_tool(_context(name, "{}"), "{}"))
                 assert isinstance(agents_text, str)
                 said[name] = (str(raised.value), asyncio.run(pydantic_ai(name)), agents_text)
+        slow_calls = _slow_calls(running)
     gone, fail, slow = said["demo__gone"], said["demo__fail"], said["demo__slow"]
     assert type(gone[1]) is ModelRetry and type(fail[1]) is ModelRetry
     assert type(slow[1]) is ToolFailed
@@ -704,13 +726,12 @@ def test_a_failed_call_is_read_once_and_each_adapter_says_it_its_own_way() -> No
         assert "\\x1b[31mred" in text and "\x1b" not in text
     for text in (*slow[::2], str(slow[1])):
         assert "did not finish within" in text and "it may have run" in text
-    assert len(runs) == 3  # once per adapter: nothing ran the slow call twice
+    assert slow_calls == 3  # once per adapter: nothing sent the slow call twice
 
 
 def test_pydantic_ai_agent_does_not_run_a_timed_out_call_again() -> None:
     """A model that obeys every retry prompt still calls the slow tool once: its
     timeout reaches the model as a failed result, not as a request to try again."""
-    runs: list[float] = []
     outcomes: list[str] = []
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -729,7 +750,7 @@ def test_pydantic_ai_agent_does_not_run_a_timed_out_call_again() -> None:
         return ModelResponse(parts=[TextPart("done")])
 
     with DemoServer().serve_in_thread() as running:
-        _failing_server(running, runs)
+        _failing_server(running)
 
         async def main() -> None:
             async with mcpcore_anyio.McpClient(
@@ -742,7 +763,7 @@ def test_pydantic_ai_agent_does_not_run_a_timed_out_call_again() -> None:
                 assert (await agent.run("go")).output == "done"
 
         asyncio.run(main())
-    assert outcomes == ["failed"] and len(runs) == 1
+        assert outcomes == ["failed"] and _slow_calls(running) == 1
 
 
 def test_agents_a_server_gone_after_listing_is_a_message_not_a_crash() -> None:
