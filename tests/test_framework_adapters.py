@@ -630,6 +630,11 @@ def test_agents_schema_left_non_strict_when_it_cannot_be_strict(
     assert made is None and "does not name" in why
     made, why = strict_schema({"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}})
     assert made is None and "$ref" in why
+    # an object whose properties are named in its branches only: closing it would
+    # refuse them all, so it stays non-strict
+    split = {"type": "object", "anyOf": [{"properties": {"a": {"type": "string"}}}]}
+    made, why = strict_schema({"type": "object", "properties": {"f": split}, "required": ["f"]})
+    assert made is None and why == "input.f names properties in anyOf only"
     made, _ = strict_schema(
         {"type": "object", "properties": {"x": {"type": "string", "default": "d"}}}
     )

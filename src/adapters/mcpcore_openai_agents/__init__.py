@@ -21,9 +21,10 @@ objects, array items and ``anyOf`` / ``oneOf`` / ``allOf`` branches), and a
 ``null`` the model sends for it is dropped before the call, so the server sees
 the property left out. A ``null`` for a property whose own schema accepts
 ``null`` is the model's answer, and is sent. Where the schema cannot be made
-strict (open objects, ``$ref``, a root ``anyOf``, …) the tool is left
-non-strict, nothing is dropped, and the logger ``mcpcore.openai_agents`` says
-why at debug level.
+strict (open objects, ``$ref``, a root ``anyOf``, an object that names some
+properties only in its ``anyOf`` / ``oneOf`` / ``allOf`` branches, …) the tool
+is left non-strict, nothing is dropped, and the logger ``mcpcore.openai_agents``
+says why at debug level.
 
 A result is the content as tool output (text, image, file). A failed call is
 read by ``mcpcore_tooling.classify`` and given to the model as text (server
@@ -88,6 +89,12 @@ def _nullable_optionals(schema: dict[str, Any], *, path: str) -> dict[str, Any]:
         properties = schema.get("properties") or {}
         if not isinstance(properties, dict):
             raise _NotStrict(f"{path} has properties that are not an object")
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            for option in schema.get(keyword) or ():
+                named = option.get("properties") if isinstance(option, dict) else None
+                if isinstance(named, dict) and set(named) - set(properties):
+                    # closed here, the object would refuse the very properties the branch names
+                    raise _NotStrict(f"{path} names properties in {keyword} only")
         required = _required(schema)
         for key, sub in properties.items():
             if not isinstance(sub, dict):
