@@ -16,16 +16,22 @@ works: an ``mcpcore_threaded`` one is called on a worker thread.
 
 **Strict schemas.** The model's strict mode needs every property required and
 no extra properties. Where the tool's schema allows it, the tool is strict: an
-optional property becomes required but nullable, and a ``null`` the model sends
-for it is dropped before the call, so the server sees the property left out.
-Where it does not (open objects, ``$ref``, a root ``anyOf``, …) the tool is
-left non-strict and the logger ``mcpcore.openai_agents`` says why at debug
-level.
+optional property becomes required but nullable, wherever it is (in nested
+objects, array items and ``anyOf`` / ``oneOf`` / ``allOf`` branches), and a
+``null`` the model sends for it is dropped before the call, so the server sees
+the property left out. A ``null`` for a property whose own schema accepts
+``null`` is the model's answer, and is sent. Where the schema cannot be made
+strict (open objects, ``$ref``, a root ``anyOf``, an object that names some
+properties only in its ``anyOf`` / ``oneOf`` / ``allOf`` branches, …) the tool
+is left non-strict, nothing is dropped, and the logger ``mcpcore.openai_agents``
+says why at debug level.
 
-A result is the content as tool output (text, image, file); a tool that
-reports an error or a call that times out gives the model a message saying
-so (server text escaped); an unavailable server or a transport failure
-raises, which the SDK turns into its failure message.
+A result is the content as tool output (text, image, file). A failed call is
+read by ``mcpcore_tooling.classify`` and given to the model as text (server
+text escaped), the way the SDK shows a tool's failure: a call the model can
+fix (``retryable``) says what to fix; a tool that reports an error
+(``tool_error``) gives its text; a timeout, a transport failure or a server
+that is down (``unavailable``) says so, and that the call may have run.
 """
 
 from __future__ import annotations
@@ -40,8 +46,8 @@ from agents import FunctionTool, ToolOutputFileContent, ToolOutputImage, ToolOut
 from agents.strict_schema import ensure_strict_json_schema
 from agents.tool_context import ToolContext
 
-from mcpcore import BackendError, CallTimeout, Tool, ToolOutput, escape_text
-from mcpcore_tooling import Binding, PlainBlock, bind, plain_blocks, provider_names
+from mcpcore import McpError, Tool, ToolOutput
+from mcpcore_tooling import Binding, PlainBlock, bind, classify, plain_blocks, provider_names
 
 __all__ = ["strict_schema", "tools_from"]
 
@@ -83,7 +89,13 @@ def _nullable_optionals(schema: dict[str, Any], *, path: str) -> dict[str, Any]:
         properties = schema.get("properties") or {}
         if not isinstance(properties, dict):
             raise _NotStrict(f"{path} has properties that are not an object")
-        required = set(schema.get("required") or ())
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            for option in schema.get(keyword) or ():
+                named = option.get("properties") if isinstance(option, dict) else None
+                if isinstance(named, dict) and set(named) - set(properties):
+                    # closed here, the object would refuse the very properties the branch names
+                    raise _NotStrict(f"{path} names properties in {keyword} only")
+        required = _required(schema)
         for key, sub in properties.items():
             if not isinstance(sub, dict):
                 raise _NotStrict(f"{path}.{key} is not a schema object")
@@ -101,6 +113,18 @@ def _nullable_optionals(schema: dict[str, Any], *, path: str) -> dict[str, Any]:
     items = schema.get("items")
     if isinstance(items, dict):
         schema["items"] = _nullable_optionals(items, path=f"{path}[]")
+    rest = schema.get("additionalItems")
+    if isinstance(rest, dict):
+        schema["additionalItems"] = _nullable_optionals(rest, path=f"{path}[]")
+    for keyword in ("prefixItems", "items"):  # tuples: 2020-12's prefixItems, older items
+        elements = schema.get(keyword)
+        if isinstance(elements, list):
+            schema[keyword] = [
+                _nullable_optionals(element, path=f"{path}[{index}]")
+                if isinstance(element, dict)
+                else element
+                for index, element in enumerate(elements)
+            ]
     for keyword in ("anyOf", "oneOf", "allOf"):
         options = schema.get(keyword)
         if isinstance(options, list):
@@ -113,23 +137,106 @@ def _nullable_optionals(schema: dict[str, Any], *, path: str) -> dict[str, Any]:
     return schema
 
 
-def _drop_nulls(value: Any, schema: Any) -> Any:
-    """Drop the nulls the model sent for properties the original schema did not require."""
-    if not isinstance(schema, dict):
+def _required(schema: dict[str, Any]) -> set[str]:
+    """The names an object schema requires (the rewrite and the drop read it alike)."""
+    return set(schema.get("required") or ())
+
+
+def _drop_nulls(value: Any, schemas: list[dict[str, Any]]) -> Any:
+    """``value`` without the nulls the strict rewrite let the model send.
+
+    ``schemas`` are the original (server's) schemas that apply to ``value``. A
+    ``null`` for a key is dropped when some applying object schema declares the
+    key optional (so the rewrite made it nullable) and none of its declarations
+    accepts ``null``: only the rewrite can have let it through. The walk follows
+    every place the rewrite went: properties, ``anyOf`` / ``oneOf`` / ``allOf``
+    branches, ``items``, ``prefixItems`` (and ``additionalProperties``, which a
+    strict schema never has open). It follows the schema, not the value, so it is
+    bounded by the schema's depth (which the SDK's strict check limits)."""
+    applying = [branch for schema in schemas for branch in _branches(schema)]
+    if not applying:
         return value
     if isinstance(value, dict):
-        properties = schema.get("properties")
-        if not isinstance(properties, dict):
-            return value
-        required = set(schema.get("required") or ())
-        return {
-            key: _drop_nulls(item, properties.get(key))
-            for key, item in value.items()
-            if not (item is None and key not in required)
-        }
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            declared = [
+                (schema, schema["properties"][key])
+                for schema in applying
+                if isinstance(schema.get("properties"), dict) and key in schema["properties"]
+            ]
+            if item is None and _rewrite_made_nullable(key, declared):
+                continue
+            inner = [sub for _, sub in declared if isinstance(sub, dict)]
+            if not declared:
+                inner = [
+                    schema["additionalProperties"]
+                    for schema in applying
+                    if isinstance(schema.get("additionalProperties"), dict)
+                ]
+            kept[key] = _drop_nulls(item, inner)
+        return kept
     if isinstance(value, list):
-        return [_drop_nulls(item, schema.get("items")) for item in value]
+        return [_drop_nulls(item, _element_schemas(applying, i)) for i, item in enumerate(value)]
     return value
+
+
+def _branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """``schema`` and, in depth, the ``anyOf`` / ``oneOf`` / ``allOf`` branches under
+    it: every schema that may apply to the same value."""
+    found: list[dict[str, Any]] = []
+    pending = [schema]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            options = current.get(keyword)
+            if isinstance(options, list):
+                pending.extend(option for option in options if isinstance(option, dict))
+    return found
+
+
+def _element_schemas(applying: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
+    """The schemas that apply to an array's element at ``index``."""
+    found: list[Any] = []
+    for schema in applying:
+        prefix, items = schema.get("prefixItems"), schema.get("items")
+        if isinstance(prefix, list):  # 2020-12: prefixItems, then items for the rest
+            found.append(prefix[index] if index < len(prefix) else items)
+        elif isinstance(items, list):  # before 2020-12: items as a tuple, then additionalItems
+            found.append(items[index] if index < len(items) else schema.get("additionalItems"))
+        else:
+            found.append(items)
+    return [schema for schema in found if isinstance(schema, dict)]
+
+
+def _rewrite_made_nullable(key: str, declared: list[tuple[dict[str, Any], Any]]) -> bool:
+    """Whether a ``null`` for ``key`` can only have come from the strict rewrite."""
+    optional = any(key not in _required(schema) for schema, _ in declared)
+    return optional and not any(_accepts_null(sub) for _, sub in declared)
+
+
+def _accepts_null(schema: Any) -> bool:
+    """Whether ``schema`` (as the server wrote it) accepts ``null``; when it cannot
+    tell (a ``$ref``, a keyword it does not read) it says yes, so the null is sent
+    and the server decides."""
+    if not isinstance(schema, dict):
+        return schema is not False
+    if "const" in schema and schema["const"] is not None:
+        return False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and None not in enum:
+        return False
+    kinds = schema.get("type")
+    if isinstance(kinds, str) and kinds != "null":
+        return False
+    if isinstance(kinds, list) and "null" not in kinds:
+        return False
+    for keyword in ("anyOf", "oneOf"):
+        options = schema.get(keyword)
+        if isinstance(options, list) and not any(_accepts_null(o) for o in options):
+            return False
+    all_of = schema.get("allOf")
+    return not (isinstance(all_of, list) and not all(_accepts_null(o) for o in all_of))
 
 
 def _function_tool(name: str, tool: Tool, binding: Binding, strict: bool) -> FunctionTool:
@@ -148,7 +255,7 @@ def _function_tool(name: str, tool: Tool, binding: Binding, strict: bool) -> Fun
         if not isinstance(arguments, dict):
             return "the arguments must be a JSON object"
         if made is not None:
-            arguments = _drop_nulls(arguments, original)
+            arguments = _drop_nulls(arguments, [original])
         try:
             if binding.call_async is not None:
                 output = await binding.call_async(tool.id, arguments)
@@ -156,10 +263,11 @@ def _function_tool(name: str, tool: Tool, binding: Binding, strict: bool) -> Fun
                 call_sync = binding.call_sync
                 assert call_sync is not None
                 output = await anyio.to_thread.run_sync(call_sync, tool.id, arguments)
-        except BackendError as exc:
-            return f"the tool reported an error: {escape_text(exc.text)}"
-        except CallTimeout as exc:
-            return str(exc)
+        except McpError as exc:
+            failure = classify(exc)
+            if failure.kind == "tool_error":
+                return f"the tool reported an error: {failure.message}"
+            return failure.message
         return _output(output)
 
     return FunctionTool(

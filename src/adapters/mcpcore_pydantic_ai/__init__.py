@@ -20,9 +20,21 @@ input schema.
 A call goes through the client (an ``mcpcore_threaded`` one runs on a worker
 thread). The return value is the result's ``structuredContent`` when it has
 one, otherwise its content: a string for one text block, ``BinaryContent`` for
-an image, audio or file, a list when there are several. A tool that reports an
-error, a timeout or an unavailable server raises ``ModelRetry`` with a message
-safe to show (``tool_error="raise"`` raises the mcpcore error instead).
+an image, audio or file, a list when there are several.
+
+A failed call is read by ``mcpcore_tooling.classify``; every message is safe to
+show (server text escaped):
+
+- ``retryable`` (the call was not run: arguments the client or the server
+  refused, an unknown tool): ``ModelRetry``, so the model can fix the call;
+- ``tool_error`` (the tool ran and reported an error): ``ModelRetry`` with the
+  tool's text, as pydantic-ai's own MCP toolset does; ``tool_error="failed"``
+  makes it ``ToolFailed`` (shown to the model, no request to try again);
+- ``unavailable`` (a timeout, a transport failure, a server that is down):
+  ``ToolFailed``, never ``ModelRetry``: the call may have run, and a second
+  one must be the model's choice, not pydantic-ai's prompt.
+
+``tool_error="raise"`` raises the mcpcore error instead, whatever its kind.
 """
 
 from __future__ import annotations
@@ -31,13 +43,13 @@ import base64
 from typing import Any, Literal
 
 import anyio.to_thread
-from pydantic_ai import BinaryContent, ModelRetry, RunContext
+from pydantic_ai import BinaryContent, ModelRetry, RunContext, ToolFailed
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from mcpcore import BackendError, McpError, ToolOutput, escape_text
-from mcpcore_tooling import PlainBlock, bind, plain_blocks, provider_names
+from mcpcore import McpError, ToolOutput
+from mcpcore_tooling import PlainBlock, bind, classify, plain_blocks, provider_names
 
 __all__ = ["McpcoreToolset"]
 
@@ -56,10 +68,10 @@ class McpcoreToolset(AbstractToolset[Any]):
         *,
         id: str | None = None,
         max_retries: int = 1,
-        tool_error: Literal["retry", "raise"] = "retry",
+        tool_error: Literal["retry", "failed", "raise"] = "retry",
     ) -> None:
-        if tool_error not in ("retry", "raise"):
-            raise ValueError("tool_error must be 'retry' or 'raise'")
+        if tool_error not in ("retry", "failed", "raise"):
+            raise ValueError("tool_error must be 'retry', 'failed' or 'raise'")
         self._binding = bind(source)
         self._id = id
         self._max_retries = max_retries
@@ -113,8 +125,12 @@ class McpcoreToolset(AbstractToolset[Any]):
         except McpError as exc:
             if self._tool_error == "raise":
                 raise
-            text = escape_text(exc.text) if isinstance(exc, BackendError) else str(exc)
-            raise ModelRetry(text or str(exc)) from exc
+            failure = classify(exc)
+            if failure.kind == "retryable" or (
+                failure.kind == "tool_error" and self._tool_error == "retry"
+            ):
+                raise ModelRetry(failure.message) from exc
+            raise ToolFailed(failure.message) from exc
         return _value(output)
 
 

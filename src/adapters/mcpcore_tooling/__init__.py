@@ -5,12 +5,16 @@ each turn a hub or a client into their framework's tools. The parts that do
 not depend on the framework live here, once:
 
 - ``provider_names``: tool ids made safe for a model provider's function
-  names (``server__tool``, at most 64 characters of ``a-z A-Z 0-9 _ -``),
-  with a collision refused as a hub refuses two servers of one name;
+  names (``server__tool``, at most 64 characters of ``a-z A-Z 0-9 _ -``);
+  a tool whose name would repeat an earlier one's is dropped with a warning,
+  as the catalogue drops a repeated id, and every other tool is kept;
 - ``bind``: a hub or client of either driver → its tools and one way to call
   them (async or blocking), with the tool's time limit;
 - ``plain_blocks``: a result's content blocks as plain data a framework can
-  wrap (text, image, audio, file), server text untouched but bounded.
+  wrap (text, image, audio, file), server text untouched but bounded;
+- ``classify``: a failed call as ``retryable``, ``tool_error`` or
+  ``unavailable``, with the message a model should see (``_failures.py``),
+  which each adapter maps to its framework's own way of saying so.
 
 Nothing here decides anything about MCP: calls go through the client, which
 applies every rule (deadlines, cancellation, rendering, errors).
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -37,15 +42,23 @@ from mcpcore import (
     ToolOutput,
 )
 
+from ._failures import INVALID_PARAMS, Failure, FailureKind, classify
+
 __all__ = [
+    "INVALID_PARAMS",
     "MAX_NAME",
     "Binding",
+    "Failure",
+    "FailureKind",
     "PlainBlock",
     "bind",
+    "classify",
     "plain_blocks",
     "provider_name",
     "provider_names",
 ]
+
+_log = logging.getLogger("mcpcore.tooling")
 
 MAX_NAME = 64  # OpenAI, Anthropic and Gemini all accept ^[a-zA-Z0-9_-]{1,64}$
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -67,19 +80,35 @@ def provider_name(tool: Tool, *, separator: str = "/") -> str:
 
 
 def provider_names(tools: Iterable[Tool], *, separator: str = "/") -> dict[str, Tool]:
-    """Provider-safe name → tool, in listing order; ``ValueError`` naming both ids
-    when two tools would get one name (a model could not tell them apart)."""
+    """Provider-safe name → tool, in listing order. A tool whose name an earlier tool
+    already has (``get.item`` and ``get_item``: a model could not tell them apart) is
+    left out, the first one wins, and a warning on ``mcpcore.tooling`` names both ids
+    (once per pair, however often the tools are read again)."""
     named: dict[str, Tool] = {}
     for tool in tools:
         name = provider_name(tool, separator=separator)
         taken = named.get(name)
-        if taken is not None:
-            raise ValueError(
-                f"tools {taken.id!r} and {tool.id!r} would both be named {name!r}; "
-                "rename one server or leave one of them out"
+        if taken is None:
+            named[name] = tool
+            continue
+        pair = (taken.id, tool.id)
+        if pair not in _warned:
+            if len(_warned) >= _MAX_WARNED:  # bounded: a long-lived host re-lists often
+                _warned.clear()
+            _warned.add(pair)
+            # ids are checked segments (T1): a-z 0-9 _ - . and the separator only
+            _log.warning(
+                "left out tool %r: it would be named %r, as tool %r is (the first one "
+                "wins); rename one of them on the server, or leave one out with exclude=",
+                tool.id,
+                name,
+                taken.id,
             )
-        named[name] = tool
     return named
+
+
+_MAX_WARNED = 1024
+_warned: set[tuple[str, str]] = set()  # collisions already warned about
 
 
 @dataclass(frozen=True, slots=True)
