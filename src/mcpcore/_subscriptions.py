@@ -8,11 +8,14 @@ change, ``resourcesListChanged`` / ``promptsListChanged`` for an
 ``on_list_changed`` hook when the server declares them, and
 ``resourceSubscriptions`` with the URIs the host subscribed to. A result ends
 the stream gracefully; a broken stream is opened again after the backoff,
-with a fresh listing, since nothing is replayed (M67); the acknowledgement of
-a stream that came up restarts the backoff; closing the client closes the
-stream (M68). When the filter changes, a stream with the new filter is
-opened first and the old one is closed once the new one is acknowledged, so
-no notification falls in a gap between them.
+with a fresh listing, since nothing is replayed (M67). The backoff grows
+across acknowledgements: a server that acknowledges the stream and then breaks
+it each time is not re-opened (and re-listed) every ``backoff_first``
+forever; only a stream that stayed up a healthy while (``backoff_max``, the
+longest wait between attempts) starts the backoff from its first step again.
+Closing the client closes the stream (M68). When the filter changes, a stream
+with the new filter is opened first and the old one is closed once the new one
+is acknowledged, so no notification falls in a gap between them.
 
 ``ResourceSubscriptions`` owns the set of URIs the host subscribed to. In the
 handshake era each change is a ``resources/subscribe`` / ``resources/unsubscribe``
@@ -103,6 +106,8 @@ class Listener:
         self.acknowledged_id: int | None = None
         self._reopen_at: float | None = None
         self._failures = 0
+        # M67: when the current stream was acknowledged (None: not yet, or none).
+        self._up_since: float | None = None
 
     # The host's subscription changes waiting for a stream's acknowledgement are
     # this stream's too: their deadlines, ids and cancelling go through here.
@@ -144,14 +149,16 @@ class Listener:
             wanted["resourceSubscriptions"] = list(s.subscriptions.uris)
         return wanted
 
-    def acknowledged(self, params: Mapping[str, Any]) -> None:
-        """M64, M67: a stream is up: the next loss starts the backoff afresh; streams
-        with an older filter close; the host's subscriptions learn what was agreed."""
+    def acknowledged(self, params: Mapping[str, Any], now: float) -> None:
+        """M64, M67: a stream is up (since ``now``: whether it stays up a healthy
+        while decides the next loss's backoff); streams with an older filter close;
+        the host's subscriptions learn what was agreed."""
         meta = params.get("_meta")
         stream = meta.get(_SUBSCRIPTION_ID) if isinstance(meta, Mapping) else None
         if self.listen_id is None or (stream is not None and stream != self.listen_id):
             return  # an older stream's acknowledgement: it changes nothing
-        self._failures = 0
+        if self.acknowledged_id != self.listen_id:
+            self._up_since = now
         self.acknowledged_id = self.listen_id
         self._retire()
         agreed = params.get("notifications")
@@ -168,7 +175,7 @@ class Listener:
                 self._s.path.dropped.append(stream)
         self._retiring = []
         self.listen_id = self.acknowledged_id = None
-        self._reopen_at = None
+        self._reopen_at = self._up_since = None
 
     def maybe_listen(self, now: float) -> None:
         """M63: on a modern server, listen when the host wants anything it offers."""
@@ -201,6 +208,9 @@ class Listener:
         self._retiring = []
 
     def open(self, now: float, *, relist: bool) -> None:
+        up_since = self._up_since
+        if up_since is not None and now - up_since >= self._s.options.backoff_max:
+            self._failures = 0  # M67: a stream replaced after a healthy while (a new filter)
         wanted = self.wanted()
         pending = self._s.path.issue(
             LISTEN,
@@ -210,7 +220,7 @@ class Listener:
             on_failed=self._listen_broke,
         )
         self.listen_id = pending.call_id
-        self.acknowledged_id = None
+        self.acknowledged_id = self._up_since = None
         if relist and self._s.options.auto_refresh and "toolsListChanged" in wanted:
             self._s.tools.queue_refresh(-1, now)  # M67: nothing is replayed; list again
 
@@ -227,7 +237,8 @@ class Listener:
             return
         if pending.call_id != self.listen_id:
             return
-        self.listen_id = self.acknowledged_id = None
+        up_since = self._up_since
+        self.listen_id = self.acknowledged_id = self._up_since = None
         self._retire()  # the next stream carries everything wanted
         self._s.subscriptions.listen_lost(
             pending.call_id,
@@ -236,11 +247,16 @@ class Listener:
         )
         if error is None or not self._s.ready:
             return
+        options = self._s.options
+        if up_since is not None and now - up_since >= options.backoff_max:
+            # M67: it stayed up a healthy while: this loss is a new run of trouble.
+            # A stream broken soon after its acknowledgement is not: the backoff goes
+            # on growing, so such a server is re-opened (and re-listed) at most about
+            # once per backoff_max, not every backoff_first forever.
+            self._failures = 0
         self._failures += 1
         delay = backoff_delay(
-            self._failures,
-            first=self._s.options.backoff_first,
-            maximum=self._s.options.backoff_max,
+            self._failures, first=options.backoff_first, maximum=options.backoff_max
         )
         self._reopen_at = now + delay
 
@@ -476,12 +492,12 @@ class ResourceSubscriptions:
             error,
         )
 
-    def notified(self, method: str, params: Mapping[str, Any]) -> None:
+    def notified(self, method: str, params: Mapping[str, Any], now: float) -> None:
         """M64, F2, F5: a listen stream's acknowledgement; a notification about
         resources or prompts, as an event."""
         s = self._s
         if method == "notifications/subscriptions/acknowledged":
-            s.listener.acknowledged(params)
+            s.listener.acknowledged(params, now)
         elif method == "notifications/resources/updated":
             uri, title = params.get("uri"), params.get("title")
             if not isinstance(uri, str):
