@@ -64,6 +64,7 @@ class TaskServerState:
     updates: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
+    received: list[dict[str, Any]] = field(default_factory=list)  # every message, as sent
     stop: threading.Event = field(default_factory=threading.Event)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -74,6 +75,7 @@ class TaskServerState:
         meta = params.get("_meta") or {}
         with self.lock:
             self.methods.append(str(method))
+            self.received.append(message)
         declared = TASKS in ((meta.get("io.modelcontextprotocol/clientCapabilities") or {}).get("extensions") or {})
         if rid is None:
             return None

@@ -182,7 +182,7 @@ class Listener:
         if self._s.modern and self.listen_id is None and self.wanted():
             self.open(now, relist=False)
 
-    def update(self, now: float) -> int | None:
+    def update(self, now: float, meta: Mapping[str, Any] | None = None) -> int | None:
         """F2: what the host wants changed: a stream with the new filter, the old one
         closed once it is acknowledged. The new stream's id, or None when nothing is
         wanted any more (the stream is closed at once)."""
@@ -196,7 +196,7 @@ class Listener:
             self._retiring.append(self.listen_id)
             self.listen_id = None
         self._reopen_at = None
-        self.open(now, relist=False)
+        self.open(now, relist=False, meta=meta)
         return self.listen_id
 
     def _retire(self) -> None:
@@ -207,14 +207,19 @@ class Listener:
                 path.abandon(pending, "its filter changed")  # M58: the stream closes
         self._retiring = []
 
-    def open(self, now: float, *, relist: bool) -> None:
+    def open(self, now: float, *, relist: bool, meta: Mapping[str, Any] | None = None) -> None:
+        """Open a stream with what is wanted now; ``meta``: the trace context of the
+        host's subscription change that opens it (V2)."""
         up_since = self._up_since
         if up_since is not None and now - up_since >= self._s.options.backoff_max:
             self._failures = 0  # M67: a stream replaced after a healthy while (a new filter)
         wanted = self.wanted()
+        params: dict[str, Any] = {"notifications": wanted}
+        if meta:
+            params["_meta"] = dict(meta)
         pending = self._s.path.issue(
             LISTEN,
-            {"notifications": wanted},
+            params,
             now,
             on_done=self._listen_ended,
             on_failed=self._listen_broke,
@@ -370,7 +375,7 @@ class ResourceSubscriptions:
             return call_id
         if subscribe:
             self._uris[uri] = None
-        stream = listener.update(now)
+        stream = listener.update(now, self._s.path.traced.get(call_id))
         if stream is None:
             # Nothing is wanted any more: no stream to wait for, every change is done.
             done = [(call_id, uri)] + [(c, w.uri) for c, w in self._waiting.items()]
