@@ -6,6 +6,7 @@ ended once, with the trace context in ``params._meta``. The drivers' spans are i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,3 +96,34 @@ def test_V2_a_handshake_request_left_unanswered_ends_with_the_attempt_or_on_clos
     link.pump()
     assert [e.error_type for e in recorder.ended] == ["CallTimeout", "cancelled"]
     assert len(recorder.started) == 2
+
+
+class Stamping(Recorder):
+    """Each request gets its own trace context (its call id in the span id's place)."""
+
+    def request_started(self, request: RequestStarted) -> Mapping[str, Any]:
+        self.started.append(request)
+        return {"traceparent": f"00-{'0' * 32}-{request.call_id:016x}-01"}
+
+
+def test_V2_Q4_a_resumed_call_is_told_and_carries_its_own_trace_context_not_the_paused_calls() -> None:
+    from mcpcore import CallSucceeded, ElicitResult
+    from test_modern import calls
+    from test_resume import ASKED, paused_call
+
+    link, server, _, paused = paused_call([ASKED])
+    recorder = Stamping()
+    link.engine.observer = recorder
+    answers = {"which": ElicitResult.accept({"branch": "main"})}
+    # as a traced paused call keeps it: the trace context of a span that has ended
+    params = {**paused.continuation.params, "_meta": {"tenant": "t1", "traceparent": "00-stale-01"}}
+    continuation = dataclasses.replace(paused.continuation, params=params)
+    again = link.engine.resume(continuation, answers, link.now)
+    link.pump()
+    assert any(isinstance(e, CallSucceeded) and e.call_id == again for e in link.events)
+    (started,) = recorder.started
+    assert (started.method, started.tool, started.call_id) == ("tools/call", "echo", again)
+    assert recorder.outcome("tools/call") == [(None, None)]
+    resumed = calls(server)[-1]["params"]["_meta"]
+    assert resumed["traceparent"] == f"00-{'0' * 32}-{again:016x}-01"
+    assert resumed["tenant"] == "t1"  # the host's own keys of the paused call stay
