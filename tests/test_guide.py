@@ -121,3 +121,16 @@ def test_the_option_table_lists_every_option_with_its_default() -> None:
         assert rows[name].strip() == f"`{value!r}`".replace("'", '"'), name
     for field in dataclasses.fields(HttpLimits):
         assert f"`{field.name}`" in section, field.name
+
+
+def test_X2_the_error_tables_name_every_public_exception() -> None:
+    """Issue 37: "When a call fails" has a row for every public exception of mcpcore."""
+    section = _section("When a call fails")
+    rows = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
+    public = {
+        name
+        for name in mcpcore.__all__
+        if isinstance(getattr(mcpcore, name), type) and issubclass(getattr(mcpcore, name), mcpcore.McpError)
+    }
+    assert public - {"McpError"} <= rows, sorted(public - rows - {"McpError"})
+    assert rows <= public, sorted(rows - public)

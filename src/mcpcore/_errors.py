@@ -38,7 +38,9 @@ __all__ = [
     "NotOffered",
     "ProtocolError",
     "RemoteProtocolError",
+    "RequestRefused",
     "ResourceNotFound",
+    "ServerError",
     "TransportError",
     "Unavailable",
     "UnknownTool",
@@ -168,8 +170,21 @@ class CallTimeout(TransportError):
 _BACKEND_EXCERPT = 300
 
 
-class BackendError(McpError):
-    """The tool ran and reported ``isError: true`` (K4).
+class ServerError(McpError):
+    """The server kept to the protocol and answered with a failure of its own (X2).
+
+    A tool's error result or a JSON-RPC error answer to a call is a
+    ``BackendError``; a JSON-RPC error answer to a read, a listing, a prompt or
+    a completion is a ``RequestRefused``. Unlike a ``RemoteProtocolError`` (the
+    server broke the protocol) or a ``TransportError`` (it could not be
+    reached), the server is up and said no: the same request will likely get
+    the same answer. ``rpc_code`` is the JSON-RPC code when there was one.
+    """
+
+
+class BackendError(ServerError):
+    """The tool ran and reported ``isError: true`` (K4), or the server answered the
+    call with a JSON-RPC error.
 
     ``text`` is the tool's rendered output, raw and complete. It is **untrusted
     server text**: it may be very long and may hold terminal escapes or other
@@ -211,7 +226,19 @@ class Cancelled(McpError):
         self.server = server
 
 
-class ResourceNotFound(McpError):
+class RequestRefused(ServerError):
+    """The server refused a request with a JSON-RPC error answer (F2–F7, issue 37):
+    a resource's read, a listing of resources, templates or prompts, a prompt, a
+    completion. ``method`` names the request; ``detail`` is the answer's code and
+    message, escaped and cut short (server text, X1); ``rpc_code`` its code."""
+
+    def __init__(self, method: str, *, detail: str = "") -> None:
+        super().__init__(f"{method} failed ({detail})" if detail else f"{method} was refused")
+        self.method = method
+        self.detail = detail
+
+
+class ResourceNotFound(RequestRefused):
     """The server has no resource at ``uri`` (F2): its answer to ``resources/read``
     was -32002 (the handshake era's code) or -32602 (2026-07-28's, and what
     deployed handshake-era servers send). ``detail`` is that answer's code and
@@ -219,9 +246,10 @@ class ResourceNotFound(McpError):
 
     def __init__(self, uri: str, *, detail: str = "") -> None:
         shown = excerpt(uri, 200)
-        super().__init__(
-            f"the server has no resource {shown!r}" + (f" ({detail})" if detail else "")
+        McpError.__init__(
+            self, f"the server has no resource {shown!r}" + (f" ({detail})" if detail else "")
         )
+        self.method = "resources/read"
         self.uri = uri
         self.detail = detail
 
@@ -295,6 +323,8 @@ for _public in (
     CallTimeout,
     BackendError,
     Cancelled,
+    ServerError,
+    RequestRefused,
     ResourceNotFound,
     NotOffered,
     Unavailable,

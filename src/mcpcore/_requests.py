@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._errors import LimitExceeded, McpError, RemoteProtocolError
+from ._errors import LimitExceeded, McpError, RemoteProtocolError, RequestRefused
 from ._escape import excerpt
 from ._events import ProgressReceived
 from ._jsonrpc import ErrorResponse, Message, Notification, Request
@@ -47,6 +47,7 @@ __all__ = [
     "RequestPath",
     "error_detail",
     "read_page",
+    "refused_by_server",
     "register",
 ]
 
@@ -63,6 +64,12 @@ def _as_is(result: dict[str, Any], pending: Pending) -> object:
 
 def _rpc_error(message: ErrorResponse, pending: Pending, modern: bool) -> McpError:
     return RemoteProtocolError(f"{pending.kind.method} failed ({error_detail(message)})")
+
+
+def refused_by_server(message: ErrorResponse, pending: Pending, modern: bool) -> McpError:
+    """A feature's request answered with a JSON-RPC error: the server's own refusal,
+    not a break of the protocol (``RequestRefused``)."""
+    return RequestRefused(pending.kind.method, detail=error_detail(message))
 
 
 def _is_number(value: object) -> bool:

@@ -60,7 +60,7 @@ from ._events import (
     ResourcesListChanged,
     ResourceUpdated,
 )
-from ._requests import Pending, RequestKind, register
+from ._requests import Pending, RequestKind, refused_by_server, register
 
 if TYPE_CHECKING:
     from ._session import ClientSession
@@ -79,10 +79,22 @@ def _nothing(result: dict[str, Any], pending: Pending) -> object:
 # F2, handshake era only (M71: never sent at 2026-07-28). Each changes what the
 # server sends, and sending one twice is harmless: sent again after a broken stream.
 SUBSCRIBE = register(
-    RequestKind(method="resources/subscribe", parse=_nothing, resend=True, name_param="uri")
+    RequestKind(
+        method="resources/subscribe",
+        parse=_nothing,
+        refused=refused_by_server,
+        resend=True,
+        name_param="uri",
+    )
 )
 UNSUBSCRIBE = register(
-    RequestKind(method="resources/unsubscribe", parse=_nothing, resend=True, name_param="uri")
+    RequestKind(
+        method="resources/unsubscribe",
+        parse=_nothing,
+        refused=refused_by_server,
+        resend=True,
+        name_param="uri",
+    )
 )
 
 _SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
