@@ -132,11 +132,26 @@ class RemoteProtocolError(ProtocolError):
     """The server sent something the protocol does not allow (P0, P5)."""
 
 
+#: How a user raises each bound a client takes (issue 37): named in the message.
+_RAISED_WITH = {
+    "max_message_size": "limits=HttpLimits(max_message_size=...)",
+    "max_read_size": "limits=HttpLimits(max_read_size=...)",
+    "max_sse_line": "limits=HttpLimits(max_sse_line=...)",
+    # a local server's line: the larger of the two bounds (HttpLimits.stdio_line_limit)
+    "max_line_size": "limits=HttpLimits(max_message_size=..., max_read_size=...)",
+    "max_pages": "max_pages=...",
+    "max_tools": "max_tools=...",
+}
+
+
 class LimitExceeded(RemoteProtocolError):
-    """A configured bound was overrun (P6). ``limit_name`` and ``limit`` name it."""
+    """A configured bound was overrun (P6). ``limit_name`` and ``limit`` name it; the
+    message says which client option raises it."""
 
     def __init__(self, limit_name: str, limit: int, what: str) -> None:
-        super().__init__(f"{what} exceeds the {limit_name} limit of {limit}")
+        how = _RAISED_WITH.get(limit_name)
+        hint = f"; the client option {how} raises it" if how else ""
+        super().__init__(f"{what} exceeds the {limit_name} limit of {limit}{hint}")
         self.limit_name = limit_name
         self.limit = limit
 
