@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +65,11 @@ class TaskServerState:
     updates: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
+    received: list[dict[str, Any]] = field(default_factory=list)  # every message, as sent
+    # M67: declare tools.listChanged, and acknowledge each subscriptions/listen, then
+    # end its stream at once (no result: a broken stream); when each one came
+    flaky_listen: bool = False
+    listens: list[float] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -74,6 +80,7 @@ class TaskServerState:
         meta = params.get("_meta") or {}
         with self.lock:
             self.methods.append(str(method))
+            self.received.append(message)
         declared = TASKS in ((meta.get("io.modelcontextprotocol/clientCapabilities") or {}).get("extensions") or {})
         if rid is None:
             return None
@@ -82,7 +89,10 @@ class TaskServerState:
                 rid,
                 {
                     "supportedVersions": [V],
-                    "capabilities": {"tools": {}, "extensions": {TASKS: {}}},
+                    "capabilities": {
+                        "tools": {"listChanged": True} if self.flaky_listen else {},
+                        "extensions": {TASKS: {}},
+                    },
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tasks", "version": "1"}},
                 },
             )
@@ -193,6 +203,15 @@ def task_server() -> Iterator[tuple[str, TaskServerState]]:
                 self._send(400, b"")
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
+            if state.flaky_listen and message.get("method") == "subscriptions/listen":
+                state.listens.append(time.monotonic())
+                ack = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": {"notifications": message["params"]["notifications"]},
+                }
+                self._send(200, f"data: {json.dumps(ack)}\n\n".encode(), b"text/event-stream")
+                return
             reply = state.answer(message, headers)
             if reply is None:
                 self._send(202, b"")

@@ -483,6 +483,8 @@ async def test_P6_oversized_response_names_the_limit(driver: str) -> None:
                 with pytest.raises(LimitExceeded) as info:
                     await client.call("demo/echo", {"text": "x" * 5000})
                 assert info.value.limit_name == "max_message_size"
+                # issue 37: the error says how to raise it
+                assert "limits=HttpLimits(max_message_size=...)" in str(info.value)
 
 
 async def test_P5_garbage_fails_only_that_call(driver: str) -> None:

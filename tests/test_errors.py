@@ -17,6 +17,9 @@ from mcpcore import (
     McpError,
     ProtocolError,
     RemoteProtocolError,
+    RequestRefused,
+    ResourceNotFound,
+    ServerError,
     TransportError,
     Unavailable,
     UnknownTool,
@@ -36,7 +39,9 @@ from mcpcore._escape import excerpt
         (LimitExceeded("max_pages", 3, "pages"), (RemoteProtocolError, McpError)),
         (TransportError("down"), (McpError,)),
         (CallTimeout("slow", tool="s/t", budget=1.0), (TransportError, McpError)),
-        (BackendError("oops", tool="s/t"), (McpError,)),
+        (BackendError("oops", tool="s/t"), (ServerError, McpError)),
+        (RequestRefused("prompts/get", detail="-1: no"), (ServerError, McpError)),
+        (ResourceNotFound("a://x"), (RequestRefused, ServerError, McpError)),
         (Unavailable("down", server="s"), (McpError,)),
         (UnknownTool("s/x"), (McpError,)),
     ],
@@ -172,6 +177,8 @@ def _instances() -> list[McpError]:
         mcpcore.InputError("the elicit hook raised", hook="elicit", outcome="raised"),
         mcpcore.UrlElicitationRequired("visit a URL first"),
         mcpcore.NotOffered("resources.subscribe", server="s", uri="a://x"),
+        mcpcore.ServerError("the server said no"),
+        mcpcore.RequestRefused("prompts/get", detail="-32602: unknown prompt"),
     ]
 
 

@@ -151,3 +151,16 @@ def test_the_guide_names_every_log_message_field() -> None:
     sentence = guide.split("each one as a `LogMessage` (", 1)[1].split(")", 1)[0]
     for field in dataclasses.fields(mcpcore.LogMessage):
         assert f"`{field.name}`" in sentence, field.name
+
+
+def test_X2_the_error_tables_name_every_public_exception() -> None:
+    """Issue 37: "When a call fails" has a row for every public exception of mcpcore."""
+    section = _section("When a call fails")
+    rows = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
+    public = {
+        name
+        for name in mcpcore.__all__
+        if isinstance(getattr(mcpcore, name), type) and issubclass(getattr(mcpcore, name), mcpcore.McpError)
+    }
+    assert public - {"McpError"} <= rows, sorted(public - rows - {"McpError"})
+    assert rows <= public, sorted(rows - public)

@@ -8,6 +8,7 @@ turn it into the legacy and broken shapes the probe must read.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import logging
 from collections.abc import Callable
@@ -649,13 +650,40 @@ def test_M63_M66_M67_list_changes_come_through_subscriptions_listen_and_a_loss_r
     assert link.engine.finished and server.problems == []
 
 
-def test_M67_a_listen_that_was_acknowledged_starts_the_backoff_afresh() -> None:
-    """M64: the first frame on the listen stream acknowledges it; the client takes that
-    acknowledgement as the stream being up.
-    """
+_ACK = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"notifications": {"toolsListChanged": True}}}
+
+
+def test_M67_a_stream_broken_soon_after_each_acknowledgement_backs_off_more_each_time() -> None:
+    """M67: a server that acknowledges ``subscriptions/listen`` and breaks it at once, each
+    time, is re-opened (and its tools re-listed) after 1, 2, 4, 8... seconds, not every
+    ``backoff_first`` forever: an acknowledgement alone does not restart the backoff."""
     server = ModernFake(capabilities={"tools": {"listChanged": True}})
     opened: list[float] = []
-    ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"notifications": {"toolsListChanged": True}}}
+
+    def hook(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+        if message["method"] != "subscriptions/listen":
+            return None
+        opened.append(link.now)
+        return Reply(200, SSE, [sse(_ACK)], finish="fail")  # up, then lost at once
+
+    server.hook = hook
+    link = link_to(server, auto_refresh=True, start=False)
+    link.start()
+    ready_event(link)
+    lists_before = server.methods().count("tools/list")
+    link.advance(120)
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(opened)]
+    assert gaps == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+    # each re-open lists again (nothing is replayed): 6 listings in two minutes, not 120
+    assert server.methods().count("tools/list") - lists_before == 6
+    assert server.problems == []
+
+
+def test_M67_a_stream_that_stayed_up_a_healthy_while_starts_the_backoff_afresh() -> None:
+    """M64: the first frame on the listen stream acknowledges it; a stream that then stayed
+    up for ``backoff_max`` counts as healthy, so its loss waits ``backoff_first`` again."""
+    server = ModernFake(capabilities={"tools": {"listChanged": True}})
+    opened: list[float] = []
 
     def hook(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
         if message["method"] != "subscriptions/listen":
@@ -663,9 +691,7 @@ def test_M67_a_listen_that_was_acknowledged_starts_the_backoff_afresh() -> None:
         opened.append(link.now)
         if len(opened) <= 6:
             return Reply(200, SSE, [], finish="fail")  # lost before it was up
-        if len(opened) == 7:
-            return Reply(200, SSE, [sse(ack)], finish="fail")  # up, then lost
-        return Reply(200, SSE, [sse(ack)], finish="stall")
+        return Reply(200, SSE, [sse(_ACK)], finish="stall")  # up, and it stays up
 
     server.hook = hook
     link = link_to(server, auto_refresh=True, start=False)
@@ -673,7 +699,10 @@ def test_M67_a_listen_that_was_acknowledged_starts_the_backoff_afresh() -> None:
     ready_event(link)
     link.advance(1 + 2 + 4 + 8 + 16 + 32 + 0.5)
     assert len(opened) == 7
-    link.advance(1.0)  # the seventh stream had been up: one second, not sixty
+    link.advance(60.0)  # up for backoff_max: healthy
+    [seventh] = [r.exchange_id for r in link.requests if r.body and json.loads(r.body).get("method") == "subscriptions/listen"][-1:]
+    link.engine.response_failed(seventh, TransportFailure(FailureKind.RESET), link.now)
+    link.advance(1.0)  # one second, not sixty
     assert len(opened) == 8
 
 

@@ -126,7 +126,7 @@ def follows_nothing(link: Any) -> bool:
 
 
 def test_T7_tasks_off_declares_nothing_and_hides_the_task_required_tool(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="mcpcore"):
+    with caplog.at_level(logging.INFO, logger="mcpcore"):
         link, server = task_link([completed()], tasks=False)
     assert [t.id for t in link.engine.catalogue.tools] == ["srv/echo"]
     assert "hid tool 'build'" in caplog.text and "task" in caplog.text
@@ -520,7 +520,7 @@ def test_T8_the_catalogue_keeps_a_task_required_tool_only_with_tasks_on(caplog: 
     listed = [tool("build", execution={"taskSupport": "required"}), tool("lint", execution={"taskSupport": "optional"})]
     kept = Catalogue.from_listing("srv", listed, tasks=True)
     assert [(t.name, t.task_support) for t in kept] == [("build", "required"), ("lint", "optional")]
-    with caplog.at_level(logging.WARNING, logger="mcpcore"):
+    with caplog.at_level(logging.INFO, logger="mcpcore"):
         hidden = Catalogue.from_listing("srv", listed)
     assert [t.name for t in hidden] == ["lint"] and "tasks=True" in caplog.text
 

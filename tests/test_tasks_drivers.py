@@ -262,3 +262,21 @@ async def test_T7_Q4_a_task_paused_for_the_person_is_resumed_by_a_new_client(
             out = await run(second, "resume", Continuation.from_json(stored), answer)
     assert out.text == 'built all ({"ship": {"action": "accept", "content": {"ok": false}}})'
     assert state.problems == []
+
+
+@pytest.mark.anyio
+async def test_M67_a_listen_stream_broken_after_each_acknowledgement_is_reopened_ever_later(
+    driver: str,
+) -> None:
+    """M67 on a driver: a server that acknowledges subscriptions/listen and ends the
+    stream at once, each time, is re-opened after 1 s, then 2 s, not every second."""
+    from task_server import task_server
+
+    with task_server() as (url, state):
+        state.flaky_listen = True
+        async with open_client(driver, "jobs", {"url": url}, protocol="modern", auto_refresh=True) as client:
+            assert (await client.ready(10)).ok
+            await wait_for(lambda: len(state.listens) >= 3, 15)
+            opened = list(state.listens)
+    first, second = opened[1] - opened[0], opened[2] - opened[1]
+    assert first >= 0.9 and second >= 1.9, (first, second)

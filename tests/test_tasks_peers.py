@@ -324,14 +324,14 @@ async def test_T8_the_task_required_tool_is_listed_with_tasks_on_and_not_usable_
     driver: str, peer: TaskPeer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """2025-11-25 (execution.taskSupport "required"): listed with tasks on, hidden
-    with a warning off. 2026-07-28 marks no tool: the server refuses the call
+    (logged at INFO) off. 2026-07-28 marks no tool: the server refuses the call
     (-32021) when the request does not declare the extension."""
     async with open_client(driver, "p", {"url": peer.url}, tasks=True) as on:
         with anyio.fail_after(TIMEOUT):
             assert (await on.ready(TIMEOUT)).ok
             names_on = {t.name for t in on.tools}
     assert peer.required in names_on
-    caplog.set_level(logging.WARNING, logger="mcpcore")
+    caplog.set_level(logging.INFO, logger="mcpcore")
     async with open_client(driver, "p", {"url": peer.url}) as off:
         with anyio.fail_after(TIMEOUT):
             assert (await off.ready(TIMEOUT)).ok
@@ -344,8 +344,9 @@ async def test_T8_the_task_required_tool_is_listed_with_tasks_on_and_not_usable_
                 return
     assert peer.required not in names_off
     assert "echo" in names_off or peer.kind == "demo"
-    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert any(f"hid tool '{peer.required}'" in w for w in warnings), warnings
+    # issue 37: logged at INFO (the client's configured behaviour, not a fault)
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any(f"hid tool '{peer.required}'" in w for w in infos), infos
 
 
 @ONE_DRIVER

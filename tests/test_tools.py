@@ -272,8 +272,8 @@ def test_t4_tool_is_frozen_and_hashable() -> None:
 
 
 def test_p3b_task_required_hidden(caplog: pytest.LogCaptureFixture) -> None:
-    """P3b: execution.taskSupport == 'required' is hidden with a warning."""
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    """P3b: execution.taskSupport == 'required' is hidden, logged at INFO (issue 37)."""
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         cat = Catalogue.from_listing(
             "srv",
             [
@@ -286,6 +286,7 @@ def test_p3b_task_required_hidden(caplog: pytest.LogCaptureFixture) -> None:
     assert [t.name for t in cat] == ["optional_task", "forbidden_task", "odd_execution"]
     assert "'needs_task'" in caplog.text
     assert "does not invoke tools as tasks" in caplog.text
+    assert {r.levelno for r in caplog.records if "needs_task" in r.getMessage()} == {logging.INFO}
 
 
 # --- P6: bound -------------------------------------------------------------------

@@ -29,14 +29,17 @@ from opentelemetry.trace import SpanKind, StatusCode
 import mcpcore_threaded
 from drivers import DRIVERS, backend_of, open_client, wait_for
 from mcpcore import (
+    ElicitResult,
     InvalidValue,
     RequestEnded,
     RequestStarted,
     ResourceNotFound,
+    TaskHandle,
     UnknownTool,
 )
 from mcpcore_demo import DemoServer
 from peers import MODERN_PROTOCOL_VERSION, modern_sdk_server, sdk_server
+from task_server import task_server
 
 pytestmark = pytest.mark.anyio
 
@@ -76,8 +79,24 @@ def anyio_backend(driver: str) -> str:
     return backend_of(driver)
 
 
+_HANDSHAKE = ("server/discover", "initialize")
+
+
 def _client_spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
-    return [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT]
+    """The CLIENT spans of the host's own requests (the handshake's left out)."""
+    return [
+        s
+        for s in exporter.get_finished_spans()
+        if s.kind is SpanKind.CLIENT and s.name not in _HANDSHAKE
+    ]
+
+
+def _handshake_spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    return [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT and s.name in _HANDSHAKE]
+
+
+def _traceparent_of(span: ReadableSpan) -> str:
+    return f"00-{span.context.trace_id:032x}-{span.context.span_id:016x}-"
 
 
 def _durations() -> list[tuple[dict[str, Any], int]]:
@@ -333,3 +352,90 @@ async def test_V2_a_cancelled_call_s_span_ends_with_error_type_cancelled(
     (span,) = _client_spans(spans)
     assert span.name == "tools/call slow"
     assert span.attributes is not None and span.attributes["error.type"] == "cancelled"
+
+
+async def test_V2_the_handshake_s_requests_are_client_spans_under_the_opener_s_span(
+    driver: str, spans: InMemorySpanExporter
+) -> None:
+    """Issue 36: ``server/discover`` and ``initialize`` make spans, durations and carry the
+    trace context, as other requests do; the probe the demo refuses ends with an error."""
+    tracer = trace.get_tracer("test")
+    with DemoServer().serve_in_thread() as running:
+        with tracer.start_as_current_span("open the client") as parent:
+            async with open_client(driver, "demo", {"url": running.url}, tracing=True) as client:
+                assert (await client.ready(10)).ok
+        probe, initialize = _handshake_spans(spans)
+        received = [
+            r.json for r in running.server.received if isinstance(r.json, dict) and r.json.get("method") == "initialize"
+        ]
+    assert probe.name == "server/discover"
+    assert probe.attributes is not None and "error.type" in probe.attributes
+    assert initialize.name == "initialize"
+    assert initialize.attributes is not None and "error.type" not in initialize.attributes
+    assert initialize.attributes["mcp.method.name"] == "initialize"
+    for span in (probe, initialize):
+        assert span.parent is not None and span.parent.span_id == parent.get_span_context().span_id
+    (sent,) = received
+    assert sent["params"]["_meta"]["traceparent"].startswith(_traceparent_of(initialize))
+    methods = {p[0].get("mcp.method.name") for p in _durations()}
+    assert {"server/discover", "initialize"} <= methods
+
+
+async def test_V2_resume_task_and_resume_get_spans_durations_and_trace_context(
+    driver: str, spans: InMemorySpanExporter
+) -> None:
+    """Issue 36: ``resume_task`` (as ``tasks/result``, its polls carrying the trace
+    context) and ``resume`` of a paused call (its own trace context, not the paused
+    call's) are CLIENT spans like a call."""
+    tracer = trace.get_tracer("test")
+    options = {"protocol": "modern", "tasks": True, "tracing": True}
+    with task_server() as (url, state):
+        async with open_client(driver, "jobs", {"url": url}, **options) as client:
+            assert (await client.ready(10)).ok
+            handle = await client._run(client.client.start_task, "jobs/build", {"steps": 2, "target": "t"})
+            paused = await client.call("jobs/build", {"steps": 1, "ask": True}, on_input="return")
+            spans.clear()
+            with tracer.start_as_current_span("agent step") as parent:
+                out = await client._run(client.client.resume_task, TaskHandle.from_json(handle.to_json()))
+                answer = {"ship": ElicitResult.accept({"ok": True})}
+                resumed = await client._run(client.client.resume, paused.continuation, answer)
+        assert out.text == "built t" and resumed.text.startswith("built all")
+        followed, finished = _client_spans(spans)
+        polls = [m for m in state.received if m.get("method") in ("tasks/get", "tasks/result")]
+        updates = [m for m in state.received if m.get("method") == "tasks/update"]
+    assert followed.name == "tasks/result build"
+    assert finished.name == "tools/call build"
+    for span in (followed, finished):
+        assert span.parent is not None and span.parent.span_id == parent.get_span_context().span_id
+        assert span.attributes is not None and "error.type" not in span.attributes
+    assert any(m["params"]["_meta"].get("traceparent", "").startswith(_traceparent_of(followed)) for m in polls)
+    # the answers go to the paused task (tasks/update) with the resume's own trace context
+    assert updates[-1]["params"]["_meta"]["traceparent"].startswith(_traceparent_of(finished))
+    methods = {p[0].get("mcp.method.name") for p in _durations()}
+    assert "tasks/result" in methods
+
+
+@pytest.mark.realpeer
+@pytest.mark.parametrize("protocol", ["legacy", "modern"])
+async def test_V2_subscribe_and_unsubscribe_get_spans_and_trace_context(
+    driver: str, protocol: str, spans: InMemorySpanExporter
+) -> None:
+    """Issue 36: ``subscribe`` is a CLIENT span in both eras; the trace context rides on
+    ``resources/subscribe`` (handshake era) or the listen stream it opens (2026-07-28)."""
+    tracer = trace.get_tracer("test")
+    with modern_sdk_server("dual") as peer:
+        async with open_client(driver, "peer", {"url": peer.url}, tracing=True, protocol=protocol) as face:
+            assert (await face.ready(30)).ok
+            spans.clear()
+            with tracer.start_as_current_span("agent step") as parent:
+                await face._run(face.client.subscribe_resource, "peer://greeting")
+                await face._run(face.client.unsubscribe_resource, "peer://greeting")
+            subscribed, unsubscribed = _client_spans(spans)
+    assert subscribed.name == "resources/subscribe"
+    assert unsubscribed.name == "resources/unsubscribe"
+    for span in (subscribed, unsubscribed):
+        assert span.parent is not None and span.parent.span_id == parent.get_span_context().span_id
+        assert span.attributes is not None and span.attributes["mcp.resource.uri"] == "peer://greeting"
+        assert "error.type" not in span.attributes
+    methods = {p[0].get("mcp.method.name") for p in _durations()}
+    assert "resources/subscribe" in methods  # the wire's trace context: test_observing.py

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import InvalidArguments, RemoteProtocolError
-from ._requests import Pending, RequestKind, register
+from ._requests import Pending, RequestKind, refused_by_server, register
 
 __all__ = ["COMPLETE", "Completion", "complete_params"]
 
@@ -90,4 +90,8 @@ def _completion(result: dict[str, Any], pending: Pending) -> Completion:
     return Completion(values[:MAX_VALUES], total, has_more)
 
 
-COMPLETE = register(RequestKind(method="completion/complete", parse=_completion, resend=True))
+COMPLETE = register(
+    RequestKind(
+        method="completion/complete", parse=_completion, refused=refused_by_server, resend=True
+    )
+)

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ._input import AskHost
     from ._oauth import ClientRecord, TokenSet
     from ._observe import RequestObserver
+    from ._observing import Observation
     from ._resume import Continuation
     from ._tasks import TaskHandle
 
@@ -92,12 +93,26 @@ class _EngineBase:
     def __init__(self, options: SessionOptions | None) -> None:
         self.session = ClientSession(options)
         self._events: list[Event] = []
-        # V2: told when each request of the host starts and ends (None: no one is).
-        self.observer: RequestObserver | None = None
-        self._observed: dict[int, None] = {}  # call ids told as started, not yet ended
+        # V2: what the observer is told of each request (None: no one is told).
+        self._watch: Observation | None = None
         # V3: with a headers callable, each request of the host's caller context (by
         # call id), so every wire request of it runs the callable there (None: none).
         self._contexts: dict[int, contextvars.Context] | None = None
+
+    @property
+    def observer(self) -> RequestObserver | None:
+        """V2: told when each request starts and ends (``_observing`` decides which)."""
+        return None if self._watch is None else self._watch.observer
+
+    @observer.setter
+    def observer(self, observer: RequestObserver | None) -> None:
+        if self._watch is not None:
+            self._watch.detach()
+            self._watch = None
+        if observer is not None:
+            from ._observing import Observation  # V2: only with an observer
+
+            self._watch = Observation(observer, self.session, self._wire)
 
     # --- commands --------------------------------------------------------------
 
@@ -118,15 +133,32 @@ class _EngineBase:
         """Start a ``tools/call``; the outcome arrives as an event with this call id.
         ``meta``: the host's own ``_meta`` keys for this call (V1); ``on_input="return"``:
         a question for the person ends it with an ``InputRequired`` (Q4)."""
-        if self.observer is not None:
-            return self._observed_call(tool_id, arguments, now, timeout, meta, on_input)
-        call_id = self.session.call(
-            tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
+        watch = self._watch
+        if watch is None:
+            call_id = self.session.call(
+                tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
+            )
+            if self._contexts is not None:
+                self._contexts[call_id] = contextvars.copy_context()
+            self._pump(now)
+            return call_id
+        from ._observing import with_carrier
+
+        catalogue = self.session.catalogue
+        tool = catalogue.get(tool_id) if catalogue is not None else None
+        return self._observed(
+            "tools/call",
+            now,
+            lambda carrier: self.session.call(
+                tool_id,
+                arguments,
+                now,
+                timeout=timeout,
+                meta=with_carrier(carrier, meta),
+                on_input=on_input,
+            ),
+            tool=None if tool is None else tool.name,
         )
-        if self._contexts is not None:
-            self._contexts[call_id] = contextvars.copy_context()
-        self._pump(now)
-        return call_id
 
     def resume(
         self,
@@ -137,13 +169,17 @@ class _EngineBase:
         timeout: float | None = None,
     ) -> int:
         """Finish a paused call (Q4); it ends like a call, under the id returned."""
-        from ._resume import resume_call
+        from ._resume import Continuation, resume_call
 
-        call_id = resume_call(self.session, continuation, responses, now, timeout=timeout)
-        if self._contexts is not None:
-            self._contexts[call_id] = contextvars.copy_context()
-        self._pump(now)
-        return call_id
+        tool = continuation.tool if isinstance(continuation, Continuation) else None
+        return self._observed(
+            "tools/call",
+            now,
+            lambda carrier: resume_call(
+                self.session, continuation, responses, now, timeout=timeout, meta=carrier
+            ),
+            tool=tool,
+        )
 
     def start_task(
         self,
@@ -168,9 +204,15 @@ class _EngineBase:
         """Follow a task again (T8), from its ``TaskHandle`` or its id; it ends like
         a call (``CallSucceeded``, ``CallFailed``, ``CallCancelled``) under the id
         returned. ``timeout``: how long to follow it (``task_timeout`` by default)."""
-        from ._tasks import resume_task
+        from ._tasks import TaskHandle, resume_task
 
-        return self._begin(lambda: resume_task(self.session, task, now, timeout=timeout), now)
+        tool = task.tool or None if isinstance(task, TaskHandle) else None
+        return self._observed(
+            "tasks/result",
+            now,
+            lambda _: resume_task(self.session, task, now, timeout=timeout),
+            tool=tool,
+        )
 
     def task_status(
         self, task: TaskHandle | str, now: float, *, timeout: float | None = None
@@ -190,136 +232,73 @@ class _EngineBase:
 
         return self.request(task_ask(self.session, TASK_CANCEL, task), now, timeout=timeout)
 
-    def _begin(self, issue: Callable[[], int], now: float) -> int:
-        call_id = issue()
-        if self._contexts is not None:
-            self._contexts[call_id] = contextvars.copy_context()
-        self._pump(now)
-        return call_id
-
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:
         """Start one request of the host (a listing, a read, a prompt: F1); it ends
         with ``RequestSucceeded``, ``CallFailed`` or ``CallCancelled`` under this id."""
-        if self.observer is not None:
-            return self._observed_request(ask, now, timeout)
-        call_id = self.session.request(ask, now, timeout=timeout)
-        if self._contexts is not None:
-            self._contexts[call_id] = contextvars.copy_context()
-        self._pump(now)
-        return call_id
+        if self._watch is None:
+            call_id = self.session.request(ask, now, timeout=timeout)
+            if self._contexts is not None:
+                self._contexts[call_id] = contextvars.copy_context()
+            self._pump(now)
+            return call_id
+        kind, params = ask.kind, ask.params
+        about = params.get(kind.name_param) if params and kind.name_param else None
+        about = about if isinstance(about, str) else None
+        if kind.name_param == "uri":
+            target = {"uri": about}
+        elif kind.method.startswith("prompts/"):
+            target = {"prompt": about}
+        else:
+            target = {"tool": about}
+
+        def issue(carrier: Mapping[str, Any]) -> int:
+            stamped = ask
+            if carrier:
+                given = dict(params or {})
+                given["_meta"] = {**carrier, **(given.get("_meta") or {})}
+                stamped = Ask(kind, given, ask.context)
+            return self.session.request(stamped, now, timeout=timeout)
+
+        return self._observed(kind.method, now, issue, **target)
 
     def subscribe(
         self, uri: str, now: float, *, on: bool = True, timeout: float | None = None
     ) -> int:
         """F2: subscribe to ``uri`` (``on=False``: stop); it ends like ``request``."""
         session = self.session
-        budget = session.options.call_timeout if timeout is None else positive_seconds(timeout)
-        call_id = session.subscriptions.change(uri, on, now, budget)
-        self._pump(now)
-        return call_id
 
-    # --- V2: the observer's view of each request of the host ------------------------
+        def issue(_: Mapping[str, Any]) -> int:
+            budget = session.options.call_timeout if timeout is None else positive_seconds(timeout)
+            return session.subscriptions.change(uri, on, now, budget)
 
-    def _observed_call(
+        method = "resources/subscribe" if on else "resources/unsubscribe"
+        return self._observed(method, now, issue, uri=uri if isinstance(uri, str) else None)
+
+    def _observed(
         self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None,
+        method: str,
         now: float,
-        timeout: float | None,
-        meta: Mapping[str, Any] | None,
-        on_input: Literal["hook", "return"] = "hook",
+        issue: Callable[[Mapping[str, Any]], int],
+        **about: str | None,
     ) -> int:
-        catalogue = self.session.catalogue
-        tool = catalogue.get(tool_id) if catalogue is not None else None
-        carrier = self._observe_start("tools/call", now, tool=None if tool is None else tool.name)
-        if carrier and (meta is None or isinstance(meta, Mapping)):
-            meta = {**carrier, **(meta or {})}  # the host's own keys win
-        return self._observed_issue(
-            lambda: self.session.call(
-                tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
-            ),
-            now,
-        )
-
-    def _observed_request(self, ask: Ask, now: float, timeout: float | None) -> int:
-        kind, params = ask.kind, ask.params
-        about = params.get(kind.name_param) if params and kind.name_param else None
-        about = about if isinstance(about, str) else None
-        if kind.name_param == "uri":
-            carrier = self._observe_start(kind.method, now, uri=about)
-        elif kind.method.startswith("prompts/"):
-            carrier = self._observe_start(kind.method, now, prompt=about)
-        else:
-            carrier = self._observe_start(kind.method, now, tool=about)
-        if carrier:
-            stamped = dict(params or {})
-            stamped["_meta"] = {**carrier, **(stamped.get("_meta") or {})}
-            ask = Ask(kind, stamped, ask.context)
-        return self._observed_issue(lambda: self.session.request(ask, now, timeout=timeout), now)
-
-    def _observe_start(self, method: str, now: float, **about: str | None) -> Mapping[str, Any]:
-        from ._observe import RequestStarted, safely_started  # V2: only with an observer
-
-        observer = self.observer
-        assert observer is not None
-        session = self.session
-        transport, address, port, session_id = self._wire()
-        started = RequestStarted(
-            call_id=session.path.peek_id,  # the id the request is about to take
-            method=method,
-            server=session.options.server_name,
-            protocol_version=session.protocol_version,
-            session_id=session_id,
-            transport=transport,
-            address=address,
-            port=port,
-            now=now,
-            **about,
-        )
-        return safely_started(observer, started) or {}
-
-    def _observed_issue(self, issue: Callable[[], int], now: float) -> int:
-        from ._observe import RequestEnded, error_type, safely_ended
-
-        observer = self.observer
-        assert observer is not None
-        expected = self.session.path.peek_id
-        try:
-            call_id = issue()
-        except BaseException as exc:  # refused before sending: the request ends now
-            ended = RequestEnded(call_id=expected, error_type=error_type(exc), error=exc, now=now)
-            safely_ended(observer, ended)
-            raise
-        self._observed[call_id] = None
+        """Issue one request of the host, told to the observer when there is one (V2):
+        ``issue`` gets the trace context for its ``_meta`` (empty without)."""
+        watch = self._watch
+        call_id = issue({}) if watch is None else watch.host(method, now, issue, **about)
         if self._contexts is not None:
             self._contexts[call_id] = contextvars.copy_context()
         self._pump(now)
         return call_id
 
-    def _observe_end(self, event: Event, now: float) -> None:
-        """An ending event of a request the observer was told about (V2)."""
-        if not isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
-            return
-        if self._contexts:
-            self._contexts.pop(event.call_id, None)
-        if self._observed.pop(event.call_id, 0) is not None or self.observer is None:
-            return
-        from ._observe import RequestEnded, error_type, safely_ended
-
-        error: McpError | None = None
-        kind: str | None = None
-        if isinstance(event, CallFailed):
-            error, kind = event.error, error_type(event.error)
-        elif isinstance(event, CallCancelled):
-            kind = "cancelled"
-        ended = RequestEnded(
-            call_id=event.call_id,
-            error_type=kind,
-            rpc_code=None if error is None else error.rpc_code,
-            error=error,
-            now=now,
-        )
-        safely_ended(self.observer, ended)
+    def _ended(self, event: Event, now: float) -> None:
+        """An event, seen by the observer and the caller contexts (V2, V3)."""
+        contexts = self._contexts
+        if contexts and isinstance(
+            event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)
+        ):
+            contexts.pop(event.call_id, None)
+        if self._watch is not None:
+            self._watch.ended(event, now)
 
     def _wire(self) -> tuple[str, str | None, int | None, str | None]:
         """The transport, the server's address and port, and the session id (V2)."""
@@ -666,7 +645,7 @@ class HttpClientEngine(_EngineBase):
 
     def _pump(self, now: float) -> None:
         session, http, auth = self.session, self.http, self.auth
-        observed = self._observed  # V2: non-empty only while an observer waits for endings
+        watch = self._watch  # V2: None without an observer
         contexts = self._contexts  # V3: None without a headers callable
         while True:
             moved = False
@@ -699,10 +678,12 @@ class HttpClientEngine(_EngineBase):
                 moved = True
                 if isinstance(event, StartFailed):
                     http.reset()
-                elif observed or contexts:
-                    self._observe_end(event, now)
+                elif watch is not None or contexts:
+                    self._ended(event, now)
                 self._events.append(event)
             if not moved:
+                if watch is not None and watch.watching_own:
+                    watch.sweep(now)  # V2: the handshake's requests that left unanswered
                 # H8: (re)open the GET stream once a session is up, also after H6.
                 if session.state is SessionState.READY and not session.reinitializing:
                     http.start_listening()
@@ -888,7 +869,7 @@ class StdioClientEngine(_EngineBase):
 
     def _pump(self, now: float) -> None:
         session, child = self.session, self._child
-        observed = self._observed  # V2: non-empty only while an observer waits for endings
+        watch = self._watch  # V2: None without an observer
         while True:
             moved = False
             session.take_abandoned()  # nothing to drop on stdio beyond the notice
@@ -911,10 +892,12 @@ class StdioClientEngine(_EngineBase):
                 moved = True
                 if isinstance(event, StartFailed) and child is not None:
                     child.stop(now, grace=0.0)  # the handshake failed: this child is done
-                elif observed:
-                    self._observe_end(event, now)
+                elif watch is not None:
+                    watch.ended(event, now)
                 self._events.append(event)
             if not moved:
+                if watch is not None and watch.watching_own:
+                    watch.sweep(now)  # V2: the handshake's requests that left unanswered
                 return
 
 

@@ -38,7 +38,9 @@ __all__ = [
     "NotOffered",
     "ProtocolError",
     "RemoteProtocolError",
+    "RequestRefused",
     "ResourceNotFound",
+    "ServerError",
     "TransportError",
     "Unavailable",
     "UnknownTool",
@@ -130,11 +132,26 @@ class RemoteProtocolError(ProtocolError):
     """The server sent something the protocol does not allow (P0, P5)."""
 
 
+#: How a user raises each bound a client takes (issue 37): named in the message.
+_RAISED_WITH = {
+    "max_message_size": "limits=HttpLimits(max_message_size=...)",
+    "max_read_size": "limits=HttpLimits(max_read_size=...)",
+    "max_sse_line": "limits=HttpLimits(max_sse_line=...)",
+    # a local server's line: the larger of the two bounds (HttpLimits.stdio_line_limit)
+    "max_line_size": "limits=HttpLimits(max_message_size=..., max_read_size=...)",
+    "max_pages": "max_pages=...",
+    "max_tools": "max_tools=...",
+}
+
+
 class LimitExceeded(RemoteProtocolError):
-    """A configured bound was overrun (P6). ``limit_name`` and ``limit`` name it."""
+    """A configured bound was overrun (P6). ``limit_name`` and ``limit`` name it; the
+    message says which client option raises it."""
 
     def __init__(self, limit_name: str, limit: int, what: str) -> None:
-        super().__init__(f"{what} exceeds the {limit_name} limit of {limit}")
+        how = _RAISED_WITH.get(limit_name)
+        hint = f"; the client option {how} raises it" if how else ""
+        super().__init__(f"{what} exceeds the {limit_name} limit of {limit}{hint}")
         self.limit_name = limit_name
         self.limit = limit
 
@@ -168,8 +185,21 @@ class CallTimeout(TransportError):
 _BACKEND_EXCERPT = 300
 
 
-class BackendError(McpError):
-    """The tool ran and reported ``isError: true`` (K4).
+class ServerError(McpError):
+    """The server kept to the protocol and answered with a failure of its own (X2).
+
+    A tool's error result or a JSON-RPC error answer to a call is a
+    ``BackendError``; a JSON-RPC error answer to a read, a listing, a prompt or
+    a completion is a ``RequestRefused``. Unlike a ``RemoteProtocolError`` (the
+    server broke the protocol) or a ``TransportError`` (it could not be
+    reached), the server is up and said no: the same request will likely get
+    the same answer. ``rpc_code`` is the JSON-RPC code when there was one.
+    """
+
+
+class BackendError(ServerError):
+    """The tool ran and reported ``isError: true`` (K4), or the server answered the
+    call with a JSON-RPC error.
 
     ``text`` is the tool's rendered output, raw and complete. It is **untrusted
     server text**: it may be very long and may hold terminal escapes or other
@@ -211,7 +241,19 @@ class Cancelled(McpError):
         self.server = server
 
 
-class ResourceNotFound(McpError):
+class RequestRefused(ServerError):
+    """The server refused a request with a JSON-RPC error answer (F2–F7, issue 37):
+    a resource's read, a listing of resources, templates or prompts, a prompt, a
+    completion. ``method`` names the request; ``detail`` is the answer's code and
+    message, escaped and cut short (server text, X1); ``rpc_code`` its code."""
+
+    def __init__(self, method: str, *, detail: str = "") -> None:
+        super().__init__(f"{method} failed ({detail})" if detail else f"{method} was refused")
+        self.method = method
+        self.detail = detail
+
+
+class ResourceNotFound(RequestRefused):
     """The server has no resource at ``uri`` (F2): its answer to ``resources/read``
     was -32002 (the handshake era's code) or -32602 (2026-07-28's, and what
     deployed handshake-era servers send). ``detail`` is that answer's code and
@@ -219,9 +261,10 @@ class ResourceNotFound(McpError):
 
     def __init__(self, uri: str, *, detail: str = "") -> None:
         shown = excerpt(uri, 200)
-        super().__init__(
-            f"the server has no resource {shown!r}" + (f" ({detail})" if detail else "")
+        McpError.__init__(
+            self, f"the server has no resource {shown!r}" + (f" ({detail})" if detail else "")
         )
+        self.method = "resources/read"
         self.uri = uri
         self.detail = detail
 
@@ -295,6 +338,8 @@ for _public in (
     CallTimeout,
     BackendError,
     Cancelled,
+    ServerError,
+    RequestRefused,
     ResourceNotFound,
     NotOffered,
     Unavailable,

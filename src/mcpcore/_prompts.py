@@ -21,7 +21,7 @@ from ._errors import InvalidArguments, RemoteProtocolError
 from ._escape import excerpt
 from ._listing import Listing, cache_hints, read_items, text
 from ._render import ContentBlock, content_blocks, render_content
-from ._requests import Pending, RequestKind, register
+from ._requests import Pending, RequestKind, refused_by_server, register
 
 __all__ = [
     "PROMPTS_GET",
@@ -141,8 +141,21 @@ def _got(result: dict[str, Any], pending: Pending) -> PromptResult:
 
 
 PROMPTS_LIST = register(
-    RequestKind(method="prompts/list", pages="prompts", resend=True, parse=_prompts)
+    RequestKind(
+        method="prompts/list",
+        pages="prompts",
+        resend=True,
+        parse=_prompts,
+        refused=refused_by_server,
+    )
 )
 PROMPTS_GET = register(
-    RequestKind(method="prompts/get", parse=_got, resend=True, input_rounds=True, name_param="name")
+    RequestKind(
+        method="prompts/get",
+        parse=_got,
+        refused=refused_by_server,
+        resend=True,
+        input_rounds=True,
+        name_param="name",
+    )
 )

@@ -27,9 +27,9 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._errors import LimitExceeded, McpError, RemoteProtocolError
+from ._errors import LimitExceeded, McpError, RemoteProtocolError, RequestRefused
 from ._escape import excerpt
 from ._events import ProgressReceived
 from ._jsonrpc import ErrorResponse, Message, Notification, Request
@@ -47,6 +47,7 @@ __all__ = [
     "RequestPath",
     "error_detail",
     "read_page",
+    "refused_by_server",
     "register",
 ]
 
@@ -63,6 +64,12 @@ def _as_is(result: dict[str, Any], pending: Pending) -> object:
 
 def _rpc_error(message: ErrorResponse, pending: Pending, modern: bool) -> McpError:
     return RemoteProtocolError(f"{pending.kind.method} failed ({error_detail(message)})")
+
+
+def refused_by_server(message: ErrorResponse, pending: Pending, modern: bool) -> McpError:
+    """A feature's request answered with a JSON-RPC error: the server's own refusal,
+    not a break of the protocol (``RequestRefused``)."""
+    return RequestRefused(pending.kind.method, detail=error_detail(message))
 
 
 def _is_number(value: object) -> bool:
@@ -208,6 +215,11 @@ class RequestPath:
         self.modern_version: str | None = None
         # Q1: the client capabilities the envelope declares (only what the host offers).
         self.capabilities: dict[str, Any] = {}
+        # V2, only while an observer watches (``_observing``): the trace context of a
+        # request of the host (by call id), added to ``_meta`` of every request issued
+        # for it (a task's polls, a page); and who is told of the session's own requests.
+        self.traced: dict[int, Mapping[str, Any]] = {}
+        self.watch: OwnWatch | None = None
 
     # --- ids and stamping ----------------------------------------------------------
 
@@ -247,6 +259,15 @@ class RequestPath:
         """Build, register and send (or park) one request of ``kind``."""
         if request_id is None:
             request_id = self.new_id()
+        carrier: Mapping[str, Any] | None = None
+        if self.traced and (carrier := self.traced.get(request_id if call_id is None else call_id)):
+            params = _with_meta(params, carrier)
+        watch = self.watch
+        watched = (
+            None if watch is None or call_id is not None else watch.issued(kind, request_id, now)
+        )
+        if watched:
+            params = _with_meta(params, watched)
         pending = Pending(
             kind=kind,
             request=self.build(kind, request_id, params),
@@ -258,6 +279,9 @@ class RequestPath:
             base=params,
             **extra,
         )
+        if watched is not None:
+            assert watch is not None
+            watch.follow(pending)
         self.enter(pending)
         return pending
 
@@ -512,6 +536,24 @@ class RequestPath:
 
 def _with(base: dict[str, Any] | None, extra: dict[str, Any] | None) -> dict[str, Any] | None:
     return base if not extra else {**(base or {}), **extra}
+
+
+def _with_meta(params: dict[str, Any] | None, carrier: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with ``carrier`` added to its ``_meta``; keys already there win (V2)."""
+    out = dict(params or {})
+    meta = out.get("_meta")
+    out["_meta"] = {**carrier, **(meta if isinstance(meta, Mapping) else {})}
+    return out
+
+
+class OwnWatch(Protocol):
+    """Told of the session's own requests as they are issued (V2, ``_observing``)."""
+
+    def issued(self, kind: RequestKind, request_id: int, now: float) -> Mapping[str, Any] | None:
+        """``None``: not watched; else ``_meta`` keys for the request (maybe none)."""
+
+    def follow(self, pending: Pending) -> None:
+        """The watched request as registered: follow it to its outcome."""
 
 
 def read_page(pending: Pending, result: dict[str, Any], max_pages: int) -> str | None:

@@ -32,7 +32,7 @@ from ._escape import excerpt
 from ._jsonrpc import ErrorResponse
 from ._listing import Listing, cache_hints, read_items, text
 from ._render import decode_base64
-from ._requests import Pending, RequestKind, error_detail, register
+from ._requests import Pending, RequestKind, error_detail, refused_by_server, register
 
 if TYPE_CHECKING:
     from ._render import ToolOutput
@@ -268,11 +268,17 @@ def _read(result: dict[str, Any], pending: Pending) -> ReadResult:
 def _read_refused(message: ErrorResponse, pending: Pending, modern: bool) -> McpError:
     if message.code in (_RESOURCE_NOT_FOUND, _INVALID_PARAMS):
         return ResourceNotFound(str(pending.context), detail=error_detail(message))
-    return RemoteProtocolError(f"resources/read failed ({error_detail(message)})")
+    return refused_by_server(message, pending, modern)
 
 
 RESOURCES_LIST = register(
-    RequestKind(method="resources/list", pages="resources", resend=True, parse=_resources)
+    RequestKind(
+        method="resources/list",
+        pages="resources",
+        resend=True,
+        parse=_resources,
+        refused=refused_by_server,
+    )
 )
 RESOURCE_TEMPLATES_LIST = register(
     RequestKind(
@@ -280,6 +286,7 @@ RESOURCE_TEMPLATES_LIST = register(
         pages="resourceTemplates",
         resend=True,
         parse=_templates,
+        refused=refused_by_server,
     )
 )
 RESOURCES_READ = register(

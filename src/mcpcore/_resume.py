@@ -195,9 +195,12 @@ def resume_call(
     now: float,
     *,
     timeout: float | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> int:
     """Q4: finish a paused call: its next round with ``responses`` (key →
     ``ElicitResult``); it ends like a call made with ``on_input="return"``.
+    ``meta``: the trace context of this resume (V2); it replaces the keys of the
+    same names the paused call carried (that call's span has ended).
 
     Raises at once, with nothing sent: ``InvalidState`` before the session is
     ready, outside 2026-07-28, or for a continuation this client resumed
@@ -239,9 +242,13 @@ def resume_call(
         desk.used.add(ident)
         desk.pause(call_id)
         return call_id
+    params = dict(continuation.params)
+    if meta:
+        kept = params.get("_meta")
+        params["_meta"] = {**(kept if isinstance(kept, Mapping) else {}), **meta}
     call_id = session.tools.resume(
         tool,
-        dict(continuation.params),
+        params,
         extra,
         now,
         budget,

@@ -727,7 +727,7 @@ class ClientSession(DeskHolder):
         elif note.method == "notifications/elicitation/complete":
             self.input.completed(params)
         elif note.method.startswith(_LISTENED):  # M64, F2, F5
-            self.subscriptions.notified(note.method, params)
+            self.subscriptions.notified(note.method, params, now)
         elif note.method == "notifications/message":
             if self.options.log_events:
                 self.events.append(_log_message(self.options.server_name, params))

@@ -8,11 +8,14 @@ change, ``resourcesListChanged`` / ``promptsListChanged`` for an
 ``on_list_changed`` hook when the server declares them, and
 ``resourceSubscriptions`` with the URIs the host subscribed to. A result ends
 the stream gracefully; a broken stream is opened again after the backoff,
-with a fresh listing, since nothing is replayed (M67); the acknowledgement of
-a stream that came up restarts the backoff; closing the client closes the
-stream (M68). When the filter changes, a stream with the new filter is
-opened first and the old one is closed once the new one is acknowledged, so
-no notification falls in a gap between them.
+with a fresh listing, since nothing is replayed (M67). The backoff grows
+across acknowledgements: a server that acknowledges the stream and then breaks
+it each time is not re-opened (and re-listed) every ``backoff_first``
+forever; only a stream that stayed up a healthy while (``backoff_max``, the
+longest wait between attempts) starts the backoff from its first step again.
+Closing the client closes the stream (M68). When the filter changes, a stream
+with the new filter is opened first and the old one is closed once the new one
+is acknowledged, so no notification falls in a gap between them.
 
 ``ResourceSubscriptions`` owns the set of URIs the host subscribed to. In the
 handshake era each change is a ``resources/subscribe`` / ``resources/unsubscribe``
@@ -57,7 +60,7 @@ from ._events import (
     ResourcesListChanged,
     ResourceUpdated,
 )
-from ._requests import Pending, RequestKind, register
+from ._requests import Pending, RequestKind, refused_by_server, register
 
 if TYPE_CHECKING:
     from ._session import ClientSession
@@ -76,10 +79,22 @@ def _nothing(result: dict[str, Any], pending: Pending) -> object:
 # F2, handshake era only (M71: never sent at 2026-07-28). Each changes what the
 # server sends, and sending one twice is harmless: sent again after a broken stream.
 SUBSCRIBE = register(
-    RequestKind(method="resources/subscribe", parse=_nothing, resend=True, name_param="uri")
+    RequestKind(
+        method="resources/subscribe",
+        parse=_nothing,
+        refused=refused_by_server,
+        resend=True,
+        name_param="uri",
+    )
 )
 UNSUBSCRIBE = register(
-    RequestKind(method="resources/unsubscribe", parse=_nothing, resend=True, name_param="uri")
+    RequestKind(
+        method="resources/unsubscribe",
+        parse=_nothing,
+        refused=refused_by_server,
+        resend=True,
+        name_param="uri",
+    )
 )
 
 _SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -103,6 +118,8 @@ class Listener:
         self.acknowledged_id: int | None = None
         self._reopen_at: float | None = None
         self._failures = 0
+        # M67: when the current stream was acknowledged (None: not yet, or none).
+        self._up_since: float | None = None
 
     # The host's subscription changes waiting for a stream's acknowledgement are
     # this stream's too: their deadlines, ids and cancelling go through here.
@@ -144,14 +161,16 @@ class Listener:
             wanted["resourceSubscriptions"] = list(s.subscriptions.uris)
         return wanted
 
-    def acknowledged(self, params: Mapping[str, Any]) -> None:
-        """M64, M67: a stream is up: the next loss starts the backoff afresh; streams
-        with an older filter close; the host's subscriptions learn what was agreed."""
+    def acknowledged(self, params: Mapping[str, Any], now: float) -> None:
+        """M64, M67: a stream is up (since ``now``: whether it stays up a healthy
+        while decides the next loss's backoff); streams with an older filter close;
+        the host's subscriptions learn what was agreed."""
         meta = params.get("_meta")
         stream = meta.get(_SUBSCRIPTION_ID) if isinstance(meta, Mapping) else None
         if self.listen_id is None or (stream is not None and stream != self.listen_id):
             return  # an older stream's acknowledgement: it changes nothing
-        self._failures = 0
+        if self.acknowledged_id != self.listen_id:
+            self._up_since = now
         self.acknowledged_id = self.listen_id
         self._retire()
         agreed = params.get("notifications")
@@ -168,14 +187,14 @@ class Listener:
                 self._s.path.dropped.append(stream)
         self._retiring = []
         self.listen_id = self.acknowledged_id = None
-        self._reopen_at = None
+        self._reopen_at = self._up_since = None
 
     def maybe_listen(self, now: float) -> None:
         """M63: on a modern server, listen when the host wants anything it offers."""
         if self._s.modern and self.listen_id is None and self.wanted():
             self.open(now, relist=False)
 
-    def update(self, now: float) -> int | None:
+    def update(self, now: float, meta: Mapping[str, Any] | None = None) -> int | None:
         """F2: what the host wants changed: a stream with the new filter, the old one
         closed once it is acknowledged. The new stream's id, or None when nothing is
         wanted any more (the stream is closed at once)."""
@@ -189,7 +208,7 @@ class Listener:
             self._retiring.append(self.listen_id)
             self.listen_id = None
         self._reopen_at = None
-        self.open(now, relist=False)
+        self.open(now, relist=False, meta=meta)
         return self.listen_id
 
     def _retire(self) -> None:
@@ -200,17 +219,25 @@ class Listener:
                 path.abandon(pending, "its filter changed")  # M58: the stream closes
         self._retiring = []
 
-    def open(self, now: float, *, relist: bool) -> None:
+    def open(self, now: float, *, relist: bool, meta: Mapping[str, Any] | None = None) -> None:
+        """Open a stream with what is wanted now; ``meta``: the trace context of the
+        host's subscription change that opens it (V2)."""
+        up_since = self._up_since
+        if up_since is not None and now - up_since >= self._s.options.backoff_max:
+            self._failures = 0  # M67: a stream replaced after a healthy while (a new filter)
         wanted = self.wanted()
+        params: dict[str, Any] = {"notifications": wanted}
+        if meta:
+            params["_meta"] = dict(meta)
         pending = self._s.path.issue(
             LISTEN,
-            {"notifications": wanted},
+            params,
             now,
             on_done=self._listen_ended,
             on_failed=self._listen_broke,
         )
         self.listen_id = pending.call_id
-        self.acknowledged_id = None
+        self.acknowledged_id = self._up_since = None
         if relist and self._s.options.auto_refresh and "toolsListChanged" in wanted:
             self._s.tools.queue_refresh(-1, now)  # M67: nothing is replayed; list again
 
@@ -227,7 +254,8 @@ class Listener:
             return
         if pending.call_id != self.listen_id:
             return
-        self.listen_id = self.acknowledged_id = None
+        up_since = self._up_since
+        self.listen_id = self.acknowledged_id = self._up_since = None
         self._retire()  # the next stream carries everything wanted
         self._s.subscriptions.listen_lost(
             pending.call_id,
@@ -236,11 +264,16 @@ class Listener:
         )
         if error is None or not self._s.ready:
             return
+        options = self._s.options
+        if up_since is not None and now - up_since >= options.backoff_max:
+            # M67: it stayed up a healthy while: this loss is a new run of trouble.
+            # A stream broken soon after its acknowledgement is not: the backoff goes
+            # on growing, so such a server is re-opened (and re-listed) at most about
+            # once per backoff_max, not every backoff_first forever.
+            self._failures = 0
         self._failures += 1
         delay = backoff_delay(
-            self._failures,
-            first=self._s.options.backoff_first,
-            maximum=self._s.options.backoff_max,
+            self._failures, first=options.backoff_first, maximum=options.backoff_max
         )
         self._reopen_at = now + delay
 
@@ -354,7 +387,7 @@ class ResourceSubscriptions:
             return call_id
         if subscribe:
             self._uris[uri] = None
-        stream = listener.update(now)
+        stream = listener.update(now, self._s.path.traced.get(call_id))
         if stream is None:
             # Nothing is wanted any more: no stream to wait for, every change is done.
             done = [(call_id, uri)] + [(c, w.uri) for c, w in self._waiting.items()]
@@ -476,12 +509,12 @@ class ResourceSubscriptions:
             error,
         )
 
-    def notified(self, method: str, params: Mapping[str, Any]) -> None:
+    def notified(self, method: str, params: Mapping[str, Any], now: float) -> None:
         """M64, F2, F5: a listen stream's acknowledgement; a notification about
         resources or prompts, as an event."""
         s = self._s
         if method == "notifications/subscriptions/acknowledged":
-            s.listener.acknowledged(params)
+            s.listener.acknowledged(params, now)
         elif method == "notifications/resources/updated":
             uri, title = params.get("uri"), params.get("title")
             if not isinstance(uri, str):

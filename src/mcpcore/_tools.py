@@ -400,7 +400,12 @@ def _build(
     support = execution.get("taskSupport") if isinstance(execution, dict) else None
     task_support = support if support in ("required", "optional", "forbidden") else None
     if task_support == "required" and not tasks:
-        _log.warning(
+        # INFO, not WARNING (issue 37): hiding it is this client's configured
+        # behaviour (tasks are off by default), not a fault of the server's; as a
+        # warning, Python's last-resort handler printed it on stderr at every start
+        # and re-listing of a host that configured no logging. Once per process would
+        # not help: each CLI command is a process, and the core keeps no such state.
+        _log.info(
             "%s: hid tool %s: it requires task invocation, "
             "and this client does not invoke tools as tasks (tasks=True turns that on)",
             where,

@@ -7,7 +7,8 @@ about, the session, the transport) comes from the engine; this module only
 turns what the engine tells it into OpenTelemetry, following the GenAI
 semantic conventions for MCP:
 
-* a CLIENT span per request the host makes, named ``{mcp.method.name}
+* a CLIENT span per request the host makes (``resume``, ``resume_task`` and
+  ``subscribe`` included) and per request of the handshake, named ``{mcp.method.name}
   {target}`` (the tool's or the prompt's name; a resource's URI is an
   attribute, not part of the name, which would have no bounded cardinality),
   with ``mcp.method.name``, ``gen_ai.tool.name`` / ``gen_ai.operation.name``

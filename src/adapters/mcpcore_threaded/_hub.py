@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         TaskStatus,
     )
 
-from ._client import McpClient, ProgressCallback
+from ._client import CallHandle, McpClient, ProgressCallback
 
 __all__ = ["McpHub", "read_file", "read_mcp_json"]
 
@@ -210,6 +210,27 @@ class McpHub(HubBase[McpClient]):
                 on_input="return",
             )
         return client.call(tool_id, arguments, timeout=timeout, on_progress=on_progress, meta=meta)
+
+    def start_call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> CallHandle:
+        """Start a call on the server its tool id names and return its handle at once
+        (``result()``, ``cancel()``), as ``McpClient.start_call``."""
+        return self.client_for(tool_id).start_call(
+            tool_id,
+            arguments,
+            timeout=timeout,
+            on_progress=on_progress,
+            meta=meta,
+            on_input=on_input,
+        )
 
     def start_task(
         self,
