@@ -154,6 +154,9 @@ class LimitExceeded(RemoteProtocolError):
         super().__init__(f"{what} exceeds the {limit_name} limit of {limit}{hint}")
         self.limit_name = limit_name
         self.limit = limit
+        #: The library's own hint, which a host with its own word for the option
+        #: (a command line's flag) may take out of the message.
+        self.option_hint = hint
 
 
 class HandshakeError(RemoteProtocolError):

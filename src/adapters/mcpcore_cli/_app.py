@@ -76,7 +76,7 @@ from mcpcore import (
 )
 
 from ._ask import TerminalAsker
-from ._declared import add_session_flags, client_hooks, credential_headers, limit_hint
+from ._declared import add_session_flags, client_hooks, credential_headers, in_cli_words, limit_hint
 from ._protocol import add_protocol_option, protocol_options, protocol_words
 from ._tasks import cmd_task, follow_call, shown_id
 from ._term import (
@@ -975,7 +975,8 @@ def _not_ready(
     """Why a server is not ready, as a message: the sign-in hint when that is why."""
     if _needs_login(availability) and isinstance(server, RemoteServer):
         return f"server {quote(name)} {_login_hint(args, server, config)}"
-    shown = show(availability.reason or "unavailable", keep_newlines=False)
+    reason = in_cli_words(availability.reason or "unavailable", availability.error)
+    shown = show(reason, keep_newlines=False)
     lifted = limit_hint(availability.error)
     refused = getattr(availability.error, "status", None) in (401, 403)
     given = credential_headers(server.headers) if isinstance(server, RemoteServer) else []
@@ -2459,7 +2460,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
         cli.error_kind = "unknown_tool"
         return EXIT_USAGE
     except McpError as exc:
-        cli.err(_describe(exc))
+        cli.err(in_cli_words(_describe(exc), exc))
         lifted = limit_hint(exc)
         if lifted is not None:
             cli.hint(lifted)

@@ -37,6 +37,7 @@ __all__ = [
     "add_session_flags",
     "client_hooks",
     "credential_headers",
+    "in_cli_words",
     "limit_hint",
     "message_size",
 ]
@@ -138,6 +139,14 @@ def limit_hint(error: BaseException | None) -> str | None:
     ):
         return "--max-message-size SIZE raises the limit (e.g. 200M)"
     return None
+
+
+def in_cli_words(text: str, error: BaseException | None) -> str:
+    """``text`` without the library's option hint where the command line gives its
+    own flag instead (the library names ``limits=HttpLimits(...)``)."""
+    if limit_hint(error) is not None and isinstance(error, LimitExceeded) and error.option_hint:
+        return text.replace(error.option_hint, "")
+    return text
 
 
 def credential_headers(headers: Mapping[str, str]) -> list[str]:
