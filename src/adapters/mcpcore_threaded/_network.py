@@ -2,7 +2,8 @@
 
 Owns ``connection_pool`` and ``Pool`` (the client's pool: its own over
 httpcore's ``HTTPConnection``, or httpcore's HTTP proxy pool, on the backend
-below; a request broken on a kept-alive connection goes once more, D3), ``AbortableBackend`` and ``AbortableStream`` (connections whose every
+below; a request broken on a kept-alive connection goes once more, D3),
+``AbortableBackend`` and ``AbortableStream`` (connections whose every
 blocking step another thread can end: the name lookup, the connect, the TLS
 handshake, each write and each read, D1), ``http_request`` (an
 ``HttpRequest`` as httpcore's request) and ``ends_without_waiting``
