@@ -324,24 +324,38 @@ async def test_D1_a_call_ends_at_its_deadline_while_its_body_waits_in_sendall(
 # --- the command line ----------------------------------------------------------------------
 
 
+# ``python -m mcpcore_cli``, timing ``main()`` alone: the interpreter's start-up and the
+# CLI's import are not the timeout's to bound, and on a loaded machine (2 cores, load 9)
+# they took 3 to 5 s and failed a bound that counted them.
+_TIMED_CLI = """\
+import sys, time
+from mcpcore_cli._app import main
+started = time.monotonic()
+try:
+    status = main()
+finally:
+    sys.stderr.write(f"\\nmain() took {time.monotonic() - started:.3f} s\\n")
+raise SystemExit(status)
+"""
+
+
 @pytest.mark.parametrize("host", list(HANGING_HOSTS))
 def test_D1_the_cli_gives_up_at_its_timeout(host: str) -> None:
     """``mcpcore tools URL --timeout 3`` against a host that hangs the first exchange returns
     within a few seconds, saying the server did not start in time."""
     make_host, scheme = HANGING_HOSTS[host]
     with make_host() as port:
-        t0 = time.monotonic()
         url = f"{scheme}://127.0.0.1:{port}/mcp"
         result = subprocess.run(
-            [sys.executable, "-m", "mcpcore_cli", "tools", url, "--timeout", "3"],
+            [sys.executable, "-c", _TIMED_CLI, "tools", url, "--timeout", "3"],
             capture_output=True,
             text=True,
             timeout=TEST_BOUND,
         )
-        elapsed = time.monotonic() - t0
     assert result.returncode != 0
     assert "unavailable" in result.stderr and "3 s" in result.stderr, result.stderr
-    assert elapsed < 3 + PROMPT + 2  # the interpreter's own start-up on a loaded machine
+    took = float(result.stderr.rpartition("main() took ")[2].split()[0])
+    assert took < 3 + PROMPT
 
 
 # --- the threaded driver's own stages ------------------------------------------------------

@@ -149,6 +149,29 @@ def test_h1_a_post_names_the_request_it_carries_so_a_driver_can_run_it_in_the_ca
     assert [r.request_id for r in link.requests if r.method == "DELETE"] == [None]
 
 
+def test_D3_the_core_says_which_requests_a_driver_may_send_again() -> None:
+    """D3, E3: ``HttpRequest.replayable`` marks the requests whose second sending changes
+    nothing on the server: a GET, the session's DELETE, a POST of a request kind that
+    changes nothing (``tools/list``). A ``tools/call`` (it may have run), ``initialize``
+    and a notification are not; a driver sends those once only."""
+    server = FakeServer()
+    link = connect(server)
+    call(link)
+    link.engine.close(link.now)
+    link.pump()
+    replayable: dict[str, set[bool]] = {}
+    for request, seen in zip(link.requests, server.seen, strict=True):
+        message = seen.message or {}
+        what = str(message.get("method") if request.method == "POST" else request.method)
+        replayable.setdefault(what, set()).add(request.replayable)
+    assert replayable["tools/call"] == {False}
+    assert replayable["initialize"] == {False}
+    assert replayable["notifications/initialized"] == {False}
+    assert replayable["tools/list"] == {True}
+    assert replayable["DELETE"] == {True}
+    assert replayable["GET"] == {True}
+
+
 # --- H2 -----------------------------------------------------------------------------------
 
 

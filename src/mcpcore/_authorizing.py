@@ -801,6 +801,7 @@ class AuthLayer:
                     headers=action.headers,
                     body=action.body,
                     timeout=action.timeout,
+                    replayable=action.method == "GET",  # a token POST may have been spent
                 )
             )
         elif isinstance(action, AbortExchange):

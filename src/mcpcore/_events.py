@@ -216,6 +216,11 @@ class HttpRequest:
     call's id is its request id), so a driver may perform a call's exchange
     in the caller's own task or thread instead of starting one for it; it is
     ``None`` for notifications, ``GET`` and ``DELETE``.
+    ``replayable``: sending the request twice changes nothing on the server (a
+    ``GET``, the ``DELETE`` of a session, a request of a kind that changes
+    nothing, E3), so a driver may send it once more on a new connection when
+    a kept-alive connection failed before any byte of the answer arrived (the
+    server had closed it while idle). Never a ``tools/call``: it may have run.
     Header values never appear in ``repr`` (C8).
     """
 
@@ -226,6 +231,7 @@ class HttpRequest:
     body: bytes | None = field(default=None, repr=False)
     timeout: float | None = None
     request_id: int | None = None
+    replayable: bool = False
 
     def __repr__(self) -> str:
         names = ", ".join(name.decode("latin-1") for name, _ in self.headers)

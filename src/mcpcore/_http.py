@@ -448,6 +448,7 @@ class HttpMapping:
                 headers=request_headers,
                 body=body,
                 request_id=None if stream is None else stream.request_id,
+                replayable=is_request and _changes_nothing(message),
             )
         )
         if not is_request:
@@ -614,6 +615,7 @@ class HttpMapping:
                 url=self.url,
                 headers=headers,
                 timeout=self.limits.close_timeout,
+                replayable=True,  # a second DELETE of a session ends nothing more
             )
         )
         self.session_id = None
@@ -781,7 +783,9 @@ class HttpMapping:
                 else "",
             )
         self._actions.append(
-            HttpRequest(exchange_id=xid, method="GET", url=self.url, headers=headers)
+            HttpRequest(
+                exchange_id=xid, method="GET", url=self.url, headers=headers, replayable=True
+            )
         )
 
     def _finish(self, ex: _Exchange) -> None:
@@ -847,6 +851,13 @@ def _large_result(message: Message) -> bool:
     loaded when the host first asked for it, registered it)."""
     kind = KINDS.get(message.method)  # type: ignore[union-attr]
     return kind is not None and kind.large_result
+
+
+def _changes_nothing(message: Message) -> bool:
+    """The request is of a kind that changes nothing on the server (E3's ``resend``):
+    its POST may go out again on a new connection (``HttpRequest.replayable``)."""
+    kind = KINDS.get(message.method)  # type: ignore[union-attr]
+    return kind is not None and kind.resend
 
 
 def _json_rpc_error(body: bytes, request_id: object) -> ErrorResponse | None:

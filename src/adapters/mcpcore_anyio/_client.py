@@ -174,14 +174,17 @@ class _OneChunk:
     httpcore iterates ``bytes`` content with an async generator; when a server
     closes before reading the body, that generator is dropped unfinished and
     trio reports a ResourceWarning. An iterator object has nothing to finalise.
+    Each iteration starts over: the pool may send a request again.
     """
 
-    __slots__ = ("_data",)
+    __slots__ = ("_body", "_data")
 
     def __init__(self, data: bytes) -> None:
+        self._body = data
         self._data: bytes | None = data
 
     def __aiter__(self) -> _OneChunk:
+        self._data = self._body
         return self
 
     async def __anext__(self) -> bytes:
@@ -752,7 +755,13 @@ class McpClient(ClientBase):
                         body = request.body
                         framed = None if body is None else (len(body), _OneChunk(body))
                         response = await pool.handle_async_request(
-                            http_request(request.method, request.url, request.headers, framed)
+                            http_request(
+                                request.method,
+                                request.url,
+                                request.headers,
+                                framed,
+                                request.replayable,
+                            )
                         )
                         chunks, close = response_body(response)
                         stack.push_async_callback(close)

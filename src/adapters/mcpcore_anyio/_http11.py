@@ -136,6 +136,10 @@ class Http11:
         self._state = _State.CLOSED
         await self._stream.aclose()
 
+    @property
+    def stream(self) -> httpcore.AsyncNetworkStream:
+        return self._stream
+
     def is_available(self) -> bool:
         return self._state == _State.IDLE
 

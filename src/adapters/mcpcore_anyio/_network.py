@@ -29,6 +29,7 @@ import httpcore
 
 from mcpcore_httpcore import (
     COALESCE_LIMIT,
+    REPLAYABLE,
     BodyEnd,
     Connections,
     ProxyRoutes,
@@ -36,6 +37,7 @@ from mcpcore_httpcore import (
     Waiter,
     body_end_arrived,
     request_target,
+    sent_again_after,
     wait_readable,
 )
 
@@ -47,24 +49,32 @@ def http_request(
     url: str,
     headers: list[tuple[bytes, bytes]],
     framed: tuple[int, AsyncIterable[bytes]] | None,
+    replayable: bool = False,
 ) -> httpcore.Request:
     """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
 
-    ``framed``: the body's length and the body as one chunk, or None for no body.
+    ``framed``: the body's length and the body as one chunk (an iterable that
+    starts over each time it is iterated: the pool may send it again), or None
+    for no body. ``replayable`` is the core's ``HttpRequest.replayable``: the
+    pool may send it again (``AsyncPool``).
     Built here because ``stream`` parses the URL and checks every header
     twice on each request; the core never sets ``Host``, ``Content-Length``
     or ``Transfer-Encoding`` itself (C5 refuses them in configured headers),
     so they are added as httpcore adds them.
     """
     target, host = request_target(url)
+    extensions = {REPLAYABLE: True} if replayable else None
     if framed is None:
-        return httpcore.Request(method, target, headers=[(b"Host", host), *headers])
+        return httpcore.Request(
+            method, target, headers=[(b"Host", host), *headers], extensions=extensions
+        )
     length, content = framed
     return httpcore.Request(
         method,
         target,
         headers=[(b"Host", host), *headers, (b"content-length", b"%d" % length)],
         content=content,
+        extensions=extensions,
     )
 
 
@@ -74,7 +84,9 @@ def connection_pool(
     *,
     proxy: Route | str | None = None,
 ) -> AsyncPool:
-    """The client's pool: no retries (the engine decides), the lean asyncio streams.
+    """The client's pool: the lean asyncio streams, no retries (the engine decides)
+    but one: a request broken on a kept-alive connection goes once more on a new
+    one when ``sent_again_after`` allows it (D3).
 
     ``proxy`` is the core's choice per origin (``ClientSetup.outbound.proxy_for_origin``:
     an http:// or https:// URL, credentials allowed, or None for direct), or one
@@ -96,9 +108,11 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
 
     ``_http11.Http11`` does each exchange (on a ``Connection``);
     which connection takes which request is ``mcpcore_httpcore.Connections``'s, with no await
-    in between (one event loop: no lock). With a proxy, httpcore's
+    in between (one event loop: no lock). A request that breaks on a
+    kept-alive connection goes once more, on a new connection, when
+    ``sent_again_after`` allows it (D3). With a proxy, httpcore's
     ``AsyncHTTPProxy`` pool does it all instead (its tunnels are not public
-    classes). ``request`` and ``stream`` are httpcore's.
+    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's.
     """
 
     def __init__(
@@ -139,14 +153,25 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
                 " not http or https"
             )
         timeouts = request.extensions.get("timeout", {})
+        again = False
         while True:
-            connection = await self._take(request.url.origin, timeouts.get("pool"))
+            connection = await self._take(request.url.origin, timeouts.get("pool"), again)
+            kept_alive = connection.is_idle()  # it served a request before: the server
+            # may have closed it since, its close not here yet when the pool checked
             try:
                 response = await connection.handle_async_request(request)
             except httpcore.ConnectionNotAvailable:
                 await self._give_back(connection)  # not idle after all: closed, another tried
                 continue
-            except BaseException:
+            except Exception as exc:
+                await self._give_back(connection)
+                if again or not kept_alive:
+                    raise
+                if not sent_again_after(exc, connection.network_stream, request):
+                    raise
+                again = True  # once, on a new connection
+                continue
+            except BaseException:  # cancelled (an abort, a deadline): never sent again
                 await self._give_back(connection)
                 raise
             # its body gives the connection back when closed; the response itself is
@@ -154,8 +179,10 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
             response.stream = _Body(response.stream, self, connection)
             return response
 
-    async def _take(self, origin: httpcore.Origin, timeout: float | None) -> Connection:
-        connection, closing = self._book.take(origin)
+    async def _take(
+        self, origin: httpcore.Origin, timeout: float | None, fresh: bool = False
+    ) -> Connection:
+        connection, closing = self._book.take(origin, fresh=fresh)
         if closing:
             await _close(closing)
         if connection is not None:
@@ -271,6 +298,11 @@ class Connection(httpcore.AsyncConnectionInterface):
 
     def can_handle_request(self, origin: httpcore.Origin) -> bool:
         return origin == self._origin
+
+    @property
+    def network_stream(self) -> httpcore.AsyncNetworkStream | None:
+        """The stream its requests go over, once connected."""
+        return None if self._http11 is None else self._http11.stream
 
     async def aclose(self) -> None:
         if self._http11 is not None:
@@ -479,6 +511,7 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
             return
         inbound = self._inbound
         if inbound.ended and self._transport.is_closing():
+            self.saw_write_fail()
             raise httpcore.WriteError(str(inbound.failure or "the connection is closed"))
         # A request's head and body come as separate writes and its response is
         # read next: small ones are held and go out together on that read.
@@ -487,19 +520,30 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
             return
         if self._unsent:
             self._send_unsent()
-        self._transport.write(buffer)
+        self._transmit(buffer)
         if inbound.writing_paused:
             try:
                 with anyio.fail_after(timeout):
                     await inbound.writable()
             except TimeoutError:
+                self.saw_write_fail()
                 raise httpcore.WriteTimeout("could not write within the write timeout") from None
         if inbound.failure is not None:
+            self.saw_write_fail()
             raise httpcore.WriteError(str(inbound.failure)) from inbound.failure
 
     def _send_unsent(self) -> None:
         unsent, self._unsent = self._unsent, b""
-        self._transport.write(unsent)  # within the transport's buffer limit: no waiting
+        self._transmit(unsent)  # within the transport's buffer limit: no waiting
+
+    def _transmit(self, data: bytes) -> None:
+        transport = self._transport
+        closing = transport.is_closing()
+        transport.write(data)
+        if transport.is_closing() and not closing:
+            # The send failed (a reset): asyncio closes the transport at once and
+            # tells the protocol only on its next turn. None of it went out.
+            self.saw_write_fail()
 
     async def aclose(self) -> None:
         self._unsent = b""
@@ -578,7 +622,11 @@ class _Watched(BodyEnd, httpcore.AsyncNetworkStream):
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self.saw_written()
-        await self._inner.write(buffer, timeout)
+        try:
+            await self._inner.write(buffer, timeout)
+        except Exception:
+            self.saw_write_fail()
+            raise
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -7,6 +7,10 @@ This module owns:
   httpcore's public connection classes;
 - ``COALESCE_LIMIT``: the size below which the drivers' streams hold a
   request's writes until its response is read;
+- ``REPLAYABLE`` and ``sent_again_after``: whether a request that failed on a
+  kept-alive connection goes once more on a new one (a server, or a load
+  balancer, closes idle connections; the close may be on its way when a
+  request is written);
 - ``BodyEnd`` and ``body_end_arrived``: whether a response's body has all
   arrived, told from what the drivers' own network streams saw (they see
   every byte httpcore reads), never from httpcore's private state;
@@ -46,6 +50,7 @@ if TYPE_CHECKING:  # names for annotations only: importing this loads neither ht
 
 __all__ = [
     "COALESCE_LIMIT",
+    "REPLAYABLE",
     "BodyEnd",
     "Connections",
     "ProxyRoutes",
@@ -54,6 +59,7 @@ __all__ = [
     "body_end_arrived",
     "redact_proxy",
     "request_target",
+    "sent_again_after",
     "wait_readable",
     "wait_writable",
 ]
@@ -61,6 +67,9 @@ __all__ = [
 # Writes smaller than this are held until the response is read, so a request's
 # head and body (two writes from httpcore) leave in one send.
 COALESCE_LIMIT = 64 * 1024
+
+# The key, in an httpcore request's extensions, of the core's HttpRequest.replayable.
+REPLAYABLE = "mcpcore_replayable"
 
 
 # --- the pools' bookkeeping ---------------------------------------------------------------------
@@ -116,17 +125,23 @@ class Connections(Generic[C]):
         self.idle: list[C] = []  # the most recently used last
         self.waiting: deque[Waiter[C]] = deque()
 
-    def take(self, origin: httpcore.Origin, *, ask: bool = True) -> tuple[C | None, list[C]]:
+    def take(
+        self, origin: httpcore.Origin, *, ask: bool = True, fresh: bool = False
+    ) -> tuple[C | None, list[C]]:
         """A connection for a request to ``origin``, or None: wait (``waiting``) for one.
 
         With ``ask=False`` an idle connection is returned without asking it
         ``has_expired()``: the caller asks it outside its lock (a socket poll,
         which with threads lets others take the GIL while the lock is held)
-        and hands an expired one to ``discard``.
+        and hands an expired one to ``discard``. With ``fresh=True`` no idle
+        connection is taken: a new one, for a request sent again because a
+        kept-alive one failed (the others kept alive as long may be as stale);
+        with no room, the longest idle connection is closed to make some, or the
+        request waits for the next connection given back, which has just served one.
         """
         closing: list[C] = []
         idle = self.idle
-        for index in range(len(idle) - 1, -1, -1):
+        for index in range(-1 if fresh else len(idle) - 1, -1, -1):
             connection = idle[index]
             if not connection.can_handle_request(origin):
                 continue
@@ -235,27 +250,67 @@ class BodyEnd:
     """The last bytes read from a connection since its latest request was written.
 
     Mixed into the drivers' network streams: ``saw_written`` on every write,
-    ``saw_read`` on every read. httpcore parses what its streams return, so a
-    chunked body's end that httpcore has read but not yet handed over is in
-    here, without a look at httpcore's parser.
+    ``saw_read`` on every read, ``saw_write_fail`` when a write did not all go
+    out. httpcore parses what its streams return, so a chunked body's end
+    that httpcore has read but not yet handed over is in here, without a look
+    at httpcore's parser. The same record tells whether a request that failed
+    may go out again (``may_send_again``).
     """
 
     _tail: bytes = b""
+    _answered = False  # a byte arrived since the latest request was written
+    _write_failed = False  # a write did not all go out: the connection is done
 
     def saw_written(self) -> None:
         # One request at a time on an HTTP/1.1 connection: what was read before
         # the request belongs to an earlier response.
         self._tail = b""
+        self._answered = False
 
     def saw_read(self, data: bytes) -> None:
         if len(data) >= _KEEP:
             self._tail = data[-_KEEP:]
         elif data:
             self._tail = (self._tail + data)[-_KEEP:]
+        if data:
+            self._answered = True
+
+    def saw_write_fail(self) -> None:
+        self._write_failed = True
+
+    def may_send_again(self, replayable: bool) -> bool:
+        """Whether the request that just failed on this connection may go out once more,
+        on a new connection: no byte of its answer arrived, and either sending it twice
+        changes nothing (``replayable``, the core's word: ``HttpRequest.replayable``)
+        or its bytes did not all go out (the server cannot have read it whole).
+
+        Asked only of a kept-alive connection: the server may have closed it while
+        it was idle, a close the pool's check before reuse could not see yet (the
+        close was on its way). A request on a new connection is not sent again.
+        """
+        return not self._answered and (replayable or self._write_failed)
 
     def read_tail(self) -> bytes:
         """The last bytes of the response being read, as far as it has arrived."""
         return self._tail
+
+
+def sent_again_after(error: BaseException, stream: object, request: httpcore.Request) -> bool:
+    """Whether ``request``, which failed with ``error`` on a kept-alive connection
+    whose stream is ``stream``, goes once more on a new connection.
+
+    Yes for a connection that broke (reset, or closed without an answer)
+    when ``stream.may_send_again`` allows it; never after a timeout (the
+    server was slow, not gone) or an answer that was not HTTP. As urllib3 and
+    aiohttp do; the drivers' pools ask it once per request, so a request goes
+    out at most twice.
+    """
+    import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+    if not isinstance(error, (httpcore.NetworkError, httpcore.RemoteProtocolError)):
+        return False
+    replayable = bool(request.extensions.get(REPLAYABLE))
+    return isinstance(stream, BodyEnd) and stream.may_send_again(replayable)
 
 
 def body_end_arrived(response: Any, received: int) -> bool | None:

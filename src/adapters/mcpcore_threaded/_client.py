@@ -706,7 +706,9 @@ class McpClient(ClientBase):
         handed_off = False
         try:
             response = pool.handle_request(
-                http_request(request.method, request.url, request.headers, request.body)
+                http_request(
+                    request.method, request.url, request.headers, request.body, request.replayable
+                )
             )
             try:
                 with self._turn:

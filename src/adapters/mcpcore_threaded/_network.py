@@ -2,7 +2,8 @@
 
 Owns ``connection_pool`` and ``Pool`` (the client's pool: its own over
 httpcore's ``HTTPConnection``, or httpcore's HTTP proxy pool, on the backend
-below), ``AbortableBackend`` and ``AbortableStream`` (connections whose every
+below; a request broken on a kept-alive connection goes once more, D3),
+``AbortableBackend`` and ``AbortableStream`` (connections whose every
 blocking step another thread can end: the name lookup, the connect, the TLS
 handshake, each write and each read, D1), ``http_request`` (an
 ``HttpRequest`` as httpcore's request) and ``ends_without_waiting``
@@ -33,6 +34,7 @@ import httpcore
 
 from mcpcore_httpcore import (
     COALESCE_LIMIT,
+    REPLAYABLE,
     BodyEnd,
     Connections,
     ProxyRoutes,
@@ -40,6 +42,7 @@ from mcpcore_httpcore import (
     Waiter,
     body_end_arrived,
     request_target,
+    sent_again_after,
     wait_readable,
     wait_writable,
 )
@@ -73,20 +76,26 @@ def _resolve(host: str, port: int) -> list[tuple[Any, ...]]:
 
 
 def http_request(
-    method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes | None
+    method: str,
+    url: str,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes | None,
+    replayable: bool = False,
 ) -> httpcore.Request:
     """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
 
     Built here because ``stream`` parses the URL and checks every header
     twice on each request; the core never sets ``Host``, ``Content-Length``
     or ``Transfer-Encoding`` itself (C5 refuses them in configured headers),
-    so they are added as httpcore adds them.
+    so they are added as httpcore adds them. ``replayable`` is the core's
+    ``HttpRequest.replayable``: the pool may send it again (``Pool``).
     """
     target, host = request_target(url)
     framed = [(b"Host", host), *headers]
     if body is not None:
         framed.append((b"Content-Length", b"%d" % len(body)))
-    return httpcore.Request(method, target, headers=framed, content=body)
+    extensions = {REPLAYABLE: True} if replayable else None
+    return httpcore.Request(method, target, headers=framed, content=body, extensions=extensions)
 
 
 class AbortableStream(BodyEnd, httpcore.NetworkStream):
@@ -114,6 +123,7 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
         self._unsent = b""
         self._unsent_timeout: float | None = None
         self._read_bytes = 0  # every byte read from a plain TCP socket (idle_readable)
+        self.upgraded: AbortableStream | None = None  # the TLS stream start_tls made on it
 
     # --- what an abort does -------------------------------------------------------------
 
@@ -179,8 +189,10 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
             self.set_timeout(timeout)
             self._sock.sendall(buffer)
         except TimeoutError as exc:
+            self.saw_write_fail()
             raise httpcore.WriteTimeout(exc) from exc
         except OSError as exc:
+            self.saw_write_fail()
             raise httpcore.WriteError(exc) from exc
 
     def set_timeout(self, timeout: float | None) -> None:
@@ -229,6 +241,7 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
         except BaseException:
             stream.close()
             raise
+        self.upgraded = stream
         return stream
 
     def idle_readable(self) -> bool:
@@ -415,7 +428,7 @@ class AbortableBackend(httpcore.NetworkBackend):
                 self._connect(stream, address, timeout, local_address, socket_options)
             except httpcore.ConnectError as exc:
                 stream.close()
-                if self._aborted():
+                if self.aborted():
                     raise
                 last = exc  # the next address, if there is one
                 continue
@@ -427,7 +440,7 @@ class AbortableBackend(httpcore.NetworkBackend):
             raise last  # the last address's failure, its cause (refused, unreachable) with it
         raise httpcore.ConnectError(f"no address for {host!r}")
 
-    def _aborted(self) -> bool:
+    def aborted(self) -> bool:
         abort = self._performing.abort
         return abort is not None and abort.aborted
 
@@ -447,7 +460,7 @@ class AbortableBackend(httpcore.NetworkBackend):
         finally:
             if abort is not None:
                 abort.leave()
-        if self._aborted():
+        if self.aborted():
             raise httpcore.ConnectError(_ABORTED)
         if not done:
             raise httpcore.ConnectTimeout(f"the name {host!r} was not found within {timeout} s")
@@ -481,11 +494,11 @@ class AbortableBackend(httpcore.NetworkBackend):
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(exc) from exc
         except OSError as exc:
-            raise httpcore.ConnectError(_ABORTED if self._aborted() else exc) from exc
+            raise httpcore.ConnectError(_ABORTED if self.aborted() else exc) from exc
         finally:
             if abort is not None:
                 abort.leave()
-        if self._aborted():  # connected just as the abort came
+        if self.aborted():  # connected just as the abort came
             raise httpcore.ConnectError(_ABORTED)
 
     def _connect_watching(
@@ -510,7 +523,7 @@ class AbortableBackend(httpcore.NetworkBackend):
                 if wait <= 0:
                     raise TimeoutError(f"could not connect within {timeout} s")
             over = wait_writable(sock, wait)
-            if self._aborted():
+            if self.aborted():
                 raise OSError(errno.ECONNABORTED, _ABORTED)
             if over:
                 break
@@ -526,7 +539,9 @@ def connection_pool(
     *,
     proxy: Route | str | None = None,
 ) -> Pool:
-    """The client's pool: no retries (the engine decides), every step abortable (D1).
+    """The client's pool: every step abortable (D1), no retries (the engine decides)
+    but one: a request broken on a kept-alive connection goes once more on a new
+    one when ``sent_again_after`` allows it (D3).
 
     ``performing`` tells each blocking step which exchange its thread
     performs, so that the exchange's abort ends it.
@@ -550,9 +565,12 @@ class Pool(httpcore.ConnectionInterface):
     """The client's connections: HTTP/1.1, one request per connection at a time.
 
     httpcore's ``HTTPConnection`` does each exchange; which connection takes
-    which request is ``mcpcore_httpcore.Connections``'s, under a lock. With a
-    proxy, httpcore's ``HTTPProxy`` pool does it all instead (its tunnels
-    are not public classes). ``request`` and ``stream`` are httpcore's.
+    which request is ``mcpcore_httpcore.Connections``'s, under a lock. A
+    request that breaks on a kept-alive connection goes once more, on a new
+    connection, when ``sent_again_after`` allows it (D3); each connection's
+    ``_Link`` keeps its stream for that question. With a proxy, httpcore's
+    ``HTTPProxy`` pool does it all instead (its tunnels are not public
+    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's.
     """
 
     def __init__(
@@ -564,11 +582,8 @@ class Pool(httpcore.ConnectionInterface):
     ) -> None:
         self._lock = threading.Lock()
         self._proxied = proxy is not None  # else every request goes direct: no lock to ask
-        self._book: Connections[httpcore.HTTPConnection] = Connections(
-            max_connections,
-            lambda origin: httpcore.HTTPConnection(
-                origin, ssl_context=ssl_context, network_backend=backend
-            ),
+        self._book: Connections[_Connection] = Connections(
+            max_connections, lambda origin: _Connection(origin, ssl_context, backend)
         )
         # the proxy pools, one per proxy URL the core chooses for an origin
         self._via: ProxyRoutes[httpcore.HTTPProxy] = ProxyRoutes(
@@ -602,12 +617,23 @@ class Pool(httpcore.ConnectionInterface):
                 " not http or https"
             )
         timeouts = request.extensions.get("timeout", {})
+        again = False
         while True:
-            connection = self._take(request.url.origin, timeouts.get("pool"))
+            connection = self._take(request.url.origin, timeouts.get("pool"), fresh=again)
+            kept_alive = connection.is_idle()  # it served a request before: the server
+            # may have closed it since, its close not here yet when the pool checked
             try:
                 response = connection.handle_request(request)
             except httpcore.ConnectionNotAvailable:
                 self._give_back(connection)  # not idle after all: closed, and another tried
+                continue
+            except Exception as exc:
+                self._give_back(connection)
+                if again or not kept_alive or connection.link.aborted():
+                    raise
+                if not sent_again_after(exc, connection.link.stream, request):
+                    raise
+                again = True  # once, on a new connection
                 continue
             except BaseException:
                 self._give_back(connection)
@@ -619,18 +645,20 @@ class Pool(httpcore.ConnectionInterface):
                 extensions=response.extensions,
             )
 
-    def _take(self, origin: httpcore.Origin, timeout: float | None) -> httpcore.HTTPConnection:
+    def _take(
+        self, origin: httpcore.Origin, timeout: float | None, fresh: bool = False
+    ) -> _Connection:
         # An idle connection is asked whether it expired (a poll of its socket, which
         # lets other threads take the GIL) once the lock is released: asked under it,
         # a thread giving a connection back meanwhile blocked on the lock, one thread
         # switch more per call with many in flight.
         with self._lock:
-            connection, closing = self._book.take(origin, ask=False)
+            connection, closing = self._book.take(origin, ask=False, fresh=fresh)
             waiter = self._wait_if_none(origin, connection)
         while connection is not None and (connection.is_closed() or connection.has_expired()):
             with self._lock:
                 closing += self._book.discard(connection)
-                connection, more = self._book.take(origin, ask=False)
+                connection, more = self._book.take(origin, ask=False, fresh=fresh)
                 waiter = self._wait_if_none(origin, connection)
             closing += more
         _close(closing)
@@ -649,7 +677,7 @@ class Pool(httpcore.ConnectionInterface):
         return waiter.connection
 
     def _wait_if_none(
-        self, origin: httpcore.Origin, connection: httpcore.HTTPConnection | None
+        self, origin: httpcore.Origin, connection: _Connection | None
     ) -> _Waiting | None:
         """Under the lock: with no connection to take, wait in line for one."""
         if connection is not None:
@@ -658,7 +686,7 @@ class Pool(httpcore.ConnectionInterface):
         self._book.waiting.append(waiter)
         return waiter
 
-    def _give_back(self, connection: httpcore.HTTPConnection) -> None:
+    def _give_back(self, connection: _Connection) -> None:
         with self._lock:
             closing = self._book.give_back(connection)
         _close(closing)
@@ -704,7 +732,56 @@ class Pool(httpcore.ConnectionInterface):
         return False
 
 
-class _Waiting(Waiter[httpcore.HTTPConnection]):
+class _Link(httpcore.NetworkBackend):
+    """One connection's way to the pool's backend: it keeps the stream it connected,
+    so that the pool can ask it, after a failure, whether the request may go again."""
+
+    def __init__(self, backend: httpcore.NetworkBackend) -> None:
+        self._backend = backend
+        self._tcp: httpcore.NetworkStream | None = None
+
+    @property
+    def stream(self) -> httpcore.NetworkStream | None:
+        """The stream requests go over: the TCP one, or the TLS one made on it."""
+        tcp = self._tcp
+        if isinstance(tcp, AbortableStream) and tcp.upgraded is not None:
+            return tcp.upgraded
+        return tcp
+
+    def aborted(self) -> bool:
+        """Whether the exchange this thread performs was aborted (D1): not sent again."""
+        backend = self._backend
+        return isinstance(backend, AbortableBackend) and backend.aborted()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        self._tcp = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return self._tcp
+
+    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries only
+        self._backend.sleep(seconds)
+
+
+class _Connection(httpcore.HTTPConnection):
+    """httpcore's connection over a ``_Link`` of its own (``link``)."""
+
+    def __init__(
+        self,
+        origin: httpcore.Origin,
+        ssl_context: ssl.SSLContext | None,
+        backend: httpcore.NetworkBackend,
+    ) -> None:
+        self.link = _Link(backend)
+        super().__init__(origin, ssl_context=ssl_context, network_backend=self.link)
+
+
+class _Waiting(Waiter[_Connection]):
     """A request waiting in a ``Pool`` for a connection; ``handed`` is set once it has one."""
 
     __slots__ = ("handed",)
@@ -714,7 +791,7 @@ class _Waiting(Waiter[httpcore.HTTPConnection]):
         super().__init__(origin, self.handed.set)
 
 
-def _close(connections: list[httpcore.HTTPConnection]) -> None:
+def _close(connections: list[_Connection]) -> None:
     for connection in connections:
         connection.close()
 
@@ -724,10 +801,10 @@ class _Body:
 
     __slots__ = ("_connection", "_pool", "_stream")
 
-    def __init__(self, stream: Any, pool: Pool, connection: httpcore.HTTPConnection) -> None:
+    def __init__(self, stream: Any, pool: Pool, connection: _Connection) -> None:
         self._stream = stream
         self._pool = pool
-        self._connection: httpcore.HTTPConnection | None = connection
+        self._connection: _Connection | None = connection
 
     def __iter__(self) -> Iterator[bytes]:
         stream: Iterable[bytes] = self._stream
