@@ -16,6 +16,7 @@ import pytest
 
 from fake_peer import FakeServer, Reply, connect, tool
 from mcpcore import (
+    AbortExchange,
     BackendError,
     CallCancelled,
     CallFailed,
@@ -24,6 +25,7 @@ from mcpcore import (
     Cancelled,
     Continuation,
     ElicitResult,
+    HttpRequest,
     InputOptions,
     InputRequired,
     InvalidState,
@@ -290,6 +292,26 @@ def test_T7_closing_leaves_running_tasks_alone_unless_the_host_asks(cancel: bool
     assert server.cancels == (["t-1"] if cancel else [])
 
 
+def test_T9_a_give_up_then_an_immediate_close_still_delivers_tasks_cancel() -> None:
+    """T9: the close that follows a give-up before the driver performed anything keeps
+    the tasks/cancel (it is not aborted with the other requests) within its bound."""
+    link, server = task_link([working()])
+    call_id = link.engine.call("srv/build", {}, link.now)
+    link.advance(2)
+    assert link.engine.cancel(call_id, link.now)
+    link.engine.close(link.now)  # nothing performed in between
+    actions = link.engine.take_actions()
+    aborted = {a.exchange_id for a in actions if isinstance(a, AbortExchange)}
+    [cancel] = [a for a in actions if isinstance(a, HttpRequest) and b"tasks/cancel" in a.body]
+    assert cancel.exchange_id not in aborted  # the driver performs it, then finishes closing
+    for action in actions:
+        if isinstance(action, HttpRequest) and action.exchange_id not in aborted:
+            link._perform(action)
+    link.advance(5)
+    assert server.cancels == ["t-1"] and isinstance(outcome(link, call_id), CallCancelled)
+    assert link.engine.finished
+
+
 # --- T8: handles ----------------------------------------------------------------------------------
 
 
@@ -471,7 +493,8 @@ def test_T7_2025_11_25_declares_the_capability_asks_for_a_task_and_fetches_the_r
     link.advance(5)
     event = outcome(link, call_id)
     assert isinstance(event, CallSucceeded) and event.output.text == "built"
-    assert server.asked[0]["task"] == {"ttl": 120000}
+    # task_timeout and a minute more: a give-up's tasks/cancel still finds the task (T9)
+    assert server.asked[0]["task"] == {"ttl": 180000}
     assert [m["params"] for m in server.requests("tasks/result")] == [{"taskId": "L-1"}]
     assert follows_nothing(link)
 

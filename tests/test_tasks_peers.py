@@ -14,7 +14,9 @@ a host sees is checked: the result of a call the server ran as a task, its
 status messages as progress, the answer a hook gives to the task's question,
 the cancel the server records, a task resumed by another process, and the
 task-required tool listed with tasks on and hidden (with the warning) or
-refused with them off.
+refused with them off; and a give-up (a cancelled scope, ``task_timeout``, a
+call's own ``timeout=``) that the server hears as ``tasks/cancel`` even when the
+client closes at once.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import pytest
 from drivers import DRIVERS, Face, backend_of, open_client, wait_for
 from mcpcore import (
     BackendError,
+    CallTimeout,
     Elicitation,
     ElicitResult,
     McpError,
@@ -64,6 +67,9 @@ class TaskPeer:
     required: str  # a tool that runs only as a task
     long: tuple[str, dict[str, Any]]  # a task that runs until cancelled
     cancels: Callable[[], int]  # how many cancels of the long task the server recorded
+    # how many times the long task began to run (a task cancelled before it ran
+    # records no cancel); None: not recorded
+    starts: Callable[[], int] | None = None
 
 
 def _count(peer: Peer, line: str) -> Callable[[], int]:
@@ -82,6 +88,7 @@ def _fastmcp_peer() -> Iterator[TaskPeer]:
             "required_task",
             ("long_task", {"seconds": 30}),
             _count(peer, "cancelled long_task"),
+            _count(peer, "start long_task"),
         )
 
 
@@ -97,6 +104,7 @@ def _ts_peer() -> Iterator[TaskPeer]:
             "required_task",
             ("long_task", {"seconds": 30}),
             _count(peer, "cancelled long_task"),
+            _count(peer, "start long_task"),
         )
 
 
@@ -185,6 +193,8 @@ def _required_arguments(peer: TaskPeer) -> dict[str, Any]:
 
 WITH_FAILING_AND_ASKING = pytest.mark.parametrize("peer", ["fastmcp", "ts"], indirect=True)
 """The demo server's task neither fails nor asks: these run against the other two."""
+OUT_OF_PROCESS = WITH_FAILING_AND_ASKING
+"""The two peers in processes of their own (the demo server runs in this one)."""
 ONE_DRIVER = pytest.mark.parametrize("driver", ["threaded"], indirect=True)
 
 
@@ -357,3 +367,106 @@ async def test_T7_the_task_peers_are_installed(driver: str) -> None:
     assert task_peers_installed(), "run scripts/install_peers.sh"
     sdk = ROOT / ".peers" / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
     assert json.loads(sdk.read_text())["version"] == "1.32.2"
+
+
+# --- T9: giving up on a task reaches the server -------------------------------------
+
+# Give-ups in a row, per driver and peer: on anyio the close always beat the cancel;
+# on threads it raced it (about one time in five), so they try more.
+GIVE_UPS = {"threaded": 10}
+CLOSE_BOUND = 10.0  # a close takes HttpLimits.close_timeout (2 s) at most, with slack
+
+
+@OUT_OF_PROCESS
+async def test_T9_a_give_up_then_an_immediate_close_still_cancels_the_task(
+    driver: str, peer: TaskPeer
+) -> None:
+    """T9: a call that gives up on its task, its client closing right after, still
+    delivers tasks/cancel before the close ends: the server cancels the task. On
+    anyio the give-up is a cancelled scope around the call (cancelled once the
+    call follows its task and the task runs), on threads the call's task_timeout;
+    then the client's block ends at once."""
+    tool, arguments = peer.long
+    assert peer.starts is not None
+    starts = peer.starts
+    for _ in range(GIVE_UPS.get(driver, 5)):
+        before, started = peer.cancels(), starts()
+        following = anyio.Event()
+
+        async def give_up(
+            scope: anyio.CancelScope, following: anyio.Event = following, started: int = started
+        ) -> None:
+            await following.wait()
+            await wait_for(lambda: starts() > started, TIMEOUT)
+            scope.cancel()
+
+        with anyio.fail_after(TIMEOUT):
+            async with (
+                anyio.create_task_group() as group,
+                open_client(driver, "p", {"url": peer.url}, tasks=True, task_timeout=1.0) as client,
+            ):
+                assert (await client.ready(TIMEOUT)).ok
+                if client.threaded:
+                    # the call and the end of its ``with`` in one thread, as a program has them
+                    await anyio.to_thread.run_sync(
+                        lambda: _past_task_timeout(client.client, f"p/{tool}", arguments)
+                    )
+                else:
+                    with anyio.CancelScope() as scope:
+                        group.start_soon(give_up, scope)
+                        await client.client.call(
+                            f"p/{tool}", arguments, on_progress=lambda *_, f=following: f.set()
+                        )
+                gave_up = anyio.current_time()  # the client's block ends right here
+            closed = anyio.current_time() - gave_up
+        assert closed < CLOSE_BOUND, closed
+        # the server got tasks/cancel (the close waited for its answer) and stops the task
+        await wait_for(lambda before=before: peer.cancels() > before, TIMEOUT)
+
+
+def _past_task_timeout(client: Any, tool_id: str, arguments: dict[str, Any]) -> None:
+    """A threaded call that gives up at task_timeout, then its client's close at once."""
+    try:
+        with pytest.raises(CallTimeout, match="task_timeout"):
+            client.call(tool_id, arguments)
+    finally:
+        client.close()
+
+
+async def test_T9_a_calls_own_timeout_bounds_its_task_then_cancels_it(
+    driver: str, peer: TaskPeer
+) -> None:
+    """T9: a timeout= given for one call is the caller's word: it bounds the whole
+    call, the task the server made of it included (the task runs 30 s, and
+    task_timeout is an hour), then the task is cancelled on the server, though
+    the client closes at once."""
+    tool, arguments = peer.long
+    before = peer.cancels()
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert (await client.ready(TIMEOUT)).ok
+            started = anyio.current_time()
+            with pytest.raises(CallTimeout) as timed_out:
+                await client.call(f"p/{tool}", arguments, timeout=1.5)
+            took = anyio.current_time() - started
+    assert 1.4 <= took < 10, took
+    assert "within 1.5 s (the call's timeout)" in str(timed_out.value)
+    await wait_for(lambda: peer.cancels() > before, TIMEOUT)
+
+
+@OUT_OF_PROCESS
+async def test_T8_start_task_asks_for_a_task_of_a_tool_that_may_run_as_one(
+    driver: str, peer: TaskPeer
+) -> None:
+    """T8: start_task is the host's choice of a task: a task-optional tool (2025-11-25
+    execution.taskSupport "optional"; at 2026-07-28 the server decides) runs as one,
+    and its handle picks the result up."""
+    async with open_client(driver, "p", {"url": peer.url}, tasks=True) as client:
+        with anyio.fail_after(TIMEOUT):
+            assert (await client.ready(TIMEOUT)).ok
+            assert any(t.name == "slow_task" for t in client.tools)
+            handle = await _run(client, "start_task", "p/slow_task", {"steps": 1, "delay": 0.1})
+            assert isinstance(handle, TaskHandle), handle
+            assert handle.tool == "slow_task"
+            out = await _run(client, "resume_task", handle)
+    assert out.text == "counted to 1"

@@ -107,7 +107,7 @@ class NoTasks:
     def handshake_capabilities(self, capabilities: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in capabilities.items() if k != "extensions"}
 
-    def task_param(self, tool: Tool) -> dict[str, Any] | None:
+    def task_param(self, tool: Tool, *, chosen: bool = False) -> dict[str, Any] | None:
         return None
 
     def created(self, pending: Pending, result: dict[str, Any], now: float) -> bool:

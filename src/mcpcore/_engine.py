@@ -129,14 +129,17 @@ class _EngineBase:
         timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
         on_input: Literal["hook", "return"] = "hook",
+        task: bool = False,
     ) -> int:
         """Start a ``tools/call``; the outcome arrives as an event with this call id.
         ``meta``: the host's own ``_meta`` keys for this call (V1); ``on_input="return"``:
-        a question for the person ends it with an ``InputRequired`` (Q4)."""
+        a question for the person ends it with an ``InputRequired`` (Q4); ``task``:
+        the host chose a task (``start_task``, T8). ``timeout``: the caller's bound on
+        the whole call, a task included (T9)."""
         watch = self._watch
         if watch is None:
             call_id = self.session.call(
-                tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
+                tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input, task=task
             )
             if self._contexts is not None:
                 self._contexts[call_id] = contextvars.copy_context()
@@ -156,6 +159,7 @@ class _EngineBase:
                 timeout=timeout,
                 meta=with_carrier(carrier, meta),
                 on_input=on_input,
+                task=task,
             ),
             tool=None if tool is None else tool.name,
         )
@@ -194,7 +198,9 @@ class _EngineBase:
         """Like ``call``, but when the server runs the call as a task the call ends
         at once with ``RequestSucceeded`` holding its ``TaskHandle`` (T8); a call the
         server answers directly ends as ``call`` does."""
-        call_id = self.call(tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input)
+        call_id = self.call(
+            tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input, task=True
+        )
         self.session.tasks.hand(call_id)
         return call_id
 
@@ -594,9 +600,11 @@ class HttpClientEngine(_EngineBase):
     def close(self, now: float) -> None:
         """L6, H9: closing starts; the engine owns its whole sequence.
 
-        Exchanges of requests are aborted; every call still running ends with
-        ``CallCancelled``; its ``notifications/cancelled`` and the session's
-        ``DELETE`` are emitted together, all bounded by one close deadline
+        Exchanges of requests are aborted, but for the ``tasks/cancel`` of a call
+        that just gave up on its task (T9), which is still delivered; every call
+        still running ends with ``CallCancelled``; its ``notifications/cancelled``
+        and the session's ``DELETE`` are emitted together (the ``DELETE`` after the
+        notices and owed requests are answered), all bounded by one close deadline
         (``HttpLimits.close_timeout``). The driver performs the actions as
         usual and calls ``handle_timer`` at ``next_deadline()`` until
         ``finished``, then releases its connections.
@@ -604,7 +612,7 @@ class HttpClientEngine(_EngineBase):
         if self._closing:
             return
         self._closing = True
-        self.http.begin_close(now)
+        self.http.begin_close(now, self.session.owed_on_close())  # T9: kept, not aborted
         if self.auth is not None:
             self.auth.close(now)
         self.session.close(now)

@@ -31,7 +31,7 @@ import heapq
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NoReturn, Union
@@ -181,6 +181,7 @@ class _Exchange:
     candidate_session_id: str | None = None
     opened_at: float = 0.0  # the ``now`` it was asked for (X4: timings)
     json_error: bool = False  # an error status with a JSON body (M9)
+    owed: bool = False  # a request closing still delivers (T9), like a notice
 
 
 @dataclass(slots=True)
@@ -435,6 +436,8 @@ class HttpMapping:
         if body is None:
             body = encode_message(message)
         xid = self._open(_Kind.POST, message, stream)
+        if is_request and self._closing_at is not None:
+            self._exchanges[xid].owed = True  # sent while closing: the close delivers it
         if headers is None:
             request_headers = self._headers(_ACCEPT_BOTH, configured)
         else:
@@ -517,15 +520,20 @@ class HttpMapping:
             self._listening = True
             self._open_get(_Stream(request_id=None, session_id=self.session_id), _Kind.LISTEN)
 
-    def drop_exchanges(self, *, keep_notices: bool = False) -> None:
+    def drop_exchanges(self, *, keep_notices: bool = False, keep: Collection[int] = ()) -> None:
         """Abort every exchange and forget every pending resume.
 
         With ``keep_notices``, notifications and responses already on their way
-        (a ``notifications/cancelled``, say) are left to finish (L6).
+        (a ``notifications/cancelled``, say) are left to finish (L6), and so are
+        the POSTs of the requests ``keep`` names (T9: a give-up's ``tasks/cancel``).
         """
         for xid, ex in list(self._exchanges.items()):
-            if keep_notices and ex.kind is _Kind.POST and not isinstance(ex.message, Request):
-                continue
+            if keep_notices and ex.kind is _Kind.POST:
+                if not isinstance(ex.message, Request):
+                    continue
+                if ex.message.id in keep:
+                    ex.owed = True
+                    continue
             self._abort(xid)
         self._timers.clear()
         self._by_request.clear()
@@ -556,14 +564,16 @@ class HttpMapping:
         self.session_id = None
         self.protocol_version = None
 
-    def begin_close(self, now: float) -> None:
+    def begin_close(self, now: float, owed: Collection[int] = ()) -> None:
         """L6: closing starts, bounded by ``limits.close_timeout`` from ``now``.
 
-        Every exchange but notices already on their way is aborted; what is sent
-        from now on (the cancel notices, then ``end_session``'s DELETE) goes out
-        at once, together, and its replies are read for nothing but their end.
-        Whatever is still running at the close deadline is aborted by
-        ``handle_timer``; ``finished`` says when nothing is left.
+        Every exchange but notices already on their way, and the requests the
+        session still owes the server (``owed``: their ids, T9), is aborted; what
+        is sent from now on (the cancel notices and owed requests, then
+        ``end_session``'s DELETE) goes out at once, together, and its replies are
+        read for nothing but their end. Whatever is still running at the close
+        deadline is aborted by ``handle_timer``; ``finished`` says when nothing
+        is left.
         """
         if self._closing_at is not None:
             return
@@ -571,7 +581,7 @@ class HttpMapping:
         # Requests still held back (behind notifications/initialized) never reach
         # the server: the cancel notices that follow them must not either.
         held = [m.id for m in self._held if isinstance(m, Request) and isinstance(m.id, int)]
-        self.drop_exchanges(keep_notices=True)
+        self.drop_exchanges(keep_notices=True, keep=owed)
         self._never_sent.update(held)
         self._closing_at = now + self.limits.close_timeout
         for xid in self._exchanges:
@@ -621,7 +631,11 @@ class HttpMapping:
         self.session_id = None
 
     def _notices_open(self) -> bool:
-        return any(ex.kind is _Kind.POST and ex.stream is None for ex in self._exchanges.values())
+        """Closing: a notice or an owed request is still on its way (the DELETE waits)."""
+        return any(
+            ex.kind is _Kind.POST and (ex.stream is None or ex.owed)
+            for ex in self._exchanges.values()
+        )
 
     def handle_timer(self, now: float) -> None:
         self._last_now = now

@@ -187,6 +187,12 @@ class Pending:
     # The client capabilities this request declares when they differ from the
     # client's own (a call that may pause for a person declares elicitation, Q4).
     capabilities: dict[str, Any] | None = None
+    # T9: the budget is the caller's own ``timeout=``: it bounds the whole call, a
+    # task the server makes of it included (else ``task_timeout`` takes over).
+    firm_budget: bool = False
+    # T9: a close that follows still delivers this request, within the close's
+    # bound (a give-up's ``tasks/cancel``): see ``ClientSession.owed_on_close``.
+    deliver_on_close: bool = False
 
 
 class RequestPath:
@@ -362,6 +368,8 @@ class RequestPath:
             pages=pending.pages,
             context=pending.context,
             capabilities=pending.capabilities,
+            firm_budget=pending.firm_budget,
+            deliver_on_close=pending.deliver_on_close,
         )
         self.enter(again)
         return again

@@ -248,6 +248,16 @@ class ClientSession(DeskHolder):
                 best = t
         return best
 
+    def owed_on_close(self) -> list[int]:
+        """T9: the ids of requests on their way that a close must still deliver
+        within its bound (a give-up's ``tasks/cancel``); the transport keeps them
+        as it keeps the cancel notices."""
+        return [
+            request_id
+            for request_id, pending in self.path.pending.items()
+            if pending.deliver_on_close and pending.sent
+        ]
+
     @property
     def catalogue(self) -> Catalogue | None:
         return self.tools.catalogue
@@ -305,10 +315,15 @@ class ClientSession(DeskHolder):
         timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
         on_input: Literal["hook", "return"] = "hook",
+        task: bool = False,
     ) -> int:
         """Queue ``tools/call`` for ``tool_id``; returns the call id (K1, K2, K7).
         ``meta`` adds the host's own keys to the request's ``_meta`` (V1).
-        ``on_input``: see ``InputDesk.on_call`` (Q4).
+        ``on_input``: see ``InputDesk.on_call`` (Q4). ``task``: the host chose a task
+        (``start_task``, T8), so a tool that may run as one is asked to.
+        ``timeout``: the caller's own bound on the whole call, a task included (T9);
+        without it the client's ``call_timeout`` applies until the server makes a
+        task, and ``task_timeout`` from then on.
 
         Raises at once, with nothing sent: ``UnknownTool`` (naming the ids the
         caller may have meant), ``InvalidState`` before the session is ready,
@@ -320,7 +335,9 @@ class ClientSession(DeskHolder):
             raise InvalidState(f"cannot call a tool while the session is {self.state.value!r}")
         self.input_desk.check_on_input(on_input)
         budget = self.options.call_timeout if timeout is None else positive_seconds(timeout)
-        call_id = self.tools.call(tool_id, arguments, now, budget, meta)
+        call_id = self.tools.call(
+            tool_id, arguments, now, budget, meta, firm=timeout is not None, task=task
+        )
         return self.input_desk.on_call(call_id, on_input)
 
     def request(self, ask: Ask, now: float, *, timeout: float | None = None) -> int:

@@ -98,6 +98,10 @@ _STRETCH = 1.5
 _STRETCH_CAP = 4.0
 #: Polls in a row that may fail in the transport before the call fails.
 MAX_POLL_FAILURES = 3
+#: 2025-11-25: seconds the ``ttl`` a call asks for outlasts ``task_timeout`` (T9):
+#: a server may forget a task once its ttl is over, and the ``tasks/cancel`` of a
+#: call that gave up at ``task_timeout`` must still find it.
+_TTL_MARGIN = 60.0
 #: The longest task id and status message this client takes.
 _MAX_TASK_ID = 256
 _MAX_MESSAGE = 1000
@@ -336,6 +340,7 @@ class _Task:
     failures: int = 0
     rounds: int = 0
     started: float = 0.0
+    firm: bool = False  # the deadline is the caller's own timeout= (T9)
 
 
 class TaskDesk:
@@ -380,10 +385,16 @@ class TaskDesk:
             out["tasks"] = {}
         return out
 
-    def task_param(self, tool: Tool) -> dict[str, Any] | None:
-        """2025-11-25: the ``task`` param a call of a task-required tool carries."""
-        if self.on and self._s.era == "legacy" and tool.task_support == "required":
-            return {"ttl": int(self._s.options.task_timeout * 1000)}
+    def task_param(self, tool: Tool, *, chosen: bool = False) -> dict[str, Any] | None:
+        """2025-11-25: the ``task`` param a call carries: a task-required tool's, and
+        a task-optional tool's when the host ``chosen`` a task (``start_task``, T8)."""
+        support = tool.task_support
+        if (
+            self.on
+            and self._s.era == "legacy"
+            and (support == "required" or (chosen and support == "optional"))
+        ):
+            return {"ttl": int((self._s.options.task_timeout + _TTL_MARGIN) * 1000)}
         return None
 
     # --- time -------------------------------------------------------------------------
@@ -405,12 +416,13 @@ class TaskDesk:
                 continue
             if now >= task.deadline:
                 budget = task.deadline - task.started
+                which = "the call's timeout" if task.firm else "task_timeout"
                 self._fail(
                     task,
                     CallTimeout(
                         f"task {excerpt(task.handle.task_id, 60)!r} of tool "
                         f"{excerpt(task.handle.tool, 60)!r} did not finish within "
-                        f"{budget:g} s (task_timeout)",
+                        f"{budget:g} s ({which})",
                         tool=task.tool.id if task.tool is not None else None,
                         budget=budget,
                     ),
@@ -458,7 +470,11 @@ class TaskDesk:
             self.handing.discard(call_id)
             session.events.append(RequestSucceeded(call_id=call_id, value=handle))
             return True
-        self.follow(call_id, handle, tool, now, answer=answer)
+        # T9: the caller's own timeout= bounds the whole call, the task included;
+        # only the client's default call deadline gives way to task_timeout.
+        since = pending.started if pending.firm_budget else None
+        limit = pending.budget if pending.firm_budget else None
+        self.follow(call_id, handle, tool, now, timeout=limit, answer=answer, since=since)
         return True
 
     def follow(
@@ -470,17 +486,22 @@ class TaskDesk:
         *,
         timeout: float | None = None,
         answer: _Answer | None = None,
+        since: float | None = None,
     ) -> None:
         """Follow the task ``handle`` under the host's ``call_id`` until it ends
-        (T7): polls as timers, ``timeout`` (``task_timeout``) from now (T9)."""
+        (T7): polls as timers, ``timeout`` (``task_timeout``) from now (T9); with
+        ``since``, ``timeout`` is the caller's own and counts from then (the call's
+        start: it bounds the whole call)."""
         limit = self._s.options.task_timeout if timeout is None else timeout
+        started = now if since is None else since
         task = _Task(
             call_id,
             handle,
             tool,
-            now + limit,
+            started + limit,
             self._s.modern,
-            started=now,
+            started=started,
+            firm=since is not None,
         )
         self.calls[call_id] = task
         if answer is None or answer.status.status != "working":
@@ -781,6 +802,8 @@ class TaskDesk:
             self._s.abandon(flight, "the call ended")
 
     def _send_cancel(self, task_id: str, now: float) -> None:
+        """T9: giving up on a task tells the server; a close that follows at once
+        still delivers this ``tasks/cancel`` (``deliver_on_close``), within its bound."""
         self._s.path.issue(
             TASKS_CANCEL,
             {"taskId": task_id},
@@ -788,6 +811,7 @@ class TaskDesk:
             on_done=_ignore,
             on_failed=_ignore,
             deadline=now + self._s.options.call_timeout,
+            deliver_on_close=True,
         )
 
     def cancel(self, call_id: int, now: float, reason: str) -> bool:

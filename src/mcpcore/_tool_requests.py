@@ -117,9 +117,13 @@ class ToolsFeature:
         now: float,
         budget: float,
         meta: Mapping[str, Any] | None = None,
+        *,
+        firm: bool = False,
+        task: bool = False,
     ) -> int:
         """Queue ``tools/call`` (the session checked its state and the budget); ``meta``
-        is the host's own ``_meta`` keys (V1)."""
+        is the host's own ``_meta`` keys (V1); ``firm``: the budget is the caller's
+        own (T9); ``task``: the host chose a task (T8)."""
         assert self.catalogue is not None
         tool = self.catalogue.get(tool_id)
         if tool is None:
@@ -140,9 +144,9 @@ class ToolsFeature:
         params: dict[str, Any] = {"name": tool.name, "arguments": dict(arguments)}
         if meta:
             params["_meta"] = host_meta(meta)
-        task = self._session.task_desk.task_param(tool)
-        if task is not None:
-            params["task"] = task  # T7: 2025-11-25 asks for the task
+        asked = self._session.task_desk.task_param(tool, chosen=task)
+        if asked is not None:
+            params["task"] = asked  # T7: 2025-11-25 asks for the task
         request = path.build(TOOLS_CALL, request_id, params)
         # K9: encoded before anything is registered, so arguments JSON cannot carry
         # (NaN, a set, an object) fail this call alone and leave nothing behind.
@@ -166,6 +170,7 @@ class ToolsFeature:
             hosted=True,
             tool=tool,
             context=self._session.options.policy,
+            firm_budget=firm,
         )
         if path.enter(pending):
             path.encoded[request_id] = body

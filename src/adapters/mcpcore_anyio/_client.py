@@ -159,9 +159,9 @@ class ToolRegistration:
     async def __call__(
         self, arguments: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> ToolOutput:
-        output: ToolOutput = await self.client.call(
-            self.tool.id, arguments, timeout=self.contract.timeout, **kwargs
-        )
+        # The contract's timeout is the client's default: not passed as the caller's
+        # own, so a call the server runs as a task follows task_timeout (T9).
+        output: ToolOutput = await self.client.call(self.tool.id, arguments, **kwargs)
         return output
 
     def __repr__(self) -> str:
