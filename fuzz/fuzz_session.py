@@ -19,7 +19,10 @@ Invariants:
   (none at all on the 2026-07-28 wire, M29);
 * the probe's answers (E1), result types and rounds of input (M43–M54) on the
   2026-07-28 path only ever become events;
-* everything the session sends encodes as JSON-RPC; request ids are never reused;
+* everything the session sends encodes as JSON-RPC; a request id is never reused
+  for another request: only the same request may go out again under its id (H6's
+  re-send on a new session, stamped anew for that session's era, since the 404
+  closed the one stream that could have answered the first send);
 * the catalogue never holds more than ``max_tools`` tools;
 * task answers (T7–T9: a ``tools/call`` answered with a task in either era's
   shape, ``tasks/get`` with any status, id, interval or outcome, ``tasks/result``)
@@ -214,6 +217,23 @@ def _server_message(session: ClientSession, sent: list[Request], r: Reader) -> M
     return Notification(method=r.choice(_NOTES), params={"level": r.json_value(0), "data": r.json_value(1)})
 
 
+def _unstamped(params: object) -> object:
+    """A request's params without ``_meta`` (the era's envelope and progress token)."""
+    if not isinstance(params, dict):
+        return params
+    return {k: v for k, v in params.items() if k != "_meta"}
+
+
+def _same_request(first: Request, then: Request) -> bool:
+    """``then`` is ``first`` sent again: the same id, method and params, whatever
+    envelope each era's ``_meta`` gave it."""
+    return (first.id, first.method, _unstamped(first.params)) == (
+        then.id,
+        then.method,
+        _unstamped(then.params),
+    )
+
+
 def fuzz_one_input(data: bytes) -> None:
     r = Reader(data)
     options = SessionOptions(
@@ -247,7 +267,7 @@ def fuzz_one_input(data: bytes) -> None:
             if isinstance(message, Request):
                 assert isinstance(message.id, int)
                 if message.id in ids_used:
-                    assert any(m is message or m == message for m in sent), "request id reused"
+                    assert any(_same_request(m, message) for m in sent), "request id reused"
                 ids_used.add(message.id)
                 sent.append(message)
             elif isinstance(message, (Result, ErrorResponse)):

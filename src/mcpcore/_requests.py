@@ -176,8 +176,6 @@ class Pending:
     version_retried: bool = False  # M74: sent once more after a -32022
     reissued: bool = False
     sent: bool = True
-    # Sent on a session the server then forgot (H6): re-sent under a new id.
-    forgotten: bool = False
     # The host's own request (ends with an event under call_id; cancelled on close).
     hosted: bool = False
     tool: Tool | None = None
@@ -400,12 +398,6 @@ class RequestPath:
         for request in parked:
             waiting = self.pending.get(request.id)  # type: ignore[arg-type]
             if waiting is None:
-                continue
-            if waiting.forgotten:
-                # Its id was on the wire of the forgotten session: a new id, so no
-                # late answer to the first send can ever be taken for this one.
-                self.take(request.id)
-                self.again(waiting, waiting.started)
                 continue
             waiting.sent = True
             params = _with(waiting.base, waiting.extra)

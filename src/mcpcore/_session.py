@@ -510,7 +510,6 @@ class ClientSession(DeskHolder):
             pending = path.pending.get(request.id) if isinstance(request.id, int) else None
             if pending is not None:
                 pending.sent = False
-                pending.forgotten = True
                 path.parked.append(request)
         if not path.holding:
             _log.debug("%s the session ended; setting up a new one", self.tag)
