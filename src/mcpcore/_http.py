@@ -725,36 +725,6 @@ class HttpMapping:
             headers.append((b"mcp-protocol-version", self.protocol_version.encode("ascii")))
         return headers
 
-    def _message_limit(self, ex: _Exchange) -> tuple[str, int]:
-        """P6, B11: the bound on one message of this exchange, and its name."""
-        if ex.stream is not None and ex.stream.large:
-            return "max_read_size", self.limits.max_read_size
-        return "max_message_size", self.limits.max_message_size
-
-    def _sse_line_limit(self, ex: _Exchange) -> int:
-        # P6: a data line longer than this carries a message over the message bound,
-        # so it is refused while it streams rather than buffered up to max_sse_line.
-        # A read's larger bound raises the line bound with it (a blob is one line).
-        _, bound = self._message_limit(ex)
-        line = self.limits.max_sse_line
-        if bound > self.limits.max_message_size:
-            line = max(line, bound + _SSE_LINE_SLACK)
-        return min(line, bound + _SSE_LINE_SLACK)
-
-    def _sse_limit(self, ex: _Exchange, exc: LimitExceeded) -> LimitExceeded:
-        """P6: name the bound the user configures here, not the decoder's parameter."""
-        limits = self.limits
-        name, bound = self._message_limit(ex)
-        if exc.limit_name == "max_event_size" or (
-            exc.limit_name == "max_line_size" and exc.limit < limits.max_sse_line
-        ):
-            return LimitExceeded(name, bound, "an SSE event")
-        if exc.limit_name == "max_line_size" and exc.limit > limits.max_sse_line:
-            return LimitExceeded(name, bound, "an SSE line")
-        if exc.limit_name == "max_line_size":
-            return LimitExceeded("max_sse_line", limits.max_sse_line, "an SSE line")
-        return exc
-
     def _open(self, kind: _Kind, message: Message | None, stream: _Stream | None) -> int:
         xid = self._next_xid
         self._next_xid += 1
@@ -974,3 +944,39 @@ def _strip_query(url: str) -> str:
 
 
 HttpLimits.__module__ = "mcpcore"  # exported and documented as mcpcore.HttpLimits
+
+
+# --- P6: which bound an exchange's message is held to (module level: the class is
+# the exchanges' bookkeeping; these only read the limits) ---------------------------
+
+
+def message_limit(limits: HttpLimits, ex: _Exchange) -> tuple[str, int]:
+    """P6, B11: the bound on one message of this exchange, and its name."""
+    if ex.stream is not None and ex.stream.large:
+        return "max_read_size", limits.max_read_size
+    return "max_message_size", limits.max_message_size
+
+
+def sse_line_limit(limits: HttpLimits, ex: _Exchange) -> int:
+    """P6: a data line longer than this carries a message over the message bound,
+    so it is refused while it streams rather than buffered up to max_sse_line.
+    A read's larger bound raises the line bound with it (a blob is one line)."""
+    _, bound = message_limit(limits, ex)
+    line = limits.max_sse_line
+    if bound > limits.max_message_size:
+        line = max(line, bound + _SSE_LINE_SLACK)
+    return min(line, bound + _SSE_LINE_SLACK)
+
+
+def sse_limit(limits: HttpLimits, ex: _Exchange, exc: LimitExceeded) -> LimitExceeded:
+    """P6: name the bound the user configures here, not the decoder's parameter."""
+    name, bound = message_limit(limits, ex)
+    if exc.limit_name == "max_event_size" or (
+        exc.limit_name == "max_line_size" and exc.limit < limits.max_sse_line
+    ):
+        return LimitExceeded(name, bound, "an SSE event")
+    if exc.limit_name == "max_line_size" and exc.limit > limits.max_sse_line:
+        return LimitExceeded(name, bound, "an SSE line")
+    if exc.limit_name == "max_line_size":
+        return LimitExceeded("max_sse_line", limits.max_sse_line, "an SSE line")
+    return exc

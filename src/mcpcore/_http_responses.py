@@ -42,6 +42,9 @@ from ._http import (
     _Mode,
     _shown_session,
     _Timer,
+    message_limit,
+    sse_limit,
+    sse_line_limit,
 )
 from ._jsonrpc import ErrorResponse, Message, Request, Result, decode_message, describe_message
 from ._sse import SSEDecoder, SSEEvent, SSEOverrun
@@ -109,8 +112,8 @@ class ResponseReader:
         if media == "text/event-stream":
             ex.mode = _Mode.SSE
             ex.decoder = SSEDecoder(
-                max_line_size=self.m._sse_line_limit(ex),
-                max_event_size=self.m._message_limit(ex)[1],
+                max_line_size=sse_line_limit(self.m.limits, ex),
+                max_event_size=message_limit(self.m.limits, ex)[1],
             )
         elif media == "application/json" and ex.kind is _Kind.POST:
             ex.mode = _Mode.JSON
@@ -169,7 +172,7 @@ class ResponseReader:
                 for event in exc.completed if isinstance(exc, SSEOverrun) else ():
                     if not self._on_event(ex, event, now):
                         return
-                self.m._fail(ex, self.m._sse_limit(ex, exc), now)
+                self.m._fail(ex, sse_limit(self.m.limits, ex, exc), now)
                 return
             except McpError as exc:
                 self.m._fail(ex, exc, now)
@@ -178,7 +181,7 @@ class ResponseReader:
                 if not self._on_event(ex, event, now):
                     return
         elif ex.mode is _Mode.JSON:
-            name, bound = self.m._message_limit(ex)
+            name, bound = message_limit(self.m.limits, ex)
             if len(ex.body) + len(data) > bound:
                 self.m._fail(ex, LimitExceeded(name, bound, "a JSON response body"), now)
                 return
