@@ -207,3 +207,38 @@ def test_T7_the_cli_calls_a_task_required_tool_of_a_real_server_in_either_era(pe
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "required: hi"
         assert "start required_task" in peer.events()
+
+
+def test_T8_ctrl_c_while_the_follower_starts_still_leaves_the_task_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """T8: a Ctrl-C that lands while the thread following the task is being started
+    (it may already be polling the task, so the server knows it is followed) still
+    prints the task's id and the command that picks it up, then exits as interrupted."""
+    from mcpcore_cli import _tasks
+
+    said: list[str] = []
+
+    class Cli:
+        def err(self, text: str) -> None:
+            said.append(f"error: {text}")
+
+        def hint(self, text: str) -> None:
+            said.append(f"hint: {text}")
+
+    class Progress:
+        label = "server/build"
+
+    class Client:
+        era = "modern"
+
+    def interrupted_while_starting(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_tasks, "_Following", interrupted_while_starting)
+    with pytest.raises(KeyboardInterrupt):
+        _tasks.follow_task(Cli(), Client(), "t-1", Progress(), lambda task: f"mcpcore task URL {task}")  # type: ignore[arg-type]
+    assert said == [
+        "error: task t-1 is still running on the server",
+        "hint: pick it up again with: mcpcore task URL t-1",
+    ]

@@ -138,10 +138,13 @@ def follow_task(
 ) -> ToolOutput:
     """Follow a task to its end with the progress line; Ctrl-C leaves it running."""
     task_id = task.task_id if isinstance(task, TaskHandle) else task
-    if isinstance(task, TaskHandle):
-        progress.label = f"{progress.label} (task {shown_id(task_id)})"
-    following = _Following(client, task, _StatusLines(cli, progress, task_id))
     try:
+        # Everything from here on is inside the try: a Ctrl-C that lands while the
+        # worker thread is being started (it may already be polling the task)
+        # still leaves the task running and says so.
+        if isinstance(task, TaskHandle):
+            progress.label = f"{progress.label} (task {shown_id(task_id)})"
+        following = _Following(client, task, _StatusLines(cli, progress, task_id))
         return _output(progress.wait(following))
     except KeyboardInterrupt:
         cli.err(f"task {shown_id(task_id)} is still running on the server")
