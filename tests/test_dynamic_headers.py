@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from drivers import DRIVERS, backend_of, open_client
@@ -176,11 +176,22 @@ def _junk(draw: st.DrawFn, secret: str) -> tuple[str, object]:
     return how, answers[how]
 
 
+#: What the client shows of its own in this test, whatever the secret.
+_CLIENT_WORDS = (
+    "https://example.com/mcp answered HTTP 500: bad token [redacted]",
+    "the headers callable's result: header 'X-Key' tools/call tools/list demo",
+)
+
+
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), secret=SECRET)
 def test_V3_no_value_of_a_headers_callable_ever_shows(data: st.DataObject, secret: str) -> None:
     """For every secret and every way to fail: no error, repr or log record holds it;
     a good value the server echoes in an error body is cut out of the reason."""
+    # A secret that is part of the client's own words (the URL, the wording of a
+    # reason) cannot be told apart from them: such a draw says nothing (hypothesis
+    # once drew 'https://', part of the URL every reason begins with).
+    assume(not any(secret in words for words in _CLIENT_WORDS))
     how, answer = data.draw(_junk(secret))
     records: list[str] = []
 

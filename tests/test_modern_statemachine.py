@@ -37,7 +37,8 @@ has an answer that fits and the continuation is fresh.
 With tasks on (T7–T9) a held call may also be answered with a task: its polls
 (``tasks/get``) are held and answered like calls (working, completed, failed,
 an unknown status, ``input_required``, an error, a broken stream); the call's
-deadline becomes the task's own (``task_timeout``); a task is never polled
+deadline becomes the task's own (``task_timeout``) unless the caller gave the call its
+own ``timeout=``, which bounds the whole call (T9); a task is never polled
 after its call ended, and a caller that abandons it sends ``tasks/cancel``.
 
 Resource subscriptions (F2, M63–M68) ride on the same machine: the host
@@ -170,6 +171,7 @@ class ModernMachine(RuleBasedStateMachine):
         self.read_breaks: Counter[int] = Counter()  # reads: sent again after the first only
         self.outcomes: dict[int, list[Any]] = {}
         self.deadline: dict[int, float] = {}
+        self.own_timeout: set[int] = set()  # calls given their own timeout= (T9)
         self.listings = 0
         self.tasks: dict[int, str] = {}  # call id -> its task's id (T7)
         self.cancels: list[str] = []  # tasks/cancel received
@@ -376,6 +378,8 @@ class ModernMachine(RuleBasedStateMachine):
         on_input = "return" if pause else "hook"
         call_id = self.engine.call("srv/echo", {"x": 1}, self.now, timeout=timeout, on_input=on_input)
         self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        if timeout is not None:
+            self.own_timeout.add(call_id)  # T9: the caller's word bounds the whole call
         self.expected_state[call_id] = None
         if pause:
             self.pausing.add(call_id)
@@ -467,6 +471,8 @@ class ModernMachine(RuleBasedStateMachine):
         assert not refused, (how, refused)
         self.resumed.add(key)
         self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        if timeout is not None:
+            self.own_timeout.add(call_id)  # T9: the caller's word bounds the whole call
         self.expected_state[call_id] = paused.continuation.request_state
         self.inputs[call_id] = {
             k: (
@@ -495,6 +501,8 @@ class ModernMachine(RuleBasedStateMachine):
         ask = Ask(RESOURCES_READ, {"uri": "r://x"}, "r://x")
         call_id = self.engine.request(ask, self.now, timeout=timeout)
         self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        if timeout is not None:
+            self.own_timeout.add(call_id)  # T9: the caller's word bounds the whole call
         self.expected_state[call_id] = None
         self.process()
 
@@ -677,7 +685,9 @@ class ModernMachine(RuleBasedStateMachine):
             result["pollIntervalMs"] = interval
         if not bad:
             self.tasks[held.call_key] = task_id
-            self.deadline[held.call_key] = self.now + TASK_TIMEOUT  # T9
+            if held.call_key not in self.own_timeout:
+                # T9: only the client's default deadline gives way to the task's
+                self.deadline[held.call_key] = self.now + TASK_TIMEOUT
         self.answer(xid, 200, {"jsonrpc": "2.0", "id": held.request_id, "result": result})
 
     @precondition(lambda self: self.held)
@@ -715,6 +725,8 @@ class ModernMachine(RuleBasedStateMachine):
         if not on:
             self.subscribed.discard(uri)
         self.deadline[call_id] = self.now + (CALL_TIMEOUT if timeout is None else timeout)
+        if timeout is not None:
+            self.own_timeout.add(call_id)  # T9: the caller's word bounds the whole call
         self.uri_of[call_id] = (uri, on)
         self.latest[uri] = call_id
         self.process()

@@ -254,6 +254,7 @@ def resume_call(
         budget,
         rounds=continuation.rounds,
         capabilities=desk.pause_capabilities(),
+        firm=timeout is not None,
     )
     desk.used.add(ident)
     desk.pause(call_id)

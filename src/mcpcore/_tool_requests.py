@@ -196,10 +196,12 @@ class ToolsFeature:
         *,
         rounds: int,
         capabilities: dict[str, Any] | None,
+        firm: bool = False,
     ) -> int:
         """Q4: a paused call's next round, from its continuation (the session checked
         the state, the continuation and the answers): ``params`` as first sent,
-        ``extra`` the answers and the server's state."""
+        ``extra`` the answers and the server's state; ``firm``: the budget is the
+        caller's own ``timeout=``, which bounds a task the server makes too (T9)."""
         path = self._path
         request_id = path.peek_id
         merged = {**params, **extra}
@@ -228,6 +230,7 @@ class ToolsFeature:
                 tool=tool,
                 context=self._session.options.policy,
                 capabilities=capabilities,
+                firm_budget=firm,
             )
         )
         return request_id
