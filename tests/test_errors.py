@@ -244,3 +244,19 @@ def test_K7_unknown_tool_names_what_was_probably_meant() -> None:
     assert str(several) == "unknown tool 'add'; did you mean one of 'a/add', 'b/add'?"
     assert several.suggestions == ("a/add", "b/add")
     assert str(UnknownTool("nope")) == "unknown tool 'nope'" and UnknownTool("nope").suggestions == ()
+
+
+def test_H7_an_html_error_page_is_summed_up_from_its_head_alone() -> None:
+    """H7, P6: an HTML error page is summed up from its first 4 KiB, where a title
+    sits: a hostile page of unclosed tags cannot make the summary rescan 64 KiB
+    from every '<' (seconds of the caller's CPU), and a title past that point is
+    never read."""
+    from mcpcore._failure import status_reason
+
+    late = "<html><body>" + "x" * 5000 + "<title>Late</title></body></html>"
+    reason = status_reason("https://h.example/mcp", 500, late)
+    assert "Late" not in reason and reason.startswith("https://h.example/mcp answered HTTP 500: ")
+    early = "<html><head><title>Bad Gateway</title></head><body>" + "<p>" * 20000 + "</body></html>"
+    assert status_reason("https://h.example/mcp", 502, early) == (
+        "https://h.example/mcp answered HTTP 502: Bad Gateway (an HTML page)"
+    )
