@@ -12,19 +12,15 @@ timed-out call, and ``close()``, never wait for the server.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import queue
-import select
-import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
 
 from mcpcore import (
     AbortExchange,
@@ -34,7 +30,6 @@ from mcpcore import (
     CallSucceeded,
     ClientBase,
     ClientOptions,
-    CloseInput,
     ConfigError,
     ElicitationCompleted,
     Event,
@@ -42,11 +37,9 @@ from mcpcore import (
     HttpRequest,
     InvalidState,
     InvalidValue,
-    KillProcess,
     LocalServer,
     LogMessage,
     McpError,
-    ProcessAction,
     ProgressReceived,
     PromptsListChanged,
     RefreshFailed,
@@ -56,17 +49,14 @@ from mcpcore import (
     ResourcesListChanged,
     ResourceUpdated,
     StartFailed,
-    StartProcess,
     StdioClientEngine,
     SyncReport,
-    TerminateProcess,
     Tool,
     ToolOutput,
     ToolsListChanged,
     ToolsRefreshed,
     TransportFailure,
     Unavailable,
-    WriteInput,
     call_outcome,
     closed_outcome,
     prepare_client,
@@ -75,7 +65,6 @@ from mcpcore import (
 
 if TYPE_CHECKING:
     import ssl
-    import subprocess
 
     import httpcore
 
@@ -107,6 +96,13 @@ if TYPE_CHECKING:
 
     from ._network import Pool
 
+from ._children import _Children
+
+# _network imports _Abort and _Performing from here (tests too, with _Permits).
+from ._threads import _Abort as _Abort
+from ._threads import _Performing as _Performing
+from ._threads import _Permits, _Workers
+
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.threaded")
@@ -116,109 +112,6 @@ _LIST_CHANGES = (ToolsListChanged, ResourcesListChanged, PromptsListChanged)
 _AWAKE = float("-inf")  # the timer thread is not waiting: no need to wake it
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
-
-
-# --- aborting an exchange at any stage ------------------------------------------------------
-
-
-class Interruptible(Protocol):
-    """A blocking step in progress (a socket in use, a wait for a name lookup)."""
-
-    def interrupt(self) -> None:
-        """Make the step return at once (shut its socket down, end its wait)."""
-
-
-class _Abort:
-    """One exchange's way out, from its first step (the name lookup) to its last read (D1).
-
-    The network layer (``_network``) registers each blocking step of the
-    exchange here while it blocks: the socket being connected, handshaken,
-    written or read (an abort shuts it down and the step returns at once), or
-    the wait for a name lookup (an abort ends the wait). An abort between two
-    steps is remembered: the next step fails at once. This side needs no HTTP
-    library.
-    """
-
-    __slots__ = ("_blocked", "_guard", "aborted")
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._blocked: Interruptible | None = None
-        self.aborted = False
-
-    def enter(self, step: Interruptible) -> bool:
-        """``step`` is about to block; False: the exchange was aborted, do not start it."""
-        with self._guard:
-            if self.aborted:
-                return False
-            self._blocked = step
-            return True
-
-    def leave(self) -> None:
-        """The step returned. After this, an abort no longer touches its socket (which the
-        connection may go on to use for another exchange)."""
-        with self._guard:
-            self._blocked = None
-
-    def abort(self) -> None:
-        with self._guard:
-            self.aborted = True
-            blocked, self._blocked = self._blocked, None
-            if blocked is not None:  # under the guard: leave() waits until this is done
-                blocked.interrupt()
-
-
-class _Performing(threading.local):
-    """Which exchange's ``_Abort`` the current thread works for (None: no exchange's).
-
-    Set by the thread performing an exchange (a worker, a caller, a hand-off
-    thread) before its first step; the network layer reads it in each step,
-    as a connection may serve one exchange after another.
-    """
-
-    abort: _Abort | None = None
-
-
-class _Permits:
-    """At most ``limit`` holders at once, handed over in order of asking.
-
-    A plain semaphore lets a thread that just released take a permit again
-    before a woken waiter runs, so with many callers some waited for seconds;
-    here a released permit goes straight to the longest waiter.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._guard = threading.Lock()
-        self._free = limit
-        # Each waiter's own lock, taken at once: releasing it hands the waiter a
-        # permit (a bare lock, not an Event: the hand-over is one C call, no
-        # Condition, on every call while callers outnumber connections).
-        self._waiting: deque[threading.Lock] = deque()
-
-    def acquire(self, give_up: Callable[[], bool]) -> bool:
-        """Wait for a permit, in turn; False (no permit held) once ``give_up()``."""
-        with self._guard:
-            if self._free > 0 and not self._waiting:
-                self._free -= 1
-                return True
-            handed = threading.Lock()
-            handed.acquire()
-            self._waiting.append(handed)
-        while not handed.acquire(timeout=0.05):
-            if give_up():
-                with self._guard:
-                    if handed in self._waiting:  # not handed over
-                        self._waiting.remove(handed)
-                        return False
-                break  # handed over just now
-        return True
-
-    def release(self) -> None:
-        with self._guard:
-            if self._waiting:
-                self._waiting.popleft().release()  # straight to the next in line
-            else:
-                self._free += 1
 
 
 # --- waiters ------------------------------------------------------------------------------
@@ -1382,292 +1275,6 @@ def _report_progress(callback: ProgressCallback, event: ProgressReceived) -> Non
         callback(event.progress, event.total, event.message)
     except Exception:
         _log.exception("on_progress callback failed")
-
-
-class _Workers:
-    """At most ``limit`` threads performing exchanges, started as needed.
-
-    A flood of exchanges (a server sending request after request) waits in
-    the queue instead of becoming a flood of threads. A worker left idle for
-    ``_IDLE_EXIT`` seconds ends. Exchanges may wait inside for a connection
-    permit; those holding one never wait for a worker (a caller's own
-    exchange and a hand-off run on their own threads), so the queue drains.
-    """
-
-    def __init__(self, limit: int, name: str) -> None:
-        self._limit = limit
-        self._name = name
-        self._guard = threading.Condition(threading.Lock())
-        self._jobs: deque[Callable[[], None]] = deque()
-        self._threads: set[threading.Thread] = set()
-        self._running = 0  # workers running a job
-        self._closed = False
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._guard:
-            self._jobs.append(job)
-            # A worker not running a job (idle, or just done with one) takes it.
-            if len(self._threads) - self._running >= len(self._jobs):
-                self._guard.notify()
-            elif len(self._threads) < self._limit:
-                thread = threading.Thread(
-                    target=self._work, name=f"{self._name}:worker", daemon=True
-                )
-                self._threads.add(thread)
-                thread.start()
-
-    def _work(self) -> None:
-        me = threading.current_thread()
-        while True:
-            with self._guard:
-                while not self._jobs:
-                    if self._closed or (not self._guard.wait(_IDLE_EXIT) and not self._jobs):
-                        self._threads.discard(me)
-                        return
-                job = self._jobs.popleft()
-                self._running += 1
-            try:
-                job()
-            except Exception:  # pragma: no cover - an exchange reports its own failures
-                _log.exception("an exchange failed unexpectedly")
-            finally:
-                with self._guard:
-                    self._running -= 1
-
-    @property
-    def count(self) -> int:
-        with self._guard:
-            return len(self._threads)
-
-    def close(self) -> None:
-        """Let the workers finish what is queued (aborted by now), then join them."""
-        with self._guard:
-            self._closed = True
-            self._guard.notify_all()
-            threads = list(self._threads)
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join()
-
-
-_IDLE_EXIT = 5.0  # seconds an idle worker waits for another exchange before it ends
-
-
-class _Child:
-    """One started child process, its stdin queue (the writer thread reads it) and
-    how many of its watchers (stdout, stderr, the exit) have not ended yet."""
-
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        self.popen = popen
-        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self.watching = 3
-
-
-class _Children:
-    """Performs the engine's child-process actions (S1–S3); decides nothing.
-
-    Each child is started in its own process group (a launcher that does not
-    ``exec`` leaves the real server as a grandchild), and terminate and kill go
-    to the whole group. Each child gets four threads: one writes its stdin from
-    a queue (callers never write a pipe, and no lock is held while a write
-    blocks), one reads its stdout, one its stderr, one waits for its exit and
-    reports it as soon as the OS does (a grandchild may hold stdout open long
-    after). Each reports to the engine with the child's number, under the
-    client's lock. The pipe threads wait on their pipe and on a wake-up pipe
-    together: once the engine has finished closing, one byte on it makes every
-    one still blocked (on a pipe something outside the group holds) close its
-    pipe and end, so closing joins them within a bound.
-    """
-
-    def __init__(self, client: McpClient) -> None:
-        self.client = client
-        self._children: dict[int, _Child] = {}
-        self._threads: set[threading.Thread] = set()
-        self._wake: tuple[int, int] | None = None  # read end, write end; POSIX only
-
-    def perform(self, action: ProcessAction) -> None:
-        """Under the client's lock: one action. Starting a child is one fork and exec."""
-        if isinstance(action, StartProcess):
-            self._start(action)
-            return
-        child = self._children.get(action.process)
-        if child is None:
-            return
-        if isinstance(action, WriteInput):
-            child.outbox.put(action.data)
-        elif isinstance(action, CloseInput):
-            child.outbox.put(None)  # the writer closes stdin once the queue is written
-        elif isinstance(action, (TerminateProcess, KillProcess)):
-            _signal_group(child.popen, terminate=isinstance(action, TerminateProcess))
-
-    def _start(self, action: StartProcess) -> None:
-        import subprocess  # only local servers need it (B5)
-
-        engine = self._engine()
-        try:
-            popen = subprocess.Popen(
-                [action.command, *action.args],
-                cwd=action.cwd,
-                env=action.env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group, signalled as one
-            )
-        except OSError as exc:
-            failure = TransportFailure.from_exception(exc)
-            engine.process_failed(failure, self.client._now(), process=action.process)
-            return
-        if self._wake is None and hasattr(select, "poll"):
-            self._wake = os.pipe()
-        child = _Child(popen)
-        self._children[action.process] = child
-        for target, label in (
-            (self._read_stdout, "stdout"),
-            (self._read_stderr, "stderr"),
-            (self._write_stdin, "stdin"),
-            (self._wait_exit, "exit"),
-        ):
-            thread = threading.Thread(
-                target=target,
-                args=(action.process, child),
-                name=f"mcpcore:{self.client.name}:{label}",
-                daemon=True,
-            )
-            self._threads.add(thread)
-            thread.start()
-
-    def _engine(self) -> StdioClientEngine:
-        engine = self.client._engine
-        assert isinstance(engine, StdioClientEngine)
-        return engine
-
-    def _report(self, report: Callable[[float], None]) -> None:
-        client = self.client
-        with client._turn:
-            report(client._now())
-            client._dispatch()
-
-    def _ready(self, fd: int, *, writing: bool = False) -> bool:
-        """Wait until ``fd`` can be read (or written); False once the pipes are abandoned.
-
-        Without ``poll`` (Windows) it returns at once and the read or write blocks.
-        """
-        if self._wake is None:
-            return True
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT if writing else select.POLLIN)
-        poller.register(self._wake[0], select.POLLIN)
-        while True:
-            ready = {number for number, _ in poller.poll()}
-            if self._wake[0] in ready:
-                return False
-            if fd in ready:
-                return True
-
-    def _read(self, number: int, child: _Child, stream: IO[bytes] | None, *, stdout: bool) -> None:
-        """Feed one output pipe to the engine until it ends, then report the end."""
-        engine = self._engine()
-        assert stream is not None
-        receive = engine.receive_data if stdout else engine.receive_stderr
-        abandoned = False
-        try:
-            fd = stream.fileno()
-            while True:
-                if not self._ready(fd):
-                    abandoned = True
-                    break
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                self._report(partial(receive, chunk, process=number))
-        except (OSError, ValueError):
-            pass
-        stream.close()
-        if not abandoned:
-            if stdout:
-                self._report(lambda now: engine.output_closed(now, process=number))
-            else:
-                self._report(lambda now: engine.stderr_closed(now, process=number))
-        self._watcher_done(number, child)
-
-    def _read_stdout(self, number: int, child: _Child) -> None:
-        self._read(number, child, child.popen.stdout, stdout=True)
-
-    def _read_stderr(self, number: int, child: _Child) -> None:
-        self._read(number, child, child.popen.stderr, stdout=False)
-
-    def _wait_exit(self, number: int, child: _Child) -> None:
-        """Report the exit when the OS does, whoever still holds the pipes."""
-        code = child.popen.wait()
-        self._report(lambda now: self._engine().process_exited(code, now, process=number))
-        self._watcher_done(number, child)
-
-    def _watcher_done(self, number: int, child: _Child) -> None:
-        with self.client._lock:
-            child.watching -= 1
-            if child.watching == 0:  # exited, and nothing of its tree holds its output
-                self._children.pop(number, None)
-                child.outbox.put(None)  # its writer has nothing left to write to
-            self._threads.discard(threading.current_thread())
-
-    def _write_stdin(self, number: int, child: _Child) -> None:
-        """The one writer of this child's stdin; ``None`` closes it."""
-        stdin = child.popen.stdin
-        assert stdin is not None
-        try:
-            fd = stdin.fileno()
-            if self._wake is not None:
-                os.set_blocking(fd, False)  # a full pipe must not block past abandonment
-            while (data := child.outbox.get()) is not None:
-                view = memoryview(data)
-                while view:
-                    if not self._ready(fd, writing=True):
-                        raise ValueError("abandoned")
-                    with contextlib.suppress(BlockingIOError):
-                        view = view[os.write(fd, view) :]
-        except (OSError, ValueError):
-            pass  # the child is gone: its stdout reader reports that
-        with contextlib.suppress(OSError, ValueError):
-            stdin.close()
-        with self.client._lock:
-            self._threads.discard(threading.current_thread())
-
-    def close(self) -> None:
-        """After the engine finished closing (the lock not held): abandon what is left.
-
-        The engine has terminated and killed every child's group that was not
-        gone: what still holds a pipe is outside the group. The pipe threads
-        blocked on it are woken to close their pipes and end.
-        """
-        with self.client._lock:
-            for child in self._children.values():
-                child.outbox.put(None)
-            threads = list(self._threads)
-        if self._wake is not None:
-            os.write(self._wake[1], b"x")
-        deadline = time.monotonic() + _RELEASE_WAIT
-        for thread in threads:
-            if thread is not threading.current_thread():  # closed from an exit report
-                thread.join(max(0.0, deadline - time.monotonic()))
-        if self._wake is not None and not any(t.is_alive() for t in threads):
-            for fd in self._wake:
-                os.close(fd)
-            self._wake = None
-
-
-_RELEASE_WAIT = 2.0  # seconds closing waits for a child's threads once they are woken
-
-
-def _signal_group(popen: subprocess.Popen[bytes], *, terminate: bool) -> None:
-    """SIGTERM or SIGKILL to the child's process group (the child alone off POSIX)."""
-    with contextlib.suppress(OSError):  # the group is gone already
-        if os.name == "posix":
-            os.killpg(popen.pid, signal.SIGTERM if terminate else signal.SIGKILL)
-        elif terminate:
-            popen.terminate()
-        else:
-            popen.kill()
 
 
 def _tracing() -> RequestObserver:
