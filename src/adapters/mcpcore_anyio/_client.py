@@ -20,12 +20,11 @@ from collections.abc import (
     Awaitable,
     Callable,
     Mapping,
-    MutableMapping,
     Sequence,
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 import anyio.abc
@@ -33,89 +32,56 @@ import anyio.abc
 from mcpcore import (
     AbortExchange,
     Availability,
-    CallCancelled,
-    CallFailed,
-    CallSucceeded,
-    ClientBase,
     ClientOptions,
     ConfigError,
-    ElicitationCompleted,
     Event,
+    HostCallback,
     HttpClientEngine,
     HttpRequest,
     InvalidState,
-    InvalidValue,
     LocalServer,
-    LogMessage,
     McpError,
-    ProgressReceived,
-    PromptsListChanged,
-    RefreshFailed,
-    RegistrationContract,
     RemoteServer,
-    RequestSucceeded,
-    ResourcesListChanged,
-    ResourceUpdated,
-    SessionReady,
-    StartFailed,
+    StateChange,
     StdioClientEngine,
     SyncReport,
-    Tool,
-    ToolOutput,
-    ToolsListChanged,
-    ToolsRefreshed,
     TransportFailure,
-    Unavailable,
-    call_outcome,
+    WakeCall,
+    WakeRefresh,
+    call_host,
     closed_outcome,
-    prepare_client,
-    refresh_outcome,
+    route,
 )
+
+from ._children import _Children
+from ._surface import _T, Begin, ClientSurface
+from ._surface import ProgressCallback as ProgressCallback
+from ._surface import ResourceReader as ResourceReader
+from ._surface import ToolRegistration as ToolRegistration
 
 if TYPE_CHECKING:
     import ssl
 
     import httpcore
 
-    # B5: anyio loads its streams, locks and tasks when a client first uses them.
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
-        Ask,
         AskHost,
         AuthAction,
-        Completion,
-        Continuation,
         Elicitation,
         ElicitResult,
         HookCall,
-        InputRequired,
-        Listing,
-        Prompt,
-        PromptResult,
-        ReadResult,
-        RequestObserver,
-        Resource,
-        ResourceTemplate,
         SampleResult,
         Sampling,
         SignAssertion,
-        TaskHandle,
-        TaskStatus,
-        TokenStore,
     )
 
     from ._asgi import AsgiApp, AsgiPool, AsgiResponse
     from ._network import AsyncPool
 
-from ._children import _Children
-
-__all__ = ["McpClient", "ProgressCallback", "ToolRegistration"]
+__all__ = ["McpClient", "ProgressCallback", "ResourceReader", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.anyio")
-# F2, F5: the events an on_list_changed hook hears of (each names its list as ``what``).
-_LIST_CHANGES = (ToolsListChanged, ResourcesListChanged, PromptsListChanged)
-
-ProgressCallback = Callable[[float, "float | None", "str | None"], "Awaitable[None] | None"]
 
 _AWAKE = float("-inf")  # the timer task is not sleeping: no need to wake it
 
@@ -137,26 +103,6 @@ class _RefreshWaiter:
     done: anyio.Event
     report: SyncReport | None = None
     error: McpError | None = None
-
-
-class ToolRegistration:
-    """One tool put into a host registry by ``register_into``: ``await reg(args)`` calls it."""
-
-    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
-        self.client = client
-        self.tool = tool
-        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
-
-    async def __call__(
-        self, arguments: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> ToolOutput:
-        # The contract's timeout is the client's default: not passed as the caller's
-        # own, so a call the server runs as a task follows task_timeout (T9).
-        output: ToolOutput = await self.client.call(self.tool.id, arguments, **kwargs)
-        return output
-
-    def __repr__(self) -> str:
-        return f"ToolRegistration({self.tool.id!r})"
 
 
 class _OneChunk:
@@ -273,27 +219,7 @@ class _Permits:
             self._free += 1
 
 
-class ResourceReader:
-    """F4: a server's ``read_resource`` tool put into a host registry by
-    ``register_into(registry, resources=True)``: ``await reader({"uri": uri})`` reads
-    the resource and returns its contents as a ``ToolOutput`` (bounded)."""
-
-    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
-        self.client = client
-        self.tool = tool
-        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
-
-    async def __call__(self, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
-        client = self.client
-        ask = client._reader_ask(arguments)
-        result = await client._ask(ask, self.contract.timeout)
-        return client._reader_output(result)
-
-    def __repr__(self) -> str:
-        return f"ResourceReader({self.tool.id!r})"
-
-
-class McpClient(ClientBase):
+class McpClient(ClientSurface):
     """One MCP server, used from async code (asyncio or trio).
 
     Constructing does no I/O (L1) and never raises for an invalid or refused
@@ -301,6 +227,8 @@ class McpClient(ClientBase):
     ``asgi_app=app`` every exchange goes to that ASGI app in this process
     instead of the network (the in-process transport, ``_asgi.py``).
     """
+
+    _START_FIRST = "start the client first (async with, or start(task_group))"
 
     def __init__(
         self,
@@ -332,42 +260,18 @@ class McpClient(ClientBase):
         model for a ``Sampling`` request, as a ``SampleResult`` (Q3). Each is
         declared only when given."""
         self._asgi_app = asgi_app
-        self._authorize = authorize
-        self._sign_assertion = sign_assertion
-        setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
-        self._on_log = options.get("on_log")  # F8: checked by prepare_client
-        self._on_resource_updated = options.get("on_resource_updated")  # F2
-        self._on_list_changed = options.get("on_list_changed")  # F2, F5
-        self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
-        self._options = setup.session
-        self._offer_input(elicit, roots, sample)
-        self._on_elicitation_complete = on_elicitation_complete
-        self._limits = setup.limits
-        self._close_grace = setup.close_grace  # S3, for a local server
-        self._max_connections = setup.max_connections
-        self._listen = setup.listen
-        self._ssl_context = ssl_context
-        # the proxy for each origin, chosen by the core from proxy= or the environment
-        outbound = setup.outbound
-        self._proxy = (
-            outbound.proxy_for_origin
-            if outbound is not None and outbound.proxies_possible
-            else None
+        self._setup(
+            name,
+            server,
+            options,
+            ssl_context=ssl_context,
+            authorize=authorize,
+            sign_assertion=sign_assertion,
+            elicit=elicit,
+            on_elicitation_complete=on_elicitation_complete,
+            roots=roots,
+            sample=sample,
         )
-        self._config_error = setup.config_error
-        self._server = setup.server
-        self._observer = _tracing() if setup.tracing else None
-        self._header_source = setup.headers  # V3: headers computed per request
-        self._auth = setup.auth
-        if authorize is None and setup.auth is not None:
-            # A ready sign-in brings its own hook; one of the wrong kind is the
-            # engine's to classify when it answers (D2: unusable).
-            self._authorize = cast("Callable[[str, str], Awaitable[str]]", setup.auth.authorize)
-        if setup.auth is not None and isinstance(setup.server, RemoteServer):
-            # Every option mistake raises now, not at start: a hook needs a redirect_uri.
-            setup.auth.config(setup.server.url, interactive=self._authorize is not None)
-        self._store: TokenStore | None = None
-        self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: AsyncPool | AsgiPool | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._own_task_group: anyio.abc.TaskGroup | None = None
@@ -381,17 +285,10 @@ class McpClient(ClientBase):
         self._state_changed = anyio.Event()
         self._availability: Availability | None = None  # as last seen by _dispatch
         self._main_scope: anyio.CancelScope | None = None
-        self._started = False
         self._clock: Callable[[], float] = anyio.current_time  # the loop's, from start()
-        self._closing = False  # aclose() began: no new calls
-        self._closed = False  # closing is over: the main task stops
         self._children: _Children | None = None
         self._close_progress = anyio.Event()  # set when closing may have finished
         self._hook_scopes: set[anyio.CancelScope] = set()  # host hook tasks (D2)
-        self._login_waiting = 0  # callers of login() waiting for it to settle
-
-    def __repr__(self) -> str:
-        return f"McpClient({self.name!r}, {self._server!r})"
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -619,102 +516,54 @@ class McpClient(ClientBase):
         self._wakeup.set()
 
     def _route_events(self, events: list[Event]) -> None:
+        """Run what ``route`` says each event means: wake a waiter, call a host's callback."""
         for event in events:
-            if isinstance(event, (SessionReady, StartFailed)):
-                if isinstance(event, StartFailed):
-                    _log.info("server %r is unavailable: %s", self.name, event.error)
-                self._state_changed.set()
-                self._state_changed = anyio.Event()
-            elif isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
-                waiter = self._calls.get(event.call_id)
+            step = route(event, server=self.name)
+            if isinstance(step, WakeCall):
+                waiter = self._calls.get(step.call_id)
                 if waiter is None:
                     continue
-                outcome = call_outcome(event, server=self.name)
-                if isinstance(outcome, McpError):
-                    waiter.error = outcome
+                if isinstance(step.outcome, McpError):
+                    waiter.error = step.outcome
                 else:
-                    waiter.output = outcome
+                    waiter.output = step.outcome
                 waiter.done.set()
-            elif isinstance(event, ProgressReceived):
-                waiter = self._calls.get(event.call_id)
-                if waiter is not None and waiter.on_progress is not None:
-                    self._report_progress(waiter.on_progress, event)
-            elif isinstance(event, LogMessage) and self._on_log is not None:
-                self._report_hook("on_log", self._on_log, event)
-            elif isinstance(event, ResourceUpdated) and self._on_resource_updated is not None:
-                self._report_hook("on_resource_updated", self._on_resource_updated, event)
-            elif isinstance(event, _LIST_CHANGES) and self._on_list_changed is not None:
-                self._report_hook("on_list_changed", self._on_list_changed, self.name, event.what)
-            elif isinstance(event, ElicitationCompleted):
-                if self._on_elicitation_complete is not None:
-                    self._report_completed(self._on_elicitation_complete, event)
-            elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
-                if event.refresh_id is None:
-                    continue
-                refresh = self._refreshes.get(event.refresh_id)
+            elif isinstance(step, HostCallback):
+                callback = self._callback_for(step)
+                if callback is not None:
+                    self._call_host(callback, step)
+            elif isinstance(step, WakeRefresh):
+                refresh = self._refreshes.get(step.refresh_id)
                 if refresh is None:
                     continue
-                refreshed = refresh_outcome(event)
-                if isinstance(refreshed, McpError):
-                    refresh.error = refreshed
+                if isinstance(step.outcome, McpError):
+                    refresh.error = step.outcome
                 else:
-                    refresh.report = refreshed
+                    refresh.report = step.outcome
                 refresh.done.set()
+            elif isinstance(step, StateChange):
+                if step.failure is not None:
+                    _log.info("server %r is unavailable: %s", self.name, step.failure)
+                self._state_changed.set()
+                self._state_changed = anyio.Event()
 
-    def _report_completed(
-        self, callback: Callable[[str, str], Awaitable[None] | None], event: ElicitationCompleted
-    ) -> None:
-        """Q2: the host's on_elicitation_complete, a function or a coroutine function;
-        what it raises is logged."""
-        try:
-            result = callback(event.server, event.elicitation_id)
-        except Exception:
-            _log.exception("on_elicitation_complete callback failed")
-            return
+    def _call_host(self, callback: Callable[..., object], call: HostCallback) -> None:
+        """F2, F8, Q2: a host's callback, a function or a coroutine function; what it
+        raises is logged, never the host's task group's end."""
+        result = call_host(callback, call, _log)
         if result is not None and self._task_group is not None:
 
             async def finish() -> None:
                 try:
                     await result
                 except Exception:
-                    _log.exception("on_elicitation_complete callback failed")
+                    _log.exception("%s callback failed", call.option)
 
             self._task_group.start_soon(finish)
 
-    def _report_hook(self, name: str, callback: Callable[..., object], *args: object) -> None:
-        """F2, F8: a host's on_log, on_resource_updated or on_list_changed, a function
-        or a coroutine function; what it raises is logged, never the host's task
-        group's end."""
-        try:
-            result = callback(*args)
-        except Exception:
-            _log.exception("%s callback failed", name)
-            return
-        if isinstance(result, Awaitable) and self._task_group is not None:
-
-            async def finish() -> None:
-                try:
-                    await result
-                except Exception:
-                    _log.exception("%s callback failed", name)
-
-            self._task_group.start_soon(finish)
-
-    def _report_progress(self, callback: ProgressCallback, event: ProgressReceived) -> None:
-        try:
-            result = callback(event.progress, event.total, event.message)
-        except Exception:
-            _log.exception("on_progress callback failed")
-            return
-        if result is not None and self._task_group is not None:
-
-            async def finish() -> None:
-                try:
-                    await result
-                except Exception:
-                    _log.exception("on_progress callback failed")
-
-            self._task_group.start_soon(finish)
+    def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
+        waiter = self._calls.get(call_id)
+        return None if waiter is None else waiter.on_progress
 
     async def _exchange(
         self, request: HttpRequest, scope: anyio.CancelScope, caller: _CallWaiter | None = None
@@ -863,311 +712,61 @@ class McpClient(ClientBase):
             del self._scopes[xid]
         self._exchange_ended.set()
 
-    # --- what callers use --------------------------------------------------------------
+    # --- the primitives the surface calls (_surface.py) -------------------------------
 
-    async def login(self, timeout: float | None = None) -> Availability:
-        """A3: sign in to this server now, through the ``authorize`` hook; this also asks
-        a person again after they declined (they are not asked again on their own).
-        Waits for the start-up attempt that follows (at most ``timeout``) and returns
-        the availability then; a client already up stays up meanwhile."""
-        engine = self._login_engine()
-        engine.login(self._now())
+    async def _perform_call(self, begin: Begin, on_progress: ProgressCallback | None) -> Any:
+        await self._ensure_ready()
+        engine = self._engine
+        assert engine is not None
+        return await self._outcome(begin(engine, self._now()), on_progress)
+
+    async def _perform_refresh(self) -> SyncReport:
+        engine = self._engine
+        assert engine is not None
+        refresh_id = engine.refresh(self._now())
+        waiter = _RefreshWaiter(done=anyio.Event())
+        self._refreshes[refresh_id] = waiter
+        try:
+            await self._dispatch()
+            await waiter.done.wait()
+        finally:
+            self._refreshes.pop(refresh_id, None)
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.report is not None
+        return waiter.report
+
+    async def _act(self, step: Callable[[float], _T]) -> _T:
+        result = step(self._now())
         await self._dispatch()
-        self._login_waiting += 1
+        return result
+
+    def _act_soon(self, step: Callable[[float], bool]) -> None:
+        if step(self._now()):
+            self._dispatch_soon()
+
+    async def _wait_for(
+        self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False
+    ) -> _T | None:
+        found = check()
+        if found is not None:
+            return found  # the usual case on every call: no cancel scope needed
+        self._login_waiting += login
         try:
             with anyio.move_on_after(timeout):
-                while not engine.login_settled:
-                    if self._closing:
-                        break
+                while (found := check()) is None:
                     await self._state_changed.wait()
+                return found
         finally:
-            self._login_waiting -= 1
-        return engine.availability or Availability(False, f"still signing in after {timeout} s")
+            self._login_waiting -= login
+        return None
 
-    async def ready(self, timeout: float | None = None) -> Availability:
-        """Wait for the current start-up attempt (L3); unavailable at once while down."""
-        if self._config_error is not None:
-            return Availability(False, self._config_error.reason)
-        if not self._started:
-            raise InvalidState("start the client first (async with, or start(task_group))")
-        if self._engine is not None and (known := self._engine.availability) is not None:
-            return known  # the usual case on every call: no cancel scope needed
-        with anyio.move_on_after(timeout):
-            while True:
-                engine = self._engine
-                assert engine is not None
-                availability = engine.availability
-                if availability is not None:
-                    return availability
-                if self._closing:
-                    return Availability(False, "the client is closed")
-                await self._state_changed.wait()
-        return Availability(False, f"still starting after {timeout:g} s")
-
-    async def reconnect(self, timeout: float | None = None) -> Availability:
-        """L8: set up a new session now, then wait for it as ``ready()`` does.
-
-        For a server that restarted, or a host that knows better than the backoff:
-        calls running on the old session fail with ``TransportError`` (they may have
-        run, so nothing is sent again); a server that is down is tried at once.
-        """
-        if self._config_error is not None:
-            return Availability(False, self._config_error.reason)
-        if not self._started:
-            raise InvalidState("start the client first (async with, or start(task_group))")
-        self._begin_reconnect()
-        await self._dispatch()
-        return await self.ready(timeout)
-
-    def _begin_reconnect(self) -> None:
+    async def _begin_reconnect(self) -> None:
         engine = self._engine
         if engine is not None and not self._closing:
             engine.reconnect(self._now())
             self._dispatch_soon()
-
-    async def _ensure_ready(self) -> None:
-        availability = await self.ready()
-        if not availability.ok:
-            raise Unavailable(availability.reason or "unavailable", server=self.name)
-
-    @overload
-    async def call(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook"] = "hook",
-    ) -> ToolOutput: ...
-
-    @overload
-    async def call(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["return"],
-    ) -> ToolOutput | InputRequired: ...
-
-    async def call(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook", "return"] = "hook",
-    ) -> ToolOutput | InputRequired:
-        """Call the tool ``tool_id`` (``server/tool``, as ``tools`` lists it) with
-        ``arguments`` and wait until it finishes; returns its ``ToolOutput``.
-        ``meta`` adds keys of your own to the request's ``_meta`` (a tenant or
-        request id); the client's own keys cannot be set (``ValueError``).
-
-        Fails with ``UnknownTool`` (naming the id probably meant) or ``InvalidArguments``
-        (arguments JSON cannot carry) before anything is sent; ``BackendError`` when the
-        tool reports an error (``isError``); ``CallTimeout`` past ``timeout`` (the
-        client's ``call_timeout`` by default); ``Unavailable`` or ``TransportError``
-        when the server cannot be reached. ``on_progress(progress, total, message)``
-        is called for each progress report.
-        ``on_input="return"``: when a 2026-07-28 server asks the person something,
-        the call returns an ``InputRequired`` (its questions and a ``Continuation``)
-        instead of asking the ``elicit`` hook; ``resume()`` finishes it (Q4). In the
-        handshake era questions go to the hook as usual.
-        """
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.call(
-            tool_id, arguments, self._now(), timeout=timeout, meta=meta, on_input=on_input
-        )
-        output: ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
-        return output
-
-    def set_roots(
-        self,
-        roots: Sequence[str | Mapping[str, str]]
-        | Callable[[], Awaitable[Sequence[str | Mapping[str, str]]]],
-    ) -> None:
-        """Q3: new roots (a list, or a coroutine function returning one) for a client
-        created with ``roots=``; a handshake-era server is told they changed.
-        ``InvalidState`` for a client given no roots, ``InvalidValue`` for a list
-        that is not one of ``file://`` URIs."""
-        self._change_roots(roots)
-        engine = self._engine
-        if engine is not None and not self._closing:
-            engine.roots_changed(self._now())
-            self._dispatch_soon()
-
-    async def resume(
-        self,
-        continuation: Continuation,
-        responses: Mapping[str, ElicitResult],
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> ToolOutput | InputRequired:
-        """Finish a call that returned an ``InputRequired`` (Q4): ``responses`` maps
-        each question's key to the person's ``ElicitResult``. Any client of the same
-        server may resume it (a continuation read back with
-        ``Continuation.from_json``), once. Returns the tool's output, or another
-        ``InputRequired`` when the server asks again. Raises at once, with nothing
-        sent, for a continuation of another server or one resumed already, or
-        answers that do not fit (``InvalidValue``, ``InvalidState``, ``InputError``).
-        """
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.resume(continuation, responses, self._now(), timeout=timeout)
-        output: ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
-        return output
-
-    async def start_task(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook", "return"] = "hook",
-    ) -> TaskHandle | ToolOutput | InputRequired:
-        """Start a call and return as soon as the server runs it as a task (T8):
-        its ``TaskHandle`` (``task_id``, ``server``, ``tool``; ``to_json()`` keeps
-        it), to follow with ``resume_task()``, ask about with ``task_status()`` or
-        stop with ``cancel_task()``, here or from a new client in another
-        process. A server that answers the call directly gives its ``ToolOutput``
-        (or ``InputRequired``) as ``call()`` would. Needs ``tasks=True`` for a
-        server to make a task at all. Raises as ``call()`` does. (Not named
-        ``start_call``: the blocking client's ``start_call`` is a call in flight.)
-        """
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.start_task(
-            tool_id, arguments, self._now(), timeout=timeout, meta=meta, on_input=on_input
-        )
-        started: TaskHandle | ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
-        return started
-
-    async def resume_task(
-        self,
-        task: TaskHandle | str,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> ToolOutput | InputRequired:
-        """Follow a task to its end (T8), from its ``TaskHandle`` (or its id, on
-        this client's server) and return the tool's ``ToolOutput``, as ``call()``
-        would have; status changes come to ``on_progress``. ``timeout``: how long
-        to follow it (the client's ``task_timeout`` by default). A task that
-        failed raises ``BackendError``; one cancelled ``Cancelled``; a handle of
-        another server ``InvalidValue`` (nothing sent). Giving up (cancelling the
-        caller) sends ``tasks/cancel``.
-        """
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.resume_task(task, self._now(), timeout=timeout)
-        output: ToolOutput | InputRequired = await self._outcome(call_id, on_progress)
-        return output
-
-    async def task_status(
-        self, task: TaskHandle | str, *, timeout: float | None = None
-    ) -> TaskStatus:
-        """Ask the server once where a task stands (``tasks/get``) → ``TaskStatus``."""
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.task_status(task, self._now(), timeout=timeout)
-        status: TaskStatus = await self._outcome(call_id, None)
-        return status
-
-    async def cancel_task(self, task: TaskHandle | str, *, timeout: float | None = None) -> None:
-        """Ask the server to cancel a task (``tasks/cancel``); returns once the server
-        acknowledged it. A call following the task then raises ``Cancelled``."""
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.cancel_task(task, self._now(), timeout=timeout)
-        await self._outcome(call_id, None)
-
-    async def _ask(self, ask: Ask, timeout: float | None) -> Any:
-        """Send one request of the host (F1) once ready and wait for what it reads.
-        (``ask`` was built first: a caller's mistake is refused before any wait.)"""
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.request(ask, self._now(), timeout=timeout)
-        return await self._outcome(call_id, None)
-
-    async def list_resources(self, *, timeout: float | None = None) -> Listing[Resource]:
-        """F2: every resource the server lists (all pages), with its cache hints."""
-        return await self._ask(self._ask_list("resources"), timeout)  # type: ignore[no-any-return]
-
-    async def list_resource_templates(
-        self, *, timeout: float | None = None
-    ) -> Listing[ResourceTemplate]:
-        """F2, F3: every resource template the server lists (all pages)."""
-        return await self._ask(self._ask_list("templates"), timeout)  # type: ignore[no-any-return]
-
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResult:
-        """F2, F4: read one resource (a listed URI, an expanded template, a tool's
-        ``resource_link``); ``ResourceNotFound`` when the server has none there."""
-        return await self._ask(self._ask_read(uri), timeout)  # type: ignore[no-any-return]
-
-    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        """F2: be told (``on_resource_updated=``) when the resource at ``uri`` changes;
-        the subscription lasts for the client's life, across new sessions.
-        ``NotOffered`` (nothing sent) when the server does not declare
-        ``resources.subscribe``, or (at 2026-07-28) leaves ``uri`` out."""
-        await self._change_subscription(uri, True, timeout)
-
-    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        """F2: stop the subscription to ``uri``."""
-        await self._change_subscription(uri, False, timeout)
-
-    async def _change_subscription(self, uri: str, on: bool, timeout: float | None) -> None:
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        call_id = engine.subscribe(uri, self._now(), on=on, timeout=timeout)
-        await self._outcome(call_id, None)
-
-    async def list_prompts(self, *, timeout: float | None = None) -> Listing[Prompt]:
-        """F5: every prompt the server lists (all pages)."""
-        return await self._ask(self._ask_list("prompts"), timeout)  # type: ignore[no-any-return]
-
-    async def complete(
-        self,
-        ref: Prompt | ResourceTemplate | Mapping[str, str],
-        argument: str,
-        value: str,
-        context: Mapping[str, str] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Completion:
-        """F6: the server's suggestions for ``argument`` of a prompt or a resource
-        template, given what was typed so far (``value``) and the arguments already
-        chosen (``context``); at most 100 values."""
-        ask = self._ask_complete(ref, argument, value, context)
-        return await self._ask(ask, timeout)  # type: ignore[no-any-return]
-
-    async def get_prompt(
-        self,
-        name: str,
-        arguments: Mapping[str, str] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> PromptResult:
-        """F5: one prompt's messages; the arguments are strings (anything else is
-        refused before sending, ``InvalidArguments``)."""
-        return await self._ask(self._ask_prompt(name, arguments), timeout)  # type: ignore[no-any-return]
+        await self._dispatch()
 
     async def _outcome(self, call_id: int, on_progress: ProgressCallback | None) -> Any:
         """Wait for the request ``call_id`` to end (performing its exchange here when
@@ -1205,47 +804,3 @@ class McpClient(ClientBase):
         if waiter.output is None:  # cancelled by closing
             raise closed_outcome(server=self.name)
         return waiter.output
-
-    async def refresh(self) -> SyncReport:
-        """Re-list the tools (T6) → what changed since the last listing."""
-        await self._ensure_ready()
-        engine = self._engine
-        assert engine is not None
-        refresh_id = engine.refresh(self._now())
-        waiter = _RefreshWaiter(done=anyio.Event())
-        self._refreshes[refresh_id] = waiter
-        try:
-            await self._dispatch()
-            await waiter.done.wait()
-        finally:
-            self._refreshes.pop(refresh_id, None)
-        if waiter.error is not None:
-            raise waiter.error
-        assert waiter.report is not None
-        return waiter.report
-
-    # --- a host's tool registry ----------------------------------------------------------------
-
-    def _make_registration(self, tool: Tool) -> ToolRegistration:
-        return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
-
-    def _make_reader(self, tool: Tool) -> ResourceReader:
-        return ResourceReader(self, tool, self._options.call_timeout, self._options.policy)
-
-    async def sync_into(self, registry: MutableMapping[str, object]) -> SyncReport:
-        """Re-list the tools and bring ``registry`` (filled by ``register_into``) up to
-        date: new tools are added, removed ones taken out, changed ones replaced;
-        registrations of unchanged tools are kept. Returns what changed."""
-        await self.refresh()
-        return self._mirror_into(registry)
-
-
-def _tracing() -> RequestObserver:
-    """V2: the OpenTelemetry observer, loaded only for ``tracing=True``."""
-    try:
-        from mcpcore_otel import client_tracing
-    except ImportError:
-        raise InvalidValue(
-            "tracing=True needs OpenTelemetry: pip install 'mcpcore[otel]'"
-        ) from None
-    return client_tracing()

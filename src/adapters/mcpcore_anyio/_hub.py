@@ -1,4 +1,9 @@
-"""``McpHub`` for anyio: one client per ``mcp.json`` entry, started together (L7)."""
+"""``McpHub``: one client per ``mcp.json`` entry, started together (L7).
+
+Its public methods are written once, here; ``scripts/unasync.py`` writes the
+blocking driver's copy (``mcpcore_threaded/_hub.py``) from this file. How the
+clients run together (a task group, or threads) is ``_fanout.py``'s.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-import anyio
-import anyio.abc
-
 from mcpcore import (
     Availability,
     ConfigError,
-    HubBase,
     McpError,
     ToolOutput,
     hub_entries,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     )
 
 from ._client import McpClient, ProgressCallback
+from ._fanout import HubDriver
 
 __all__ = ["McpHub", "read_file", "read_mcp_json"]
 
@@ -61,12 +63,8 @@ def read_mcp_json(path_or_text: str | os.PathLike[str]) -> str:
     return read_file(path_or_text)
 
 
-class McpHub(HubBase[McpClient]):
+class McpHub(HubDriver):
     """Many servers (L7); each available or unavailable on its own (C2)."""
-
-    def __init__(self, clients: Mapping[str, McpClient], *, separator: str = "/") -> None:
-        super().__init__(clients, separator=separator)
-        self._own_task_group: anyio.abc.TaskGroup | None = None
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], **options: Any) -> McpHub:
@@ -119,53 +117,28 @@ class McpHub(HubBase[McpClient]):
             return cls.from_text(str(path_or_text), **options)
         return cls.from_file(path_or_text, **options)
 
-    def start(self, task_group: anyio.abc.TaskGroup) -> None:
-        for client in self.clients.values():
-            client.start(task_group)
-
-    async def __aenter__(self) -> McpHub:
-        self._own_task_group = anyio.create_task_group()
-        await self._own_task_group.__aenter__()
-        self.start(self._own_task_group)
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        try:
-            await self.aclose()
-        finally:
-            group, self._own_task_group = self._own_task_group, None
-            if group is not None:
-                await group.__aexit__(None, None, None)
-
     async def list_resources(self, *, timeout: float | None = None) -> list[ServerResource]:
         """F2: the resources of every ready server that offers them, each tagged with
         its server, listed at once. A server whose listing fails is left out, with a
         warning naming it and why; read one with
         ``hub.clients[item.server].read_resource(item.resource.uri)``."""
-        listings: dict[str, Listing[Resource]] = {}
 
-        async def one(name: str, client: McpClient) -> None:
+        async def one(name: str, client: McpClient, _: float | None) -> Listing[Resource] | None:
             try:
-                listings[name] = await client.list_resources(timeout=timeout)
+                return await client.list_resources(timeout=timeout)
             except McpError as exc:
                 _log.warning("server %r: its resources could not be listed: %s", name, exc)
+                return None
 
-        async with anyio.create_task_group() as group:
-            for name, client in self.clients.items():
-                if client.offers("resources"):
-                    group.start_soon(one, name, client)
-        return self._tagged(listings)
+        offering = {name: c for name, c in self.clients.items() if c.offers("resources")}
+        listings = await self._each(offering, one)
+        return self._tagged({name: got for name, got in listings.items() if got is not None})
 
     async def ready(self, timeout: float | None = None) -> dict[str, Availability]:
-        results: dict[str, Availability] = {}
+        async def one(_: str, client: McpClient, left: float | None) -> Availability:
+            return await client.ready(left)
 
-        async def one(name: str, client: McpClient) -> None:
-            results[name] = await client.ready(timeout)
-
-        async with anyio.create_task_group() as group:
-            for name, client in self.clients.items():
-                group.start_soon(one, name, client)
-        return {name: results[name] for name in self.clients}
+        return await self._each(self.clients, one, timeout)
 
     async def reconnect(
         self, server: str | None = None, *, timeout: float | None = None
@@ -174,15 +147,13 @@ class McpHub(HubBase[McpClient]):
         one), then wait for them as ``ready()`` does; ``InvalidValue`` for a name this
         hub does not have."""
         chosen = self._chosen(server)
-        results: dict[str, Availability] = {}
+        for client in chosen.values():
+            await client._begin_reconnect()  # all at once, then wait for each
 
-        async def one(name: str, client: McpClient) -> None:
-            results[name] = await client.reconnect(timeout)
+        async def one(_: str, client: McpClient, left: float | None) -> Availability:
+            return await client.ready(left)
 
-        async with anyio.create_task_group() as group:
-            for name, client in chosen.items():
-                group.start_soon(one, name, client)
-        return {name: results[name] for name in chosen}
+        return await self._each(chosen, one, timeout)
 
     @overload
     async def call(
@@ -287,6 +258,7 @@ class McpHub(HubBase[McpClient]):
         )
 
     async def aclose(self) -> None:
-        async with anyio.create_task_group() as group:
-            for client in self.clients.values():
-                group.start_soon(client.aclose)
+        async def one(_: str, client: McpClient, __: float | None) -> None:
+            await client.aclose()
+
+        await self._each(self.clients, one)

@@ -17,51 +17,47 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from mcpcore import (
     AbortExchange,
     Availability,
-    CallCancelled,
-    CallFailed,
-    CallSucceeded,
-    ClientBase,
     ClientOptions,
     ConfigError,
-    ElicitationCompleted,
     Event,
+    HostCallback,
     HttpClientEngine,
     HttpRequest,
     InvalidState,
-    InvalidValue,
     LocalServer,
-    LogMessage,
     McpError,
-    ProgressReceived,
-    PromptsListChanged,
-    RefreshFailed,
-    RegistrationContract,
     RemoteServer,
-    RequestSucceeded,
-    ResourcesListChanged,
-    ResourceUpdated,
-    StartFailed,
+    StateChange,
     StdioClientEngine,
     SyncReport,
-    Tool,
     ToolOutput,
-    ToolsListChanged,
-    ToolsRefreshed,
     TransportFailure,
     Unavailable,
-    call_outcome,
+    WakeCall,
+    WakeRefresh,
+    call_host,
     closed_outcome,
-    prepare_client,
-    refresh_outcome,
+    route,
 )
+
+from ._children import _Children
+from ._surface import _T, Begin, ClientSurface, _call_begin
+from ._surface import ProgressCallback as ProgressCallback
+from ._surface import ResourceReader as ResourceReader
+from ._surface import ToolRegistration as ToolRegistration
+
+# _network imports _Abort and _Performing from here (tests too, with _Permits).
+from ._threads import _Abort as _Abort
+from ._threads import _Performing as _Performing
+from ._threads import _Permits, _Workers
 
 if TYPE_CHECKING:
     import ssl
@@ -70,48 +66,23 @@ if TYPE_CHECKING:
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
-        Ask,
         AskHost,
         AuthAction,
-        Completion,
-        Continuation,
         Elicitation,
         ElicitResult,
         HookCall,
-        InputRequired,
-        Listing,
-        Prompt,
-        PromptResult,
-        ReadResult,
-        RequestObserver,
-        Resource,
-        ResourceTemplate,
         SampleResult,
         Sampling,
         SignAssertion,
-        TaskHandle,
-        TaskStatus,
-        TokenStore,
     )
 
     from ._network import Pool
 
-from ._children import _Children
-
-# _network imports _Abort and _Performing from here (tests too, with _Permits).
-from ._threads import _Abort as _Abort
-from ._threads import _Performing as _Performing
-from ._threads import _Permits, _Workers
-
-__all__ = ["CallHandle", "McpClient", "ProgressCallback", "ToolRegistration"]
+__all__ = ["CallHandle", "McpClient", "ProgressCallback", "ResourceReader", "ToolRegistration"]
 
 _log = logging.getLogger("mcpcore.threaded")
-# F2, F5: the events an on_list_changed hook hears of (each names its list as ``what``).
-_LIST_CHANGES = (ToolsListChanged, ResourcesListChanged, PromptsListChanged)
 
 _AWAKE = float("-inf")  # the timer thread is not waiting: no need to wake it
-
-ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 
 # --- waiters ------------------------------------------------------------------------------
@@ -200,44 +171,6 @@ class CallHandle:
         return self._output
 
 
-class ToolRegistration:
-    """One tool put into a host registry by ``register_into``: ``reg(args)`` calls it."""
-
-    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
-        self.client = client
-        self.tool = tool
-        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
-
-    def __call__(self, arguments: Mapping[str, Any] | None = None, **kwargs: Any) -> ToolOutput:
-        # The contract's timeout is the client's default: not passed as the caller's
-        # own, so a call the server runs as a task follows task_timeout (T9).
-        output: ToolOutput = self.client.call(self.tool.id, arguments, **kwargs)
-        return output
-
-    def __repr__(self) -> str:
-        return f"ToolRegistration({self.tool.id!r})"
-
-
-class ResourceReader:
-    """F4: a server's ``read_resource`` tool put into a host registry by
-    ``register_into(registry, resources=True)``: ``reader({"uri": uri})`` reads
-    the resource and returns its contents as a ``ToolOutput`` (bounded)."""
-
-    def __init__(self, client: McpClient, tool: Tool, timeout: float, policy: str) -> None:
-        self.client = client
-        self.tool = tool
-        self.contract = RegistrationContract(tool=tool, timeout=timeout, policy=policy)
-
-    def __call__(self, arguments: Mapping[str, Any] | None = None) -> ToolOutput:
-        client = self.client
-        ask = client._reader_ask(arguments)
-        result = client._ask(ask, self.contract.timeout)
-        return client._reader_output(result)
-
-    def __repr__(self) -> str:
-        return f"ResourceReader({self.tool.id!r})"
-
-
 class _Turn:
     """``with client._turn:`` the lock for one turn of the engine; what the turn
     produced for callers (``_deliver``) runs once the lock is released.
@@ -260,12 +193,14 @@ class _Turn:
             self._client._deliver()
 
 
-class McpClient(ClientBase):
+class McpClient(ClientSurface):
     """One MCP server, used from blocking code. The same names as ``mcpcore_anyio``.
 
     Constructing does no I/O (L1) and never raises for an invalid or refused
     entry: such a client is unavailable and ``ready()`` says why.
     """
+
+    _START_FIRST = "start the client first (with, or start())"
 
     def __init__(
         self,
@@ -296,42 +231,18 @@ class McpClient(ClientBase):
         only when given). All block;
         each hook runs on a thread of its own, never under the client's lock, as
         does each method of the token store (D2)."""
-        self._authorize = authorize
-        self._sign_assertion = sign_assertion
-        setup = prepare_client(name, server, options, env=os.environ, home=os.path.expanduser("~"))
-        self._on_log = options.get("on_log")  # F8: checked by prepare_client
-        self._on_resource_updated = options.get("on_resource_updated")  # F2
-        self._on_list_changed = options.get("on_list_changed")  # F2, F5
-        self.name = setup.name  # lowercased in ASCII: the form tool ids and hubs use (C4)
-        self._options = setup.session
-        self._offer_input(elicit, roots, sample)
-        self._on_elicitation_complete = on_elicitation_complete
-        self._limits = setup.limits
-        self._close_grace = setup.close_grace  # S3, for a local server
-        self._max_connections = setup.max_connections
-        self._listen = setup.listen
-        self._ssl_context = ssl_context
-        # the proxy for each origin, chosen by the core from proxy= or the environment
-        outbound = setup.outbound
-        self._proxy = (
-            outbound.proxy_for_origin
-            if outbound is not None and outbound.proxies_possible
-            else None
+        self._setup(
+            name,
+            server,
+            options,
+            ssl_context=ssl_context,
+            authorize=authorize,
+            sign_assertion=sign_assertion,
+            elicit=elicit,
+            on_elicitation_complete=on_elicitation_complete,
+            roots=roots,
+            sample=sample,
         )
-        self._config_error = setup.config_error
-        self._server = setup.server
-        self._observer = _tracing() if setup.tracing else None
-        self._header_source = setup.headers  # V3: headers computed per request
-        self._auth = setup.auth
-        if authorize is None and setup.auth is not None:
-            # A ready sign-in brings its own hook; one of the wrong kind is the
-            # engine's to classify when it answers (D2: unusable).
-            self._authorize = cast("Callable[[str, str], str]", setup.auth.authorize)
-        if setup.auth is not None and isinstance(setup.server, RemoteServer):
-            # Every option mistake raises now, not at start: a hook needs a redirect_uri.
-            setup.auth.config(setup.server.url, interactive=self._authorize is not None)
-        self._store: TokenStore | None = None
-        self._engine: HttpClientEngine | StdioClientEngine | None = None
         self._pool: Pool | None = None
         self._performing = _Performing()
         # Never more requests handed to the pool than it has connections: waiters
@@ -350,17 +261,10 @@ class McpClient(ClientBase):
         self._workers = _Workers(self._max_connections + 2, f"mcpcore:{self.name}")
         self._calls: dict[int, CallHandle] = {}
         self._refreshes: dict[int, list[Any]] = {}
-        self._deliveries: deque[Callable[[], None]] = deque()  # see _deliver
+        self._deliveries: deque[Callable[[], object]] = deque()  # see _deliver
         self._delivering = False
         self._thread: threading.Thread | None = None
-        self._started = False
-        self._closing = False  # close() began: no new calls
-        self._closed = False  # closing is over: the timer thread stops
         self._children: _Children | None = None
-        self._login_waiting = 0  # callers of login() waiting for it to settle
-
-    def __repr__(self) -> str:
-        return f"McpClient({self.name!r}, {self._server!r})"
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -756,19 +660,18 @@ class McpClient(ClientBase):
             self._threads.discard(threading.current_thread())
 
     def _route_events(self, events: list[Event]) -> None:
-        """Under the lock: queue what each event means to a caller, in order.
+        """Under the lock: queue what ``route`` says each event means to a caller, in order.
 
         Nothing a caller supplied runs here: ``_deliver`` runs the queue once
         the lock is released, so an ``on_progress`` callback may block or call
         back into the client.
         """
         for event in events:
-            if isinstance(event, StartFailed):
-                _log.info("server %r is unavailable: %s", self.name, event.error)
-            elif isinstance(event, (CallSucceeded, RequestSucceeded, CallFailed, CallCancelled)):
-                handle = self._calls.pop(event.call_id, None)
+            step = route(event, server=self.name)
+            if isinstance(step, WakeCall):
+                handle = self._calls.pop(step.call_id, None)
                 if handle is not None:
-                    outcome = call_outcome(event, server=self.name)
+                    outcome = step.outcome
                     output, error = (
                         (None, outcome) if isinstance(outcome, McpError) else (outcome, None)
                     )
@@ -778,36 +681,23 @@ class McpClient(ClientBase):
                     else:
                         # nothing before it: finished here (no caller code runs in it)
                         handle._finish(output, error)
-            elif isinstance(event, ProgressReceived):
-                handle = self._calls.get(event.call_id)
-                if handle is not None and handle.on_progress is not None:
-                    self._deliveries.append(partial(_report_progress, handle.on_progress, event))
-            elif isinstance(event, LogMessage) and self._on_log is not None:
-                self._deliveries.append(partial(_report_hook, "on_log", self._on_log, event))
-            elif isinstance(event, ResourceUpdated) and self._on_resource_updated is not None:
-                hook = self._on_resource_updated
-                self._deliveries.append(partial(_report_hook, "on_resource_updated", hook, event))
-            elif isinstance(event, _LIST_CHANGES) and self._on_list_changed is not None:
-                self._deliveries.append(
-                    partial(
-                        _report_hook,
-                        "on_list_changed",
-                        self._on_list_changed,
-                        self.name,
-                        event.what,
-                    )
-                )
-            elif isinstance(event, ElicitationCompleted):
-                if self._on_elicitation_complete is not None:
-                    self._deliveries.append(
-                        partial(_report_completed, self._on_elicitation_complete, event)
-                    )
-            elif isinstance(event, (ToolsRefreshed, RefreshFailed)):
-                waiter = self._refreshes.get(event.refresh_id or 0)
-                if waiter is None:
-                    continue
-                waiter[1] = refresh_outcome(event)
-                waiter[0].set()
+            elif isinstance(step, HostCallback):
+                # F2, F8, Q2, progress: run unlocked and in order; a callback is a
+                # function here, what it returns is ignored
+                callback = self._callback_for(step)
+                if callback is not None:
+                    self._deliveries.append(partial(call_host, callback, step, _log))
+            elif isinstance(step, WakeRefresh):
+                waiter = self._refreshes.get(step.refresh_id)
+                if waiter is not None:
+                    waiter[1] = step.outcome
+                    waiter[0].set()
+            elif isinstance(step, StateChange) and step.failure is not None:
+                _log.info("server %r is unavailable: %s", self.name, step.failure)
+
+    def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
+        handle = self._calls.get(call_id)
+        return None if handle is None else handle.on_progress
 
     def _deliver(self) -> None:
         """Run what ``_route_events`` queued, in order, one thread at a time, unlocked."""
@@ -827,394 +717,13 @@ class McpClient(ClientBase):
                 with self._lock:
                     self._delivering = False
 
-    # --- what callers use --------------------------------------------------------------
+    # --- the primitives the surface calls (_surface.py) -------------------------------
 
-    def login(self, timeout: float | None = None) -> Availability:
-        """A3: sign in to this server now, through the ``authorize`` hook; this also asks
-        a person again after they declined (they are not asked again on their own).
-        Waits for the start-up attempt that follows (at most ``timeout``) and returns
-        the availability then; a client already up stays up meanwhile."""
-        with self._turn:
-            engine = self._login_engine()
-            engine.login(self._now())
-            self._dispatch()
-        end = None if timeout is None else self._now() + timeout
-        with self._lock:
-            self._login_waiting += 1
-            try:
-                while not engine.login_settled:
-                    left = None if end is None else end - self._now()
-                    if self._closing or (left is not None and left <= 0):
-                        break
-                    self._changed.wait(left)
-            finally:
-                self._login_waiting -= 1
-            known = engine.availability
-        return known or Availability(False, f"still signing in after {timeout} s")
+    def _perform_call(self, begin: Begin, on_progress: ProgressCallback | None) -> Any:
+        handle, here = self._begin_call(begin, on_progress, here=True)
+        return self._finish_call(handle, here)
 
-    def ready(self, timeout: float | None = None) -> Availability:
-        """Block for the current start-up attempt (L3); unavailable at once while down."""
-        if self._config_error is not None:
-            return Availability(False, self._config_error.reason)
-        if not self._started:
-            raise InvalidState("start the client first (with, or start())")
-        end = None if timeout is None else self._now() + timeout
-        with self._lock:
-            while True:
-                engine = self._engine
-                assert engine is not None
-                availability = engine.availability
-                if availability is not None:
-                    return availability
-                if self._closing:
-                    return Availability(False, "the client is closed")
-                remaining = None if end is None else end - self._now()
-                if remaining is not None and remaining <= 0:
-                    return Availability(False, f"still starting after {timeout:g} s")
-                self._changed.wait(remaining)
-
-    def reconnect(self, timeout: float | None = None) -> Availability:
-        """L8: set up a new session now, then block for it as ``ready()`` does.
-
-        For a server that restarted, or a host that knows better than the backoff:
-        calls running on the old session fail with ``TransportError`` (they may have
-        run, so nothing is sent again); a server that is down is tried at once.
-        """
-        if self._config_error is not None:
-            return Availability(False, self._config_error.reason)
-        if not self._started:
-            raise InvalidState("start the client first (with, or start())")
-        self._begin_reconnect()
-        return self.ready(timeout)
-
-    def _begin_reconnect(self) -> None:
-        with self._turn:
-            engine = self._engine
-            if engine is not None and not self._closing:
-                engine.reconnect(self._now())
-                self._dispatch()
-
-    def _ensure_ready(self) -> None:
-        availability = self.ready()
-        if not availability.ok:
-            raise Unavailable(availability.reason or "unavailable", server=self.name)
-
-    def start_call(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook", "return"] = "hook",
-    ) -> CallHandle:
-        """Start a call and return its handle at once (after readiness)."""
-        handle, _ = self._begin_call(
-            tool_id, arguments, timeout, on_progress, here=False, meta=meta, on_input=on_input
-        )
-        return handle
-
-    def _begin_call(
-        self,
-        tool_id: str | Ask,
-        arguments: Mapping[str, Any] | None,
-        timeout: float | None,
-        on_progress: ProgressCallback | None,
-        *,
-        here: bool,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook", "return"] = "hook",
-        resume: tuple[Continuation, Mapping[str, Any]] | None = None,
-        begin: Callable[[HttpClientEngine | StdioClientEngine, float], int] | None = None,
-    ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
-        """Start a call (or, given an ``Ask``, another request of the host: F1); with
-        ``here``, its exchange is returned for this thread to perform."""
-        self._ensure_ready()
-        with self._turn:
-            engine = self._engine
-            assert engine is not None
-            if self._closing:
-                raise Unavailable("the client was closed", server=self.name)
-            if begin is not None:
-                call_id = begin(engine, self._now())
-            elif resume is not None:
-                call_id = engine.resume(*resume, self._now(), timeout=timeout)
-            elif isinstance(tool_id, str):
-                call_id = engine.call(
-                    tool_id, arguments, self._now(), timeout=timeout, meta=meta, on_input=on_input
-                )
-            else:
-                call_id = engine.request(tool_id, self._now(), timeout=timeout)
-            handle = CallHandle(self, call_id, on_progress)
-            self._calls[call_id] = handle
-            return handle, self._dispatch(perform_here=call_id if here else None)
-
-    @overload
-    def call(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook"] = "hook",
-    ) -> ToolOutput: ...
-
-    @overload
-    def call(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["return"],
-    ) -> ToolOutput | InputRequired: ...
-
-    def call(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook", "return"] = "hook",
-    ) -> ToolOutput | InputRequired:
-        """Call the tool ``tool_id`` (``server/tool``, as ``tools`` lists it) with
-        ``arguments`` and block until it finishes; returns its ``ToolOutput``.
-        ``meta`` adds keys of your own to the request's ``_meta`` (a tenant or
-        request id); the client's own keys cannot be set (``ValueError``).
-
-        Fails with ``UnknownTool`` (naming the id probably meant) or ``InvalidArguments``
-        (arguments JSON cannot carry) before anything is sent; ``BackendError`` when the
-        tool reports an error (``isError``); ``CallTimeout`` past ``timeout`` (the
-        client's ``call_timeout`` by default); ``Unavailable`` or ``TransportError``
-        when the server cannot be reached. ``on_progress(progress, total, message)``
-        is called for each progress report.
-        ``on_input="return"``: when a 2026-07-28 server asks the person something,
-        the call returns an ``InputRequired`` (its questions and a ``Continuation``)
-        instead of asking the ``elicit`` hook; ``resume()`` finishes it (Q4). In the
-        handshake era questions go to the hook as usual.
-        """
-        handle, here = self._begin_call(
-            tool_id, arguments, timeout, on_progress, here=True, meta=meta, on_input=on_input
-        )
-        output: ToolOutput | InputRequired = self._finish_call(handle, here)
-        return output
-
-    def set_roots(
-        self,
-        roots: Sequence[str | Mapping[str, str]] | Callable[[], Sequence[str | Mapping[str, str]]],
-    ) -> None:
-        """Q3: new roots (a list, or a function returning one) for a client created
-        with ``roots=``; a handshake-era server is told they changed.
-        ``InvalidState`` for a client given no roots, ``InvalidValue`` for a list
-        that is not one of ``file://`` URIs."""
-        with self._turn:
-            self._change_roots(roots)
-            engine = self._engine
-            if engine is not None and not self._closing:
-                engine.roots_changed(self._now())
-                self._dispatch()
-
-    def resume(
-        self,
-        continuation: Continuation,
-        responses: Mapping[str, ElicitResult],
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> ToolOutput | InputRequired:
-        """Finish a call that returned an ``InputRequired`` (Q4): ``responses`` maps
-        each question's key to the person's ``ElicitResult``. Any client of the same
-        server may resume it (a continuation read back with
-        ``Continuation.from_json``), once. Returns the tool's output, or another
-        ``InputRequired`` when the server asks again. Raises at once, with nothing
-        sent, for a continuation of another server or one resumed already, or
-        answers that do not fit (``InvalidValue``, ``InvalidState``, ``InputError``).
-        """
-        handle, here = self._begin_call(
-            "", None, timeout, on_progress, here=True, resume=(continuation, responses)
-        )
-        output: ToolOutput | InputRequired = self._finish_call(handle, here)
-        return output
-
-    def start_task(
-        self,
-        tool_id: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_input: Literal["hook", "return"] = "hook",
-    ) -> TaskHandle | ToolOutput | InputRequired:
-        """Start a call and return as soon as the server runs it as a task (T8):
-        its ``TaskHandle`` (``task_id``, ``server``, ``tool``; ``to_json()`` keeps
-        it), to follow with ``resume_task()``, ask about with ``task_status()`` or
-        stop with ``cancel_task()``, here or from a new client in another
-        process. A server that answers the call directly gives its ``ToolOutput``
-        (or ``InputRequired``) as ``call()`` would. Needs ``tasks=True`` for a
-        server to make a task at all. Raises as ``call()`` does. (Not named
-        ``start_call``: the blocking client's ``start_call`` is a call in flight.)
-        """
-
-        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
-            return engine.start_task(
-                tool_id, arguments, now, timeout=timeout, meta=meta, on_input=on_input
-            )
-
-        handle, here = self._begin_call("", None, timeout, on_progress, here=True, begin=begin)
-        started: TaskHandle | ToolOutput | InputRequired = self._finish_call(handle, here)
-        return started
-
-    def resume_task(
-        self,
-        task: TaskHandle | str,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> ToolOutput | InputRequired:
-        """Follow a task to its end (T8), from its ``TaskHandle`` (or its id, on
-        this client's server) and return the tool's ``ToolOutput``, as ``call()``
-        would have; status changes come to ``on_progress``. ``timeout``: how long
-        to follow it (the client's ``task_timeout`` by default). A task that
-        failed raises ``BackendError``; one cancelled ``Cancelled``; a handle of
-        another server ``InvalidValue`` (nothing sent). Giving up (Ctrl-C, or
-        ``CallHandle.cancel``) sends ``tasks/cancel``.
-        """
-
-        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
-            return engine.resume_task(task, now, timeout=timeout)
-
-        handle, here = self._begin_call("", None, timeout, on_progress, here=True, begin=begin)
-        output: ToolOutput | InputRequired = self._finish_call(handle, here)
-        return output
-
-    def task_status(self, task: TaskHandle | str, *, timeout: float | None = None) -> TaskStatus:
-        """Ask the server once where a task stands (``tasks/get``) → ``TaskStatus``."""
-
-        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
-            return engine.task_status(task, now, timeout=timeout)
-
-        handle, here = self._begin_call("", None, timeout, None, here=True, begin=begin)
-        status: TaskStatus = self._finish_call(handle, here)
-        return status
-
-    def cancel_task(self, task: TaskHandle | str, *, timeout: float | None = None) -> None:
-        """Ask the server to cancel a task (``tasks/cancel``); returns once the server
-        acknowledged it. A call following the task then raises ``Cancelled``."""
-
-        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
-            return engine.cancel_task(task, now, timeout=timeout)
-
-        handle, here = self._begin_call("", None, timeout, None, here=True, begin=begin)
-        self._finish_call(handle, here)
-
-    def _finish_call(self, handle: CallHandle, here: tuple[HttpRequest, _Exchange] | None) -> Any:
-        if here is not None:
-            try:
-                self._exchange(*here, caller=handle)
-            except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
-                handle.cancel()
-                raise
-        return handle._wait(None)
-
-    def _ask(self, ask: Ask, timeout: float | None) -> Any:
-        """Send one request of the host (F1) and block for what it reads.
-        (``ask`` was built first: a caller's mistake is refused before any wait.)"""
-        handle, here = self._begin_call(ask, None, timeout, None, here=True)
-        if here is not None:
-            try:
-                self._exchange(*here, caller=handle)
-            except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
-                handle.cancel()
-                raise
-        return handle._wait(None)
-
-    def _change_subscription(self, uri: str, on: bool, timeout: float | None) -> None:
-        def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
-            return engine.subscribe(uri, now, on=on, timeout=timeout)  # F2
-
-        handle, here = self._begin_call("", None, timeout, None, here=True, begin=begin)
-        if here is not None:
-            try:
-                self._exchange(*here, caller=handle)
-            except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
-                handle.cancel()
-                raise
-        handle._wait(None)
-
-    def list_resources(self, *, timeout: float | None = None) -> Listing[Resource]:
-        """F2: every resource the server lists (all pages), with its cache hints."""
-        return self._ask(self._ask_list("resources"), timeout)  # type: ignore[no-any-return]
-
-    def list_resource_templates(self, *, timeout: float | None = None) -> Listing[ResourceTemplate]:
-        """F2, F3: every resource template the server lists (all pages)."""
-        return self._ask(self._ask_list("templates"), timeout)  # type: ignore[no-any-return]
-
-    def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResult:
-        """F2, F4: read one resource (a listed URI, an expanded template, a tool's
-        ``resource_link``); ``ResourceNotFound`` when the server has none there."""
-        return self._ask(self._ask_read(uri), timeout)  # type: ignore[no-any-return]
-
-    def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        """F2: be told (``on_resource_updated=``) when the resource at ``uri`` changes;
-        the subscription lasts for the client's life, across new sessions.
-        ``NotOffered`` (nothing sent) when the server does not declare
-        ``resources.subscribe``, or (at 2026-07-28) leaves ``uri`` out."""
-        self._change_subscription(uri, True, timeout)
-
-    def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        """F2: stop the subscription to ``uri``."""
-        self._change_subscription(uri, False, timeout)
-
-    def list_prompts(self, *, timeout: float | None = None) -> Listing[Prompt]:
-        """F5: every prompt the server lists (all pages)."""
-        return self._ask(self._ask_list("prompts"), timeout)  # type: ignore[no-any-return]
-
-    def complete(
-        self,
-        ref: Prompt | ResourceTemplate | Mapping[str, str],
-        argument: str,
-        value: str,
-        context: Mapping[str, str] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Completion:
-        """F6: the server's suggestions for ``argument`` of a prompt or a resource
-        template, given what was typed so far (``value``) and the arguments already
-        chosen (``context``); at most 100 values."""
-        ask = self._ask_complete(ref, argument, value, context)
-        return self._ask(ask, timeout)  # type: ignore[no-any-return]
-
-    def get_prompt(
-        self,
-        name: str,
-        arguments: Mapping[str, str] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> PromptResult:
-        """F5: one prompt's messages; the arguments are strings (anything else is
-        refused before sending, ``InvalidArguments``)."""
-        return self._ask(self._ask_prompt(name, arguments), timeout)  # type: ignore[no-any-return]
-
-    def _cancel(self, handle: CallHandle, reason: str) -> bool:
-        with self._turn:
-            engine = self._engine
-            if engine is None or handle.done:
-                return False
-            cancelled = engine.cancel(handle.call_id, self._now(), reason)
-            self._dispatch()
-        return cancelled
-
-    def refresh(self) -> SyncReport:
-        """Re-list the tools (T6) → what changed since the last listing."""
-        self._ensure_ready()
+    def _perform_refresh(self) -> SyncReport:
         done = threading.Event()
         waiter: list[Any] = [done, None]
         with self._turn:
@@ -1234,55 +743,91 @@ class McpClient(ClientBase):
         assert isinstance(outcome, SyncReport)
         return outcome
 
-    # --- a host's tool registry ----------------------------------------------------------------
+    def _act(self, step: Callable[[float], _T]) -> _T:
+        with self._turn:
+            result = step(self._now())
+            self._dispatch()
+        return result
 
-    def _make_registration(self, tool: Tool) -> ToolRegistration:
-        return ToolRegistration(self, tool, self._options.call_timeout, self._options.policy)
+    def _act_soon(self, step: Callable[[float], bool]) -> None:
+        with self._turn:
+            if step(self._now()):
+                self._dispatch()
 
-    def _make_reader(self, tool: Tool) -> ResourceReader:
-        return ResourceReader(self, tool, self._options.call_timeout, self._options.policy)
+    def _wait_for(
+        self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False
+    ) -> _T | None:
+        end = None if timeout is None else self._now() + timeout
+        with self._lock:
+            self._login_waiting += login
+            try:
+                while (found := check()) is None:
+                    left = None if end is None else end - self._now()
+                    if left is not None and left <= 0:
+                        return None
+                    self._changed.wait(left)
+                return found
+            finally:
+                self._login_waiting -= login
+
+    def _begin_reconnect(self) -> None:
+        with self._turn:
+            engine = self._engine
+            if engine is not None and not self._closing:
+                engine.reconnect(self._now())
+                self._dispatch()
+
+    # --- what only the blocking client has ---------------------------------------------
+
+    def start_call(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_input: Literal["hook", "return"] = "hook",
+    ) -> CallHandle:
+        """Start a call and return its handle at once (after readiness)."""
+        begin = _call_begin(tool_id, arguments, timeout, meta, on_input)
+        handle, _ = self._begin_call(begin, on_progress, here=False)
+        return handle
+
+    def _begin_call(
+        self, begin: Begin, on_progress: ProgressCallback | None, *, here: bool
+    ) -> tuple[CallHandle, tuple[HttpRequest, _Exchange] | None]:
+        """Start a call (or another request of the host: F1) with ``begin``; with
+        ``here``, its exchange is returned for this thread to perform."""
+        self._ensure_ready()
+        with self._turn:
+            engine = self._engine
+            assert engine is not None
+            if self._closing:
+                raise Unavailable("the client was closed", server=self.name)
+            call_id = begin(engine, self._now())
+            handle = CallHandle(self, call_id, on_progress)
+            self._calls[call_id] = handle
+            return handle, self._dispatch(perform_here=call_id if here else None)
+
+    def _finish_call(self, handle: CallHandle, here: tuple[HttpRequest, _Exchange] | None) -> Any:
+        if here is not None:
+            try:
+                self._exchange(*here, caller=handle)
+            except BaseException:  # Ctrl-C (KeyboardInterrupt) mid-exchange
+                handle.cancel()
+                raise
+        return handle._wait(None)
+
+    def _cancel(self, handle: CallHandle, reason: str) -> bool:
+        with self._turn:
+            engine = self._engine
+            if engine is None or handle.done:
+                return False
+            cancelled = engine.cancel(handle.call_id, self._now(), reason)
+            self._dispatch()
+        return cancelled
 
     def _set_options(self, **changes: Any) -> None:
         with self._lock:
             super()._set_options(**changes)
-
-    def sync_into(self, registry: MutableMapping[str, object]) -> SyncReport:
-        """Re-list the tools and bring ``registry`` (filled by ``register_into``) up to
-        date: new tools are added, removed ones taken out, changed ones replaced;
-        registrations of unchanged tools are kept. Returns what changed."""
-        self.refresh()
-        return self._mirror_into(registry)
-
-
-def _report_completed(callback: Callable[[str, str], None], event: ElicitationCompleted) -> None:
-    try:
-        callback(event.server, event.elicitation_id)
-    except Exception:
-        _log.exception("on_elicitation_complete callback failed")
-
-
-def _report_hook(name: str, callback: Callable[..., object], *args: object) -> None:
-    """F2, F8: a host's on_log, on_resource_updated or on_list_changed, run unlocked
-    and in order; what it raises is logged."""
-    try:
-        callback(*args)
-    except Exception:
-        _log.exception("%s callback failed", name)
-
-
-def _report_progress(callback: ProgressCallback, event: ProgressReceived) -> None:
-    try:
-        callback(event.progress, event.total, event.message)
-    except Exception:
-        _log.exception("on_progress callback failed")
-
-
-def _tracing() -> RequestObserver:
-    """V2: the OpenTelemetry observer, loaded only for ``tracing=True``."""
-    try:
-        from mcpcore_otel import client_tracing
-    except ImportError:
-        raise InvalidValue(
-            "tracing=True needs OpenTelemetry: pip install 'mcpcore[otel]'"
-        ) from None
-    return client_tracing()
