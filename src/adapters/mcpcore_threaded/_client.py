@@ -38,7 +38,6 @@ from mcpcore import (
     StateChange,
     StdioClientEngine,
     SyncReport,
-    ToolOutput,
     TransportFailure,
     Unavailable,
     WakeCall,
@@ -53,6 +52,7 @@ from ._surface import _T, Begin, ClientSurface, _call_begin
 from ._surface import ProgressCallback as ProgressCallback
 from ._surface import ResourceReader as ResourceReader
 from ._surface import ToolRegistration as ToolRegistration
+from ._threads import CallHandle as CallHandle
 
 # _network imports _Abort and _Performing from here (tests too, with _Permits).
 from ._threads import _Abort as _Abort
@@ -95,80 +95,6 @@ class _Exchange:
     thread: threading.Thread | None = None
     aborted: bool = False
     abort: _Abort = field(default_factory=_Abort)  # what ends its steps, wherever it stands
-
-
-class CallHandle:
-    """A call in flight: ``result()`` blocks for it, ``cancel()`` abandons it from any thread."""
-
-    def __init__(
-        self, client: McpClient, call_id: int, on_progress: ProgressCallback | None
-    ) -> None:
-        self._client = client
-        self.call_id = call_id
-        self.on_progress = on_progress
-        # Not an Event (a Condition built and notified per call): a caller that
-        # performed its own exchange finds the outcome in place and never waits;
-        # a thread that does wait has a lock of its own, released by _finish.
-        self._guard = threading.Lock()
-        self._waiters: list[threading.Lock] = []
-        self._done = False  # set once the outcome is in place
-        self._output: Any = None
-        self._error: BaseException | None = None
-
-    def _finish(self, output: Any, error: BaseException | None) -> None:
-        with self._guard:
-            if self._done:  # the first outcome stands (close() may come after it)
-                return
-            self._output, self._error = output, error
-            self._done = True
-            waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            waiter.release()
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def cancel(self, reason: str = "cancelled by the caller") -> bool:
-        """K6: abandon the call; ``notifications/cancelled`` goes to the server."""
-        return self._client._cancel(self, reason)
-
-    def _stop_waiting(self, waiter: threading.Lock) -> None:
-        with self._guard:
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
-
-    def result(self, timeout: float | None = None) -> ToolOutput:
-        """Block until the call ends. Ctrl-C while waiting cancels the call (K6)."""
-        output: ToolOutput = self._wait(timeout)
-        return output
-
-    def _wait(self, timeout: float | None) -> Any:
-        if not self._done:
-            waiter = threading.Lock()
-            waiter.acquire()
-            with self._guard:
-                waiting = not self._done
-                if waiting:
-                    self._waiters.append(waiter)
-            if waiting:
-                try:
-                    finished = waiter.acquire(timeout=-1 if timeout is None else max(0, timeout))
-                except BaseException:  # Ctrl-C (KeyboardInterrupt) while waiting
-                    self._stop_waiting(waiter)
-                    if not self._done:
-                        self.cancel()
-                    raise
-                if not finished:
-                    self._stop_waiting(waiter)
-                    if not self._done:  # (it may have ended just as the wait did)
-                        raise TimeoutError(
-                            "the call is still running; result() may be called again"
-                        )
-        if self._error is not None:
-            raise self._error
-        assert self._output is not None
-        return self._output
 
 
 class _Turn:
