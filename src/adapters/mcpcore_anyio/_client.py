@@ -12,8 +12,6 @@ events.
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -33,7 +31,6 @@ from mcpcore import (
     Availability,
     ClientOptions,
     ConfigError,
-    Event,
     HostCallback,
     HttpClientEngine,
     HttpRequest,
@@ -41,15 +38,12 @@ from mcpcore import (
     LocalServer,
     McpError,
     RemoteServer,
-    StateChange,
-    StdioClientEngine,
     SyncReport,
     TransportFailure,
     WakeCall,
     WakeRefresh,
     call_host,
     closed_outcome,
-    route,
 )
 
 from ._children import _Children
@@ -187,16 +181,10 @@ class McpClient(ClientSurface):
         self._started = True
         self._task_group = task_group
         self._clock = _loop_clock()
-        if self._server is None:
+        engine = self._new_engine()
+        if engine is None:
             return
-        if isinstance(self._server, RemoteServer):
-            import secrets  # B5: hashlib and OpenSSL load on the first remote start
-
-            self._engine = self._remote_engine(
-                self._server,
-                token_bytes=secrets.token_bytes,
-                wall_offset=time.time() - self._now(),
-            )
+        if isinstance(engine, HttpClientEngine):
             if self._asgi_app is not None:
                 from ._asgi import AsgiPool  # only the in-process transport needs it
 
@@ -210,15 +198,7 @@ class McpClient(ClientSurface):
                     self._ssl_context, self._max_connections, proxy=self._proxy
                 )
         else:
-            self._engine = StdioClientEngine(
-                self._server,
-                environ=os.environ,
-                options=self._options,
-                max_line_size=self._limits.stdio_line_limit,
-                close_grace=self._close_grace,
-            )
             self._children = _Children(self, task_group)
-        self._engine.observer = self._observer  # V2 (None: tracing off)
         task_group.start_soon(self._run, name=f"mcpcore:{self.name}")
 
     async def __aenter__(self) -> McpClient:
@@ -403,37 +383,29 @@ class McpClient(ClientSurface):
         """Dispatch from synchronous code: the main task picks it up at once."""
         self._wakeup.set()
 
-    def _route_events(self, events: list[Event]) -> None:
-        """Run what ``route`` says each event means: wake a waiter, call a host's callback."""
-        for event in events:
-            step = route(event, server=self.name)
-            if isinstance(step, WakeCall):
-                waiter = self._calls.get(step.call_id)
-                if waiter is None:
-                    continue
-                if isinstance(step.outcome, McpError):
-                    waiter.error = step.outcome
-                else:
-                    waiter.output = step.outcome
-                waiter.done.set()
-            elif isinstance(step, HostCallback):
-                callback = self._callback_for(step)
-                if callback is not None:
-                    self._call_host(callback, step)
-            elif isinstance(step, WakeRefresh):
-                refresh = self._refreshes.get(step.refresh_id)
-                if refresh is None:
-                    continue
-                if isinstance(step.outcome, McpError):
-                    refresh.error = step.outcome
-                else:
-                    refresh.report = step.outcome
-                refresh.done.set()
-            elif isinstance(step, StateChange):
-                if step.failure is not None:
-                    _log.info("server %r is unavailable: %s", self.name, step.failure)
-                self._state_changed.set()
-                self._state_changed = anyio.Event()
+    def _wake_call(self, step: WakeCall) -> None:
+        waiter = self._calls.get(step.call_id)
+        if waiter is None:
+            return
+        if isinstance(step.outcome, McpError):
+            waiter.error = step.outcome
+        else:
+            waiter.output = step.outcome
+        waiter.done.set()
+
+    def _wake_refresh(self, step: WakeRefresh) -> None:
+        refresh = self._refreshes.get(step.refresh_id)
+        if refresh is None:
+            return
+        if isinstance(step.outcome, McpError):
+            refresh.error = step.outcome
+        else:
+            refresh.report = step.outcome
+        refresh.done.set()
+
+    def _wake_state(self) -> None:
+        self._state_changed.set()
+        self._state_changed = anyio.Event()
 
     def _call_host(self, callback: Callable[..., object], call: HostCallback) -> None:
         """F2, F8, Q2: a host's callback, a function or a coroutine function; what it

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast, overload
 
@@ -22,17 +23,24 @@ from mcpcore import (
     ClientBase,
     ClientOptions,
     ConfigError,
+    Event,
     HostCallback,
+    HttpClientEngine,
     InvalidState,
     InvalidValue,
     LocalServer,
     RegistrationContract,
     RemoteServer,
+    StateChange,
+    StdioClientEngine,
     SyncReport,
     Tool,
     ToolOutput,
     Unavailable,
+    WakeCall,
+    WakeRefresh,
     prepare_client,
+    route,
 )
 
 if TYPE_CHECKING:
@@ -44,7 +52,6 @@ if TYPE_CHECKING:
         Continuation,
         Elicitation,
         ElicitResult,
-        HttpClientEngine,
         InputRequired,
         Listing,
         Prompt,
@@ -56,7 +63,6 @@ if TYPE_CHECKING:
         SampleResult,
         Sampling,
         SignAssertion,
-        StdioClientEngine,
         TaskHandle,
         TaskStatus,
     )
@@ -180,6 +186,50 @@ class ClientSurface(ClientBase):
     def __repr__(self) -> str:
         return f"McpClient({self.name!r}, {self._server!r})"
 
+    def _new_engine(self) -> HttpClientEngine | StdioClientEngine | None:
+        """L2: the engine for this client's server (None for an entry that is not one)."""
+        if self._server is None:
+            return None
+        engine: HttpClientEngine | StdioClientEngine
+        if isinstance(self._server, RemoteServer):
+            import secrets  # B5: hashlib and OpenSSL load on the first remote start
+
+            engine = self._remote_engine(
+                self._server,
+                token_bytes=secrets.token_bytes,
+                wall_offset=time.time() - self._now(),
+            )
+        else:
+            engine = StdioClientEngine(
+                self._server,
+                environ=os.environ,
+                options=self._options,
+                max_line_size=self._limits.stdio_line_limit,
+                close_grace=self._close_grace,
+            )
+        engine.observer = self._observer  # V2 (None: tracing off)
+        self._engine = engine
+        return engine
+
+    def _route_events(self, events: list[Event]) -> None:
+        """Run what ``route`` says each event means, with the driver's own waking
+        primitives: wake a caller or a ``refresh()``, whoever waits for the state,
+        or call one of the host's callbacks."""
+        for event in events:
+            step = route(event, server=self.name)
+            if isinstance(step, WakeCall):
+                self._wake_call(step)
+            elif isinstance(step, HostCallback):
+                callback = self._callback_for(step)
+                if callback is not None:
+                    self._call_host(callback, step)
+            elif isinstance(step, WakeRefresh):
+                self._wake_refresh(step)
+            elif isinstance(step, StateChange):
+                if step.failure is not None:
+                    _log.info("server %r is unavailable: %s", self.name, step.failure)
+                self._wake_state()
+
     def _callback_for(self, call: HostCallback) -> Callable[..., object] | None:
         """The host's callback a routed event names (None: the host gave none)."""
         if call.call_id is not None:
@@ -199,6 +249,22 @@ class ClientSurface(ClientBase):
 
     def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
         """The ``on_progress`` of the call ``call_id``, if it still waits and gave one."""
+        raise NotImplementedError
+
+    def _wake_call(self, step: WakeCall) -> None:
+        """Hand the caller of the call ``step`` names its outcome, if it still waits."""
+        raise NotImplementedError
+
+    def _wake_refresh(self, step: WakeRefresh) -> None:
+        """Hand the caller of the ``refresh()`` ``step`` names its outcome."""
+        raise NotImplementedError
+
+    def _wake_state(self) -> None:
+        """Wake whoever waits for the client's state (``ready()``, ``login()``)."""
+        raise NotImplementedError
+
+    def _call_host(self, callback: Callable[..., object], call: HostCallback) -> None:
+        """Run a host's callback by the driver's rule (``call_host``'s)."""
         raise NotImplementedError
 
     async def _perform_call(self, begin: Begin, on_progress: ProgressCallback | None) -> Any:

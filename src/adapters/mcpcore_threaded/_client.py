@@ -13,7 +13,6 @@ timed-out call, and ``close()``, never wait for the server.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -27,7 +26,6 @@ from mcpcore import (
     Availability,
     ClientOptions,
     ConfigError,
-    Event,
     HostCallback,
     HttpClientEngine,
     HttpRequest,
@@ -35,8 +33,6 @@ from mcpcore import (
     LocalServer,
     McpError,
     RemoteServer,
-    StateChange,
-    StdioClientEngine,
     SyncReport,
     TransportFailure,
     Unavailable,
@@ -44,7 +40,6 @@ from mcpcore import (
     WakeRefresh,
     call_host,
     closed_outcome,
-    route,
 )
 
 from ._children import _Children
@@ -200,16 +195,10 @@ class McpClient(ClientSurface):
             if self._started:
                 raise InvalidState("the client was already started")
             self._started = True
-            if self._server is None:
+            engine = self._new_engine()
+            if engine is None:
                 return
-            if isinstance(self._server, RemoteServer):
-                import secrets  # B5: hashlib and OpenSSL load on the first remote start
-
-                self._engine = self._remote_engine(
-                    self._server,
-                    token_bytes=secrets.token_bytes,
-                    wall_offset=time.time() - self._now(),
-                )
+            if isinstance(engine, HttpClientEngine):
                 # httpcore is imported on the first remote start, not with the
                 # driver: a program with only local servers never needs it (B5).
                 from ._network import connection_pool
@@ -218,15 +207,7 @@ class McpClient(ClientSurface):
                     self._ssl_context, self._max_connections, self._performing, proxy=self._proxy
                 )
             else:
-                self._engine = StdioClientEngine(
-                    self._server,
-                    environ=os.environ,
-                    options=self._options,
-                    max_line_size=self._limits.stdio_line_limit,
-                    close_grace=self._close_grace,
-                )
                 self._children = _Children(self)
-            self._engine.observer = self._observer  # V2 (None: tracing off)
             self._thread = threading.Thread(
                 target=self._run, name=f"mcpcore:{self.name}", daemon=True
             )
@@ -585,41 +566,37 @@ class McpClient(ClientSurface):
                 del self._exchanges[xid]
             self._threads.discard(threading.current_thread())
 
-    def _route_events(self, events: list[Event]) -> None:
-        """Under the lock: queue what ``route`` says each event means to a caller, in order.
+    # Under the lock (``_dispatch``): what each routed event means to a caller is
+    # queued in order; nothing a caller supplied runs here. ``_deliver`` runs the
+    # queue once the lock is released, so an ``on_progress`` callback may block or
+    # call back into the client.
 
-        Nothing a caller supplied runs here: ``_deliver`` runs the queue once
-        the lock is released, so an ``on_progress`` callback may block or call
-        back into the client.
-        """
-        for event in events:
-            step = route(event, server=self.name)
-            if isinstance(step, WakeCall):
-                handle = self._calls.pop(step.call_id, None)
-                if handle is not None:
-                    outcome = step.outcome
-                    output, error = (
-                        (None, outcome) if isinstance(outcome, McpError) else (outcome, None)
-                    )
-                    if self._deliveries or self._delivering:
-                        # after what was queued before it (its progress reports, say)
-                        self._deliveries.append(partial(handle._finish, output, error))
-                    else:
-                        # nothing before it: finished here (no caller code runs in it)
-                        handle._finish(output, error)
-            elif isinstance(step, HostCallback):
-                # F2, F8, Q2, progress: run unlocked and in order; a callback is a
-                # function here, what it returns is ignored
-                callback = self._callback_for(step)
-                if callback is not None:
-                    self._deliveries.append(partial(call_host, callback, step, _log))
-            elif isinstance(step, WakeRefresh):
-                waiter = self._refreshes.get(step.refresh_id)
-                if waiter is not None:
-                    waiter[1] = step.outcome
-                    waiter[0].set()
-            elif isinstance(step, StateChange) and step.failure is not None:
-                _log.info("server %r is unavailable: %s", self.name, step.failure)
+    def _wake_call(self, step: WakeCall) -> None:
+        handle = self._calls.pop(step.call_id, None)
+        if handle is None:
+            return
+        outcome = step.outcome
+        output, error = (None, outcome) if isinstance(outcome, McpError) else (outcome, None)
+        if self._deliveries or self._delivering:
+            # after what was queued before it (its progress reports, say)
+            self._deliveries.append(partial(handle._finish, output, error))
+        else:
+            # nothing before it: finished here (no caller code runs in it)
+            handle._finish(output, error)
+
+    def _call_host(self, callback: Callable[..., object], call: HostCallback) -> None:
+        # F2, F8, Q2, progress: run unlocked and in order; a callback is a function
+        # here, what it returns is ignored
+        self._deliveries.append(partial(call_host, callback, call, _log))
+
+    def _wake_refresh(self, step: WakeRefresh) -> None:
+        waiter = self._refreshes.get(step.refresh_id)
+        if waiter is not None:
+            waiter[1] = step.outcome
+            waiter[0].set()
+
+    def _wake_state(self) -> None:
+        pass  # ``_dispatch`` wakes the waiters when the availability changed
 
     def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
         handle = self._calls.get(call_id)
