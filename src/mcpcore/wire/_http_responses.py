@@ -24,7 +24,7 @@ from ..base._errors import LimitExceeded, McpError, RemoteProtocolError, Transpo
 from ..base._escape import excerpt
 from ..base._events import AbortExchange
 from ..base._failure import TransportFailure, legacy_sse_reason, status_reason
-from ._http import (
+from ._http_exchange import (
     _DEBUG,
     _ERROR_EXCERPT_BYTES,
     _ERROR_JSON_BYTES,
