@@ -214,7 +214,7 @@ class HttpMapping:
         # E1: the endpoint speaks 2026-07-28: no session, no GET stream, no
         # resumption; each request's own headers come with it (M23–M27, M69–M72).
         self.modern = False
-        # Imported here: the reader's module reads this one's types (no import cycle).
+        # Imported here: a client loads the reader with its first mapping (B5).
         from ._http_responses import ResponseReader
 
         self._reader = ResponseReader(self)
