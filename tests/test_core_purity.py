@@ -220,6 +220,7 @@ CORE_ON_IMPORT = {
     "_handshake",
     "_headers",
     "_http",
+    "_header_checks",
     "_http_exchange",
     "_input_options",
     "_jsonrpc",

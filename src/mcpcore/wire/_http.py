@@ -41,7 +41,7 @@ from ..base._errors import (
 from ..base._escape import excerpt
 from ..base._events import AbortExchange, Action, HttpRequest
 from ..base._failure import TransportFailure
-from ..config._config import check_dynamic_headers
+from ._header_checks import check_dynamic_headers
 from ._http_exchange import (
     _DEBUG,
     HttpLimits,
