@@ -21,12 +21,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
-from ._types import JsonRpcError, ToolResult
+from ._context import ToolContext, ToolResult
+from ._streams import _EventStream, _Session
+from ._types import JsonRpcError, RequestId
 
 if TYPE_CHECKING:
-    from ._server import ToolContext
-    from ._types import DemoTool
+    from ._context import DemoTool
+    from ._server import DemoServer
 
 __all__ = ["DemoTask", "TaskBook", "task_support"]
 
@@ -206,3 +209,32 @@ class TaskBook:
         meta = result.get("_meta")
         result["_meta"] = {**(meta if isinstance(meta, dict) else {}), **related}
         return result
+
+
+class _TaskToolContext(ToolContext):
+    """A tool running as a task: its progress becomes the task's status message;
+    nothing reaches the client but through ``tasks/get`` and ``tasks/result``."""
+
+    def __init__(
+        self,
+        server: DemoServer,
+        request_id: RequestId,
+        params: dict[str, Any],
+        stream: _EventStream,
+        session: _Session | None,
+        task: DemoTask,
+    ) -> None:
+        super().__init__(server, request_id, params, stream, session)
+        self.task = task
+
+    @property
+    def can_stream(self) -> bool:
+        return False
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        shown = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        self.task.update("working", message or shown)
+        self.server._touch()
+        await anyio.lowlevel.checkpoint()
