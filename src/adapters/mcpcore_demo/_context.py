@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -13,10 +13,7 @@ from ._jsonrpc import _valid_id
 from ._streams import _EventStream, _Session
 from ._types import LOG_LEVELS, RequestId
 
-if TYPE_CHECKING:
-    from ._server import DemoServer
-
-__all__ = ["DemoTool", "ToolContext", "ToolHandler", "ToolResult"]
+__all__ = ["DemoTool", "ToolContext", "ToolHandler", "ToolResult", "ToolServer"]
 
 ToolResult = dict[str, Any] | str
 """A raw ``tools/call`` result object, or a string (one text block)."""
@@ -38,12 +35,25 @@ class DemoTool:
         return str(self.definition["name"])
 
 
+class ToolServer(Protocol):
+    """What a ``ToolContext`` asks of its server (a ``DemoServer``)."""
+
+    json_response: bool
+    dropped: list[dict[str, Any]]
+
+    def _touch(self) -> None: ...
+
+    async def _client_request(
+        self, stream: _EventStream, method: str, params: dict[str, Any] | None
+    ) -> Any: ...
+
+
 class ToolContext:
     """What a tool handler gets besides its arguments."""
 
     def __init__(
         self,
-        server: DemoServer,
+        server: ToolServer,
         request_id: RequestId,
         params: dict[str, Any],
         stream: _EventStream,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import http
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import anyio
@@ -13,11 +13,9 @@ import anyio.abc
 import h11
 
 from ._jsonrpc import INVALID_REQUEST, PARSE_ERROR, _encode, _error_message, _parse_json, _valid_id
+from ._rpc import JsonRpcSide
 from ._streams import _EventStream, _Session
 from ._types import SUPPORTED_PROTOCOL_VERSIONS, Body, FaultResponse, ReceivedRequest, RequestId
-
-if TYPE_CHECKING:
-    from ._server import DemoServer
 
 _TRANSPORT_ERRORS = (
     anyio.BrokenResourceError,
@@ -51,7 +49,7 @@ def _reason(status: int) -> bytes:
 class _Connection:
     """One TCP connection: HTTP/1.1 with keep-alive, one request at a time."""
 
-    def __init__(self, server: DemoServer, stream: anyio.abc.ByteStream, number: int) -> None:
+    def __init__(self, server: JsonRpcSide, stream: anyio.abc.ByteStream, number: int) -> None:
         self.server = server
         self.stream = stream
         self.number = number

@@ -19,6 +19,7 @@ from ._jsonrpc import (
     _encode,
     _error_message,
 )
+from ._state import ServerState
 from ._streams import _EventStream, _Running, _Session, _Waiter
 from ._tasks import TASKS_CAPABILITY, _TaskToolContext
 from ._types import (
@@ -43,7 +44,7 @@ _FEATURES: dict[str, Callable[[dict[str, Any]], dict[str, Any] | tuple[int, str]
 }
 
 
-class JsonRpcSide:
+class JsonRpcSide(ServerState):
     """The JSON-RPC half of ``DemoServer`` (which sets the state it uses)."""
 
     def _end_session(self, sid: str) -> None:

@@ -243,13 +243,6 @@ class DemoServer(JsonRpcSide):
 
     # --------------------------------------------------------- observability
 
-    def _touch(self) -> None:
-        if self._activity is not None:
-            self._activity.set()
-            self._activity = anyio.Event()
-        with self._cond:
-            self._cond.notify_all()
-
     async def wait_until(self, predicate: Callable[[], object], timeout: float = 5.0) -> None:
         """Wait (in the server's event loop) until ``predicate()`` is true; it is
         re-checked whenever the server records something. Raises TimeoutError."""

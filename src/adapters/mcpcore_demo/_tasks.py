@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from ._context import ToolContext, ToolResult
+from ._context import ToolContext, ToolResult, ToolServer
 from ._streams import _EventStream, _Session
 from ._types import JsonRpcError, RequestId
 
 if TYPE_CHECKING:
     from ._context import DemoTool
-    from ._server import DemoServer
 
 __all__ = ["DemoTask", "TaskBook", "task_support"]
 
@@ -217,7 +216,7 @@ class _TaskToolContext(ToolContext):
 
     def __init__(
         self,
-        server: DemoServer,
+        server: ToolServer,
         request_id: RequestId,
         params: dict[str, Any],
         stream: _EventStream,
