@@ -1,4 +1,7 @@
-"""What a tool is (``DemoTool``) and what its handler gets (``ToolContext``)."""
+"""What a tool is (``DemoTool``, ``ToolHandler``, ``ToolResult``) and what its
+handler gets (``ToolContext``): notifications, progress, logs and requests to the
+client on the call's stream. The context reaches the server only through
+``ToolServer``, a port ``DemoServer`` implements, so tools never import the server."""
 
 from __future__ import annotations
 
@@ -9,8 +12,8 @@ from typing import Any, Protocol
 import anyio
 import anyio.lowlevel
 
-from ._jsonrpc import _valid_id
-from ._streams import _EventStream, _Session
+from ._jsonrpc import valid_id
+from ._streams import EventStream, Session
 from ._types import LOG_LEVELS, RequestId
 
 __all__ = ["DemoTool", "ToolContext", "ToolHandler", "ToolResult", "ToolServer"]
@@ -44,7 +47,7 @@ class ToolServer(Protocol):
     def _touch(self) -> None: ...
 
     async def _client_request(
-        self, stream: _EventStream, method: str, params: dict[str, Any] | None
+        self, stream: EventStream, method: str, params: dict[str, Any] | None
     ) -> Any: ...
 
 
@@ -56,8 +59,8 @@ class ToolContext:
         server: ToolServer,
         request_id: RequestId,
         params: dict[str, Any],
-        stream: _EventStream,
-        session: _Session | None,
+        stream: EventStream,
+        session: Session | None,
     ) -> None:
         self.server = server
         self.request_id = request_id
@@ -74,7 +77,7 @@ class ToolContext:
     @property
     def progress_token(self) -> str | int | None:
         token = self.meta.get("progressToken")
-        return token if _valid_id(token) else None
+        return token if valid_id(token) else None
 
     @property
     def can_stream(self) -> bool:

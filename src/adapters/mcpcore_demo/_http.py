@@ -1,5 +1,7 @@
 """The HTTP side of the demo server: one TCP connection speaking HTTP/1.1 (h11),
-the Streamable HTTP checks, SSE pumping and the canned faults."""
+the Streamable HTTP checks (path, origin, headers, session, protocol version),
+POST/GET/DELETE, SSE pumping and the canned faults. It hands JSON-RPC messages to
+the server's ``JsonRpcSide`` and never imports the server itself."""
 
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ import anyio
 import anyio.abc
 import h11
 
-from ._jsonrpc import INVALID_REQUEST, PARSE_ERROR, _encode, _error_message, _parse_json, _valid_id
+from ._jsonrpc import INVALID_REQUEST, PARSE_ERROR, encode, error_message, parse_json, valid_id
 from ._rpc import JsonRpcSide
-from ._streams import _EventStream, _Session
+from ._streams import EventStream, Session
 from ._types import SUPPORTED_PROTOCOL_VERSIONS, Body, FaultResponse, ReceivedRequest, RequestId
 
-_TRANSPORT_ERRORS = (
+__all__ = ["TRANSPORT_ERRORS", "HttpConnection"]
+
+TRANSPORT_ERRORS = (
     anyio.BrokenResourceError,
     anyio.ClosedResourceError,
     anyio.EndOfStream,
@@ -46,7 +50,7 @@ def _reason(status: int) -> bytes:
         return b""
 
 
-class _Connection:
+class HttpConnection:
     """One TCP connection: HTTP/1.1 with keep-alive, one request at a time."""
 
     def __init__(self, server: JsonRpcSide, stream: anyio.abc.ByteStream, number: int) -> None:
@@ -102,7 +106,7 @@ class _Connection:
         close: bool = False,
         rid: RequestId | None = None,
     ) -> None:
-        body = _encode(_error_message(rid, code, message))
+        body = encode(error_message(rid, code, message))
         hdrs = [("content-type", "application/json"), *headers]
         await self._respond(status, hdrs, body, close=close)
 
@@ -159,7 +163,7 @@ class _Connection:
             text = value.decode("latin-1")
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
         body = await self._read_body(request)
-        ok, parsed = _parse_json(body) if body else (False, None)
+        ok, parsed = parse_json(body) if body else (False, None)
         received = ReceivedRequest(method, target, headers, body, parsed, self.number)
         if server.record:
             server.received.append(received)
@@ -202,7 +206,7 @@ class _Connection:
 
     def _check_session(
         self, headers: dict[str, str]
-    ) -> tuple[_Session | None, tuple[int, str] | None]:
+    ) -> tuple[Session | None, tuple[int, str] | None]:
         """Session and protocol-version checks for everything but ``initialize``."""
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
@@ -272,13 +276,13 @@ class _Connection:
                 return None
             if "id" not in message:
                 return "notification"
-            return "request" if _valid_id(message["id"]) else None
-        if _valid_id(message.get("id")) and ("result" in message) != ("error" in message):
+            return "request" if valid_id(message["id"]) else None
+        if valid_id(message.get("id")) and ("result" in message) != ("error" in message):
             return "response"
         return None
 
     async def _reply(
-        self, stream: _EventStream, headers: list[tuple[str, str]], *, polling: bool
+        self, stream: EventStream, headers: list[tuple[str, str]], *, polling: bool
     ) -> bool:
         server = self.server
         if server.json_response:
@@ -293,7 +297,7 @@ class _Connection:
             if response is None:  # cancelled without a response
                 return False
             await self._respond(
-                200, [("content-type", "application/json"), *headers], _encode(response)
+                200, [("content-type", "application/json"), *headers], encode(response)
             )
             return True
         limit = None
@@ -346,7 +350,7 @@ class _Connection:
 
     async def _stream_response(
         self,
-        stream: _EventStream,
+        stream: EventStream,
         headers: list[tuple[str, str]],
         *,
         after: int,
@@ -374,7 +378,7 @@ class _Connection:
     async def _write(self, data: bytes) -> None:
         await self._send(h11.Data(data=data))
 
-    async def _pump(self, stream: _EventStream, after: int, prime: bool, limit: int | None) -> None:
+    async def _pump(self, stream: EventStream, after: int, prime: bool, limit: int | None) -> None:
         server = self.server
         written = 0
         if prime:
@@ -422,7 +426,7 @@ class _Connection:
             try:
                 await work
                 done = True
-            except _TRANSPORT_ERRORS:
+            except TRANSPORT_ERRORS:
                 self.gone = True
             scope.cancel()
 
@@ -435,7 +439,7 @@ class _Connection:
                     if buffered > server_limit:
                         break
                     self.conn.receive_data(data)
-            except _TRANSPORT_ERRORS:
+            except TRANSPORT_ERRORS:
                 pass
             self.gone = True
             scope.cancel()

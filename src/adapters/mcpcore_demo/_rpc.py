@@ -1,5 +1,11 @@
 """The JSON-RPC side of the demo server: what each request, notification and
-response does, on the sessions and streams it touches."""
+response does, on the sessions and streams it touches.
+
+``JsonRpcSide`` routes a request by method to the tools (running them, or
+handing them to ``_tasks``), the ``tasks/*`` methods, the resources and prompts of
+``_resources``, ``initialize``, ``ping`` and ``logging/setLevel``; it sends the
+server's own requests to the client and writes SSE events. ``DemoServer``
+extends it; this module imports neither the server nor the HTTP side."""
 
 from __future__ import annotations
 
@@ -16,12 +22,12 @@ from ._jsonrpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     REQUEST_CANCELLED,
-    _encode,
-    _error_message,
+    encode,
+    error_message,
 )
 from ._state import ServerState
-from ._streams import _EventStream, _Running, _Session, _Waiter
-from ._tasks import TASKS_CAPABILITY, _TaskToolContext
+from ._streams import EventStream, RunningCall, Session, Waiter
+from ._tasks import TASKS_CAPABILITY, TaskToolContext
 from ._types import (
     LATEST_PROTOCOL_VERSION,
     LOG_LEVELS,
@@ -45,7 +51,7 @@ _FEATURES: dict[str, Callable[[dict[str, Any]], dict[str, Any] | tuple[int, str]
 
 
 class JsonRpcSide(ServerState):
-    """The JSON-RPC half of ``DemoServer`` (which sets the state it uses)."""
+    """The JSON-RPC half of ``DemoServer``, over the state ``ServerState`` declares."""
 
     def _end_session(self, sid: str) -> None:
         session = self._sessions.pop(sid, None)
@@ -54,15 +60,15 @@ class JsonRpcSide(ServerState):
             self.sessions_ended.append(sid)
             self._touch()
 
-    def _new_stream(self, session: _Session | None) -> _EventStream:
+    def _new_stream(self, session: Session | None) -> EventStream:
         if session is not None:
             return session.new_stream()
         self._stateless_streams += 1
-        return _EventStream(str(self._stateless_streams), max_events=self.max_events_per_stream)
+        return EventStream(str(self._stateless_streams), max_events=self.max_events_per_stream)
 
     def _start_request(
-        self, session: _Session | None, message: dict[str, Any]
-    ) -> tuple[_EventStream, _Session | None]:
+        self, session: Session | None, message: dict[str, Any]
+    ) -> tuple[EventStream, Session | None]:
         """Start handling a request; returns its stream (and the new session
         for ``initialize`` in stateful mode)."""
         rid: RequestId = message["id"]
@@ -71,7 +77,7 @@ class JsonRpcSide(ServerState):
         if method == "initialize":
             result = self._initialize(params)
             if isinstance(result, dict) and not self.stateless:
-                session = _Session(
+                session = Session(
                     secrets.token_hex(16), result["protocolVersion"], self.max_events_per_stream
                 )
                 self._sessions[session.id] = session
@@ -113,15 +119,15 @@ class JsonRpcSide(ServerState):
         return stream, None
 
     async def _task_result(
-        self, stream: _EventStream, rid: RequestId, params: dict[str, Any]
+        self, stream: EventStream, rid: RequestId, params: dict[str, Any]
     ) -> None:
         self._finish_with(stream, rid, await self._tasks.result(params))
 
     def _finish_with(
-        self, stream: _EventStream, rid: RequestId, outcome: dict[str, Any] | tuple[int, str]
+        self, stream: EventStream, rid: RequestId, outcome: dict[str, Any] | tuple[int, str]
     ) -> None:
         if isinstance(outcome, tuple):
-            stream.append(_error_message(rid, *outcome))
+            stream.append(error_message(rid, *outcome))
         else:
             stream.append({"jsonrpc": "2.0", "id": rid, "result": outcome})
         stream.finish()
@@ -168,7 +174,7 @@ class JsonRpcSide(ServerState):
         return result
 
     def _call_tool(
-        self, session: _Session | None, stream: _EventStream, rid: RequestId, params: dict[str, Any]
+        self, session: Session | None, stream: EventStream, rid: RequestId, params: dict[str, Any]
     ) -> None:
         name = params.get("name")
         tool = self._tools.get(name) if isinstance(name, str) else None
@@ -188,12 +194,12 @@ class JsonRpcSide(ServerState):
         assert self._tg is not None
         if "task" in params:
             task = self._tasks.create(tool, params)
-            ctx: ToolContext = _TaskToolContext(self, rid, params, stream, session, task)
+            ctx: ToolContext = TaskToolContext(self, rid, params, stream, session, task)
             self._tg.start_soon(self._tasks.run, task, tool.handler, arguments, ctx, self._touch)
             self._finish_with(stream, rid, {"task": task.snapshot()})
             self._touch()
             return
-        running = _Running(rid, stream, session)
+        running = RunningCall(rid, stream, session)
         if session is not None:
             session.running[rid] = running
         else:
@@ -202,7 +208,7 @@ class JsonRpcSide(ServerState):
         self._tg.start_soon(self._run_tool, tool, arguments, ctx, running)
 
     async def _run_tool(
-        self, tool: DemoTool, arguments: dict[str, Any], ctx: ToolContext, running: _Running
+        self, tool: DemoTool, arguments: dict[str, Any], ctx: ToolContext, running: RunningCall
     ) -> None:
         rid, stream = running.rid, running.stream
         message: dict[str, Any] | None = None
@@ -213,7 +219,7 @@ class JsonRpcSide(ServerState):
                     if isinstance(result, str):
                         result = {"content": [{"type": "text", "text": result}]}
                     message = {"jsonrpc": "2.0", "id": rid, "result": result}
-                    _encode(message)
+                    encode(message)
                 except JsonRpcError as exc:
                     message = {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
                 except Exception as exc:
@@ -229,7 +235,7 @@ class JsonRpcSide(ServerState):
             elif running.reason == "client":
                 self.interrupted.append(rid)
                 if self.respond_to_cancelled:
-                    stream.append(_error_message(rid, REQUEST_CANCELLED, "Request cancelled"))
+                    stream.append(error_message(rid, REQUEST_CANCELLED, "Request cancelled"))
             stream.finish()
         finally:
             if running.session is not None:
@@ -238,7 +244,7 @@ class JsonRpcSide(ServerState):
                 self._stateless_running.remove(running)
             self._touch()
 
-    def _handle_notification(self, session: _Session | None, message: dict[str, Any]) -> None:
+    def _handle_notification(self, session: Session | None, message: dict[str, Any]) -> None:
         method = message["method"]
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
@@ -266,11 +272,11 @@ class JsonRpcSide(ServerState):
             waiter.event.set()
 
     async def _client_request(
-        self, stream: _EventStream, method: str, params: dict[str, Any] | None
+        self, stream: EventStream, method: str, params: dict[str, Any] | None
     ) -> Any:
         self._request_counter += 1
         rid = f"demo-{self._request_counter}"
-        waiter = _Waiter()
+        waiter = Waiter()
         self._waiters[rid] = waiter
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
@@ -297,5 +303,5 @@ class JsonRpcSide(ServerState):
             lines.append(f"retry: {self.retry_ms}")
         if message is not None and self.sse_event_name is not None:
             lines.append(f"event: {self.sse_event_name}")
-        lines.append("data: " + (_encode(message).decode() if message is not None else ""))
+        lines.append("data: " + (encode(message).decode() if message is not None else ""))
         return (nl.join(lines) + nl + nl).encode()

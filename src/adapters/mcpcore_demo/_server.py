@@ -1,5 +1,11 @@
 """A small MCP Streamable HTTP server (revision 2025-11-25, with its experimental tasks)
-on h11 and anyio."""
+on h11 and anyio: ``DemoServer`` and ``RunningServer``.
+
+The top of the package. ``DemoServer`` takes the options, holds the tools,
+records what it sees, listens (``serve``, ``serve_in_thread``) and hands each
+connection to ``_http``; it answers JSON-RPC through ``JsonRpcSide`` (``_rpc``),
+which it extends. Nothing in the package imports this module but ``_main`` and
+``__init__``."""
 
 from __future__ import annotations
 
@@ -15,15 +21,15 @@ import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 
-from ._context import DemoTool, ToolContext
-from ._http import _TRANSPORT_ERRORS, _Connection
+from ._context import DemoTool
+from ._http import TRANSPORT_ERRORS, HttpConnection
 from ._rpc import JsonRpcSide
-from ._streams import _Running, _Session, _Waiter
+from ._streams import RunningCall, Session, Waiter
 from ._tasks import DemoTask, TaskBook
 from ._tools import default_tools
 from ._types import FaultHook, ReceivedRequest, RequestId
 
-__all__ = ["DemoServer", "RunningServer", "ToolContext"]
+__all__ = ["DemoServer", "RunningServer"]
 
 logger = logging.getLogger("mcpcore_demo")
 
@@ -162,10 +168,10 @@ class DemoServer(JsonRpcSide):
         self.open_connections = 0
         self.sessions_ended: list[str] = []
 
-        self._sessions: dict[str, _Session] = {}
-        self._stateless_running: list[_Running] = []
+        self._sessions: dict[str, Session] = {}
+        self._stateless_running: list[RunningCall] = []
         self._stateless_streams = 0
-        self._waiters: dict[RequestId, _Waiter] = {}
+        self._waiters: dict[RequestId, Waiter] = {}
         self._request_counter = 0
         self._tg: anyio.abc.TaskGroup | None = None
         self._token: Any = None
@@ -332,8 +338,8 @@ class DemoServer(JsonRpcSide):
         number = self.connections_opened
         self._touch()
         try:
-            await _Connection(self, stream, number).run()
-        except _TRANSPORT_ERRORS:
+            await HttpConnection(self, stream, number).run()
+        except TRANSPORT_ERRORS:
             pass
         except Exception:  # never let one connection take the server down
             logger.exception("demo server: error on connection %d", number)

@@ -15,7 +15,7 @@ import anyio
 import anyio.abc
 
 from ._context import DemoTool
-from ._streams import _Running, _Session, _Waiter
+from ._streams import RunningCall, Session, Waiter
 from ._tasks import TaskBook
 from ._types import FaultHook, ReceivedRequest, RequestId
 
@@ -62,10 +62,10 @@ class ServerState:
     sessions_ended: list[str]
 
     # Sessions, running calls and the event loop.
-    _sessions: dict[str, _Session]
-    _stateless_running: list[_Running]
+    _sessions: dict[str, Session]
+    _stateless_running: list[RunningCall]
     _stateless_streams: int
-    _waiters: dict[RequestId, _Waiter]
+    _waiters: dict[RequestId, Waiter]
     _request_counter: int
     _tg: anyio.abc.TaskGroup | None
     _token: Any

@@ -1,4 +1,6 @@
-"""The demo server's SSE event streams, sessions, running calls and waiters."""
+"""What the demo server keeps per session and per request: the SSE event
+streams (replayable with ``Last-Event-ID``), the sessions, the ``tools/call``
+handlers running, and the waiters of its own requests to the client."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ import anyio
 
 from ._types import RequestId
 
+__all__ = ["EventStream", "RunningCall", "Session", "Waiter"]
 
-class _EventStream:
+
+class EventStream:
     """The messages of one SSE stream (a request's, or a session's GET stream),
     kept so that a client can resume it with ``Last-Event-ID``."""
 
@@ -54,8 +58,10 @@ class _EventStream:
         return None
 
 
-class _Running:
-    def __init__(self, rid: RequestId, stream: _EventStream, session: _Session | None) -> None:
+class RunningCall:
+    """A ``tools/call`` whose handler runs: cancelling ``scope`` stops it."""
+
+    def __init__(self, rid: RequestId, stream: EventStream, session: Session | None) -> None:
         self.rid = rid
         self.stream = stream
         self.session = session
@@ -63,7 +69,10 @@ class _Running:
         self.reason: Literal["client", "session"] | None = None
 
 
-class _Session:
+class Session:
+    """One ``Mcp-Session-Id``: its streams (``standalone`` is the GET stream),
+    its running calls and its log level."""
+
     def __init__(self, sid: str, protocol_version: str, max_events: int) -> None:
         self.id = sid
         self.protocol_version = protocol_version
@@ -71,14 +80,14 @@ class _Session:
         self.log_level: str | None = None
         self.max_events = max_events
         self._stream_counter = 0
-        self.streams: dict[str, _EventStream] = {}
+        self.streams: dict[str, EventStream] = {}
         self.standalone = self.new_stream()
-        self.running: dict[RequestId, _Running] = {}
+        self.running: dict[RequestId, RunningCall] = {}
 
-    def new_stream(self) -> _EventStream:
+    def new_stream(self) -> EventStream:
         sid = str(self._stream_counter)
         self._stream_counter += 1
-        stream = _EventStream(sid, max_events=self.max_events)
+        stream = EventStream(sid, max_events=self.max_events)
         self.streams[sid] = stream
         if len(self.streams) > 64:
             for key, old in list(self.streams.items()):
@@ -96,7 +105,9 @@ class _Session:
             stream.finish()
 
 
-class _Waiter:
+class Waiter:
+    """A request the server sent to the client, waiting for the answer."""
+
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.message: dict[str, Any] | None = None

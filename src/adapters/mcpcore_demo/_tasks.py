@@ -8,8 +8,9 @@ progress becomes the task's ``statusMessage``. ``tasks/get`` returns the task,
 ``tasks/cancel`` stops it, ``tasks/list`` lists them. Tasks belong to the
 server, not to a session, so a new client can pick one up by its id.
 
-This module owns the task records and those four methods; the server routes
-requests here and starts the background work in its task group.
+This module owns the task records, those four methods and the context of a
+tool running as a task; the server routes requests here and starts the
+background work in its task group.
 """
 
 from __future__ import annotations
@@ -24,17 +25,15 @@ import anyio
 import anyio.lowlevel
 
 from ._context import ToolContext, ToolResult, ToolServer
-from ._streams import _EventStream, _Session
+from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from ._streams import EventStream, Session
 from ._types import JsonRpcError, RequestId
 
 if TYPE_CHECKING:
     from ._context import DemoTool
 
-__all__ = ["DemoTask", "TaskBook", "task_support"]
+__all__ = ["TASKS_CAPABILITY", "DemoTask", "TaskBook", "TaskToolContext", "task_support"]
 
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 # The capability the server declares in the 2025-11-25 handshake.
@@ -210,7 +209,7 @@ class TaskBook:
         return result
 
 
-class _TaskToolContext(ToolContext):
+class TaskToolContext(ToolContext):
     """A tool running as a task: its progress becomes the task's status message;
     nothing reaches the client but through ``tasks/get`` and ``tasks/result``."""
 
@@ -219,8 +218,8 @@ class _TaskToolContext(ToolContext):
         server: ToolServer,
         request_id: RequestId,
         params: dict[str, Any],
-        stream: _EventStream,
-        session: _Session | None,
+        stream: EventStream,
+        session: Session | None,
         task: DemoTask,
     ) -> None:
         super().__init__(server, request_id, params, stream, session)

@@ -1,4 +1,6 @@
-"""Public data types of the demo server: recorded requests, faults, tools."""
+"""Public data types of the demo server: protocol versions and log levels,
+recorded requests, faults and JSON-RPC errors. The bottom of the package: it
+imports none of its modules."""
 
 from __future__ import annotations
 
