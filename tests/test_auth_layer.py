@@ -39,10 +39,10 @@ from mcpcore import (
     TransportError,
     compact_jws,
 )
-from mcpcore._config import RemoteServer
-from mcpcore._engine import HttpClientEngine
-from mcpcore._events import AbortExchange, HttpRequest
-from mcpcore._session import SessionOptions
+from mcpcore.base._events import AbortExchange, HttpRequest
+from mcpcore.config._config import RemoteServer
+from mcpcore.engine._engine import HttpClientEngine
+from mcpcore.session._session import SessionOptions
 
 AS = "https://as.example.test"
 PRM_URL = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp"

@@ -222,7 +222,7 @@ def test_H7_an_html_404_is_summed_up_and_the_path_questioned() -> None:
 
 
 def test_H7_status_reason_words() -> None:
-    from mcpcore._failure import status_reason
+    from mcpcore.base._failure import status_reason
 
     url = "https://example.test/api"
     assert status_reason(url, 500, "boom") == f"{url} answered HTTP 500: boom"

@@ -30,8 +30,8 @@ from mcpcore import (
     InputOptions,
     RequestSucceeded,
 )
-from mcpcore._input import check_answer, client_capabilities
-from mcpcore._session import SessionOptions
+from mcpcore.features._input import check_answer, client_capabilities
+from mcpcore.session._session import SessionOptions
 from test_modern import JSON, ModernFake, calls, link_to, rpc
 
 SCHEMA = {

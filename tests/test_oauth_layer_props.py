@@ -34,19 +34,8 @@ from hypothesis import strategies as st
 
 from fake_peer import FakeServer, Reply, Seen
 from mcpcore import AuthOptions, HttpClientEngine, PreRegisteredClient, RemoteServer
-from mcpcore._authorizing import MemoryTokenStore, apply_to_store
-from mcpcore._errors import McpError
-from mcpcore._events import (
-    AbortExchange,
-    CallCancelled,
-    CallFailed,
-    CallSucceeded,
-    HttpRequest,
-    SessionReady,
-    StartFailed,
-)
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._oauth import (
+from mcpcore.auth._authorizing import MemoryTokenStore, apply_to_store
+from mcpcore.auth._oauth import (
     AuthFailed,
     AuthRequest,
     ClientRecord,
@@ -67,7 +56,18 @@ from mcpcore._oauth import (
     compact_jws,
     parse_www_authenticate,
 )
-from mcpcore._session import SessionOptions
+from mcpcore.base._errors import McpError
+from mcpcore.base._events import (
+    AbortExchange,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    HttpRequest,
+    SessionReady,
+    StartFailed,
+)
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.session._session import SessionOptions
 
 MCP = "https://mcp.example.test/mcp"
 AS = "https://auth.example.test"
