@@ -6,7 +6,8 @@ background task that sleeps until the engine's next deadline, and the waiters
 of its callers. ``call()`` performs its own call's HTTP exchange in the
 caller's task; every other exchange gets a task of its own. After every input
 it hands the engine, it performs the engine's actions and routes the engine's
-events.
+events. Its public methods are ``_surface.py``'s (written once, for both
+drivers); this module is the I/O under them: the primitives they call.
 """
 
 from __future__ import annotations

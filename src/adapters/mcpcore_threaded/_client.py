@@ -7,7 +7,9 @@ for it, which is most of a call's cost otherwise); every other exchange gets
 a thread of its own. Either way each piece that arrives is fed to the engine.
 Aborting an exchange ends it wherever it stands: the name lookup, the
 connect, TLS, a write or a read (D1, see ``_network``), so a cancelled or
-timed-out call, and ``close()``, never wait for the server.
+timed-out call, and ``close()``, never wait for the server. Its public
+methods are ``_surface.py``'s (generated from the async driver's by
+``scripts/unasync.py``); this module is the I/O under them.
 """
 
 from __future__ import annotations
