@@ -874,7 +874,7 @@ class InputDesk:
             if deadline is not None and now >= deadline and call_id in self._rounds:
                 del self._rounds[call_id]
                 self._forget_round(round_)
-                from ..session._session import timeout_error
+                from ._port import timeout_error
 
                 round_.pending.on_failed(round_.pending, timeout_error(round_.pending), now)
 

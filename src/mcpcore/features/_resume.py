@@ -208,7 +208,7 @@ def resume_call(
     not match the questions; ``InputError`` for an answer that does not fit its
     form; ``UnknownTool`` when the server no longer lists the tool.
     """
-    from ..session._session import SessionState, positive_seconds
+    from ._port import SessionState, positive_seconds
 
     desk, options = session.input, session.options
     if session.state is not SessionState.READY:

@@ -888,7 +888,7 @@ def resume_task(
     Raises at once, with nothing sent: ``InvalidState`` before the session is
     ready, ``InvalidValue`` for something that names no task (or another
     server's), or a timeout that is not a positive number of seconds."""
-    from ..session._session import SessionState, positive_seconds
+    from ._port import SessionState, positive_seconds
 
     if session.state is not SessionState.READY:
         raise InvalidState(f"cannot resume a task while the session is {session.state.value!r}")

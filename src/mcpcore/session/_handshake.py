@@ -20,6 +20,7 @@ from ..base._errors import CallTimeout, HandshakeError, McpError
 from ..base._escape import excerpt
 from ..base._events import SessionReady, StartFailed
 from ..base._tools import Catalogue
+from ..features._port import SessionState
 from ..features._tool_requests import TOOLS_LIST
 from ..wire._jsonrpc import ErrorResponse, Notification
 from ..wire._modern import (
@@ -32,7 +33,7 @@ from ..wire._modern import (
     probe_failure_is_outage,
 )
 from ..wire._requests import Pending, RequestKind, error_detail, register
-from ._lifecycle import SessionInput, SessionState
+from ._lifecycle import SessionInput
 
 if TYPE_CHECKING:
     from ._session import ClientSession
