@@ -53,16 +53,16 @@ _EXPORTS: dict[str, str] = {
     "TokenStore": "auth._authorizing",
     "apply_to_store": "auth._authorizing",
     "HookCall": "auth._hooks",
-    "AskHost": "features._input",
-    "ElicitResult": "features._input",
-    "Elicitation": "features._input",
-    "InputError": "features._input",
+    "AskHost": "features._questions",
+    "ElicitResult": "features._questions",
+    "Elicitation": "features._questions",
+    "InputError": "features._questions",
     "InputOptions": "features._input_options",
     "LinkTarget": "features._links",
     "link_target": "features._links",
-    "UrlElicitationRequired": "features._input",
-    "SampleResult": "features._input",
-    "Sampling": "features._input",
+    "UrlElicitationRequired": "features._questions",
+    "SampleResult": "features._questions",
+    "Sampling": "features._questions",
     "Continuation": "features._resume",
     "InputRequired": "features._resume",
     "TaskHandle": "features._tasks",
@@ -579,7 +579,11 @@ if TYPE_CHECKING:
         signature,
     )
     from .features._completion import Completion
-    from .features._input import (
+    from .features._input_options import InputOptions
+    from .features._links import LinkTarget, link_target
+    from .features._listing import Listing
+    from .features._prompts import Prompt, PromptArgument, PromptMessage, PromptResult
+    from .features._questions import (
         AskHost,
         Elicitation,
         ElicitResult,
@@ -588,10 +592,6 @@ if TYPE_CHECKING:
         Sampling,
         UrlElicitationRequired,
     )
-    from .features._input_options import InputOptions
-    from .features._links import LinkTarget, link_target
-    from .features._listing import Listing
-    from .features._prompts import Prompt, PromptArgument, PromptMessage, PromptResult
     from .features._registry import RegistrationContract
     from .features._resources import (
         BlobContents,

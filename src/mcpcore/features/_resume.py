@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, get_type_hints
 
 from ..base._errors import InvalidState, InvalidValue, UnknownTool
 from ..base._escape import excerpt
-from ._input import Elicitation, check_answer, read_elicitation
+from ._questions import Elicitation, check_answer, read_elicitation
 
 if TYPE_CHECKING:
     from ..session._session import ClientSession
