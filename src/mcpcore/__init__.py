@@ -65,7 +65,7 @@ _EXPORTS: dict[str, str] = {
     "Sampling": "features._questions",
     "Continuation": "features._resume",
     "InputRequired": "features._resume",
-    "TaskHandle": "features._tasks",
+    "TaskHandle": "features._task_handle",
     "TaskStatus": "features._tasks",
     "ElicitationCompleted": "base._events",
     "HookError": "auth._oauth",
@@ -602,7 +602,8 @@ if TYPE_CHECKING:
         TextContents,
     )
     from .features._resume import Continuation, InputRequired
-    from .features._tasks import TaskHandle, TaskStatus
+    from .features._task_handle import TaskHandle
+    from .features._tasks import TaskStatus
     from .features._templates import expand_template
     from .session._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, SessionState
     from .wire._http import HttpLimits
