@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from ._input_options import URL_ELICITATION_REQUIRED
+from ._input_options import URL_ELICITATION_REQUIRED, check_on_input
 
 if TYPE_CHECKING:
     from ..base._errors import McpError
@@ -33,21 +33,11 @@ __all__ = [
     "NoQuestions",
     "NoTasks",
     "OnFirstUse",
-    "check_on_input",
     "make_input_desk",
     "make_task_desk",
 ]
 
 _Desk = TypeVar("_Desk")
-
-
-def check_on_input(on_input: object) -> None:
-    """Q4: ``on_input`` is ``"hook"`` or ``"return"`` (``InvalidValue`` otherwise)."""
-    if on_input not in ("hook", "return"):
-        from ..base._errors import InvalidValue
-        from ..base._escape import excerpt
-
-        raise InvalidValue(f"on_input is 'hook' or 'return', not {excerpt(repr(on_input), 40)}")
 
 
 class NoQuestions:

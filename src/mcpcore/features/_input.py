@@ -35,11 +35,11 @@ from ..base._escape import excerpt
 from ..base._events import ElicitationCompleted, RequestSucceeded
 from ..wire._jsonrpc import ErrorResponse, Notification, Request, Result, encode_message
 from ..wire._modern import answer_input_requests
-from ._desks import check_on_input
 from ._input_options import (
     INPUT_ATTEMPTS_FROM,
     URL_ELICITATION_REQUIRED,
     InputOptions,
+    check_on_input,
     client_capabilities,
 )
 from ._questions import (
