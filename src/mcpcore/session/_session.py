@@ -51,7 +51,7 @@ from ..base._tools import Catalogue
 from ..features._desks import NO_TASKS, DeskHolder, NoQuestions, make_task_desk
 from ..features._input_options import client_capabilities
 from ..features._port import SessionOptions, SessionState, positive_seconds, timeout_error
-from ..features._subscriptions import Listener, ResourceSubscriptions
+from ..features._subscriptions import Listener
 from ..features._tool_requests import ToolsFeature
 from ..wire._headers import standard_headers
 from ..wire._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
@@ -128,7 +128,7 @@ class ClientSession(DeskHolder):
         self.era: Literal["modern", "legacy"] | None = None
         self.handshake = Handshake(self)
         self.listener = Listener(self)
-        self.subscriptions = ResourceSubscriptions(self)
+        self.subscriptions = self.listener.subscriptions
         self.cache = ListCache(self)
 
     # --- the table ---------------------------------------------------------------
