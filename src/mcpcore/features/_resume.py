@@ -238,7 +238,7 @@ def resume_call(
         roots=options.input.roots,
     )
     if continuation.task_id is not None:  # T7: the answers go to the task
-        call_id = session.tasks.answer(continuation, tool, extra, now)
+        call_id = session.tasks.answer(continuation.task_id, continuation.rounds, tool, extra, now)
         desk.used.add(ident)
         desk.pause(call_id)
         return call_id

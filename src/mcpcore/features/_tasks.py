@@ -68,7 +68,6 @@ from ._task_handle import MAX_TASK_ID, TaskHandle
 if TYPE_CHECKING:
     from ..base._tools import Tool
     from ..session._session import ClientSession
-    from ._resume import Continuation
 
 __all__ = [
     "MAX_POLL_FAILURES",
@@ -449,20 +448,18 @@ class TaskDesk:
             self._read(task, answer, now)
 
     def answer(
-        self, continuation: Continuation, tool: Tool, extra: dict[str, Any], now: float
+        self, task_id: str, rounds: int, tool: Tool, extra: dict[str, Any], now: float
     ) -> int:
         """Q4, T7: a task paused for the person (``on_input="return"``) gets its
-        answers (``tasks/update``), then is followed again under a new call id."""
+        answers (``tasks/update``), then is followed again under a new call id;
+        ``task_id`` and ``rounds`` are its continuation's."""
         session = self._s
-        assert continuation.task_id is not None
-        handle = TaskHandle(
-            continuation.task_id, session.options.server_name, tool.name, session.input.endpoint
-        )
+        handle = TaskHandle(task_id, session.options.server_name, tool.name, session.input.endpoint)
         session.begin_host_request()
         call_id = session.path.new_id()
         limit = session.options.task_timeout
         task = _Task(call_id, handle, tool, now + limit, session.modern, started=now)
-        task.rounds = continuation.rounds
+        task.rounds = rounds
         self.calls[call_id] = task
         self._update(task, extra, now)
         return call_id
