@@ -26,7 +26,7 @@ driver reports every hook, sign-in and input alike, through one
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +55,8 @@ from ._questions import (
 
 if TYPE_CHECKING:
     from ..auth._hooks import HookFailure
-    from ..session._session import ClientSession
     from ..wire._requests import Pending
+    from ._port import Finish, SessionPort
 
 __all__ = [
     "INPUT_ATTEMPTS_FROM",
@@ -74,9 +74,6 @@ _INTERNAL_ERROR = -32603
 
 
 # --- the session's desk ------------------------------------------------------------------
-
-# Where a round's answers go when not into the request again: (params added, now).
-Finish = Callable[[dict[str, Any], float], None]
 
 # What the desk does with one server request: ("answer", the result), ("refuse",
 # why), or (the hook to ask, what it receives).
@@ -115,7 +112,7 @@ class InputDesk:
     """The session's questions for the person: hook attempts, their deadlines, and
     the answers they become. See the module docstring."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._s = session
         self._next = INPUT_ATTEMPTS_FROM
         self._attempts: dict[int, _Attempt] = {}

@@ -29,7 +29,7 @@ from ..base._escape import excerpt
 from ._questions import Elicitation, check_answer, read_elicitation
 
 if TYPE_CHECKING:
-    from ..session._session import ClientSession
+    from ._port import SessionPort
 
 __all__ = ["Continuation", "InputRequired", "endpoint_digest", "resume_call", "resume_params"]
 
@@ -189,7 +189,7 @@ def paused_call(
 
 
 def resume_call(
-    session: ClientSession,
+    session: SessionPort,
     continuation: Continuation,
     responses: Mapping[str, Any],
     now: float,

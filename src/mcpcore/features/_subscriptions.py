@@ -63,7 +63,7 @@ from ..base._events import (
 from ..wire._requests import Pending, RequestKind, refused_by_server, register
 
 if TYPE_CHECKING:
-    from ..session._session import ClientSession
+    from ._port import SessionPort
 
 __all__ = ["LISTEN", "SUBSCRIBE", "UNSUBSCRIBE", "Listener", "ResourceSubscriptions"]
 
@@ -110,7 +110,7 @@ def _declares(capabilities: Mapping[str, Any], feature: str, flag: str) -> bool:
 class Listener:
     """The one listen stream of a session (see the module docstring)."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._s = session
         # The host's subscriptions are this stream's filter; each reaches the other.
         self.subscriptions = ResourceSubscriptions(session, self)
@@ -297,7 +297,7 @@ class _Waiting:
 class ResourceSubscriptions:
     """The URIs the host subscribed to, and changing them (see the module docstring)."""
 
-    def __init__(self, session: ClientSession, listener: Listener) -> None:
+    def __init__(self, session: SessionPort, listener: Listener) -> None:
         self._s = session
         self._listener = listener
         # The URIs the host subscribed to, in order (a dict as an ordered set).

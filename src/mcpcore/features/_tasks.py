@@ -67,7 +67,7 @@ from ._task_handle import MAX_TASK_ID, TaskHandle
 
 if TYPE_CHECKING:
     from ..base._tools import Tool
-    from ..session._session import ClientSession
+    from ._port import SessionPort
 
 __all__ = [
     "MAX_POLL_FAILURES",
@@ -283,7 +283,7 @@ class TaskDesk:
     """The session's tasks: following them, handles, cancelling. See the module
     docstring."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._s = session
         self.calls: dict[int, _Task] = {}
         # T8: calls that end with their TaskHandle once the server made a task
@@ -795,7 +795,7 @@ def _task_failed(task: _Task, error: object) -> McpError:
     return failed
 
 
-def task_id_of(session: ClientSession, task: object) -> tuple[str, str | None]:
+def task_id_of(session: SessionPort, task: object) -> tuple[str, str | None]:
     """The task id (and the tool's name, when known) a host's ``TaskHandle`` or
     bare id names; ``InvalidValue`` for anything else, or a handle of another
     server's task."""
@@ -808,14 +808,14 @@ def task_id_of(session: ClientSession, task: object) -> tuple[str, str | None]:
     raise InvalidValue("a task is named by its TaskHandle or its id (a non-empty string)")
 
 
-def task_ask(session: ClientSession, kind: RequestKind, task: object) -> Ask:
+def task_ask(session: SessionPort, kind: RequestKind, task: object) -> Ask:
     """The host's one request about a task (``task_status``, ``cancel_task``)."""
     task_id, _ = task_id_of(session, task)
     return Ask(kind, {"taskId": task_id})
 
 
 def resume_task(
-    session: ClientSession, task: object, now: float, *, timeout: float | None = None
+    session: SessionPort, task: object, now: float, *, timeout: float | None = None
 ) -> int:
     """T8: follow a task again under a new call id (see ``TaskDesk.follow``).
 

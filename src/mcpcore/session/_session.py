@@ -50,7 +50,13 @@ from ..base._events import (
 from ..base._tools import Catalogue
 from ..features._desks import NO_TASKS, DeskHolder, NoQuestions, make_task_desk
 from ..features._input_options import client_capabilities
-from ..features._port import SessionOptions, SessionState, positive_seconds, timeout_error
+from ..features._port import (
+    SessionOptions,
+    SessionPort,
+    SessionState,
+    positive_seconds,
+    timeout_error,
+)
 from ..features._subscriptions import Listener
 from ..features._tool_requests import ToolsFeature
 from ..wire._headers import standard_headers
@@ -73,7 +79,7 @@ from ..wire._requests import (
     read_page,
 )
 from ._cache import ListCache
-from ._handshake import Handshake
+from ._handshake import Handshake, HandshakeHost
 from ._lifecycle import TRANSITIONS, SessionInput
 
 __all__ = [
@@ -693,6 +699,12 @@ class ClientSession(DeskHolder):
                 _forward_server_log(self.options.server_name, params)
         else:
             _log.debug("ignored notification %r", escape_text(note.method[:100]))
+
+
+def _ports(session: ClientSession) -> tuple[SessionPort, HandshakeHost]:
+    """The session implements the port its features reach it through and its
+    handshake's: mypy checks it here (structurally; nothing calls this)."""
+    return session, session
 
 
 # --- pure helpers -----------------------------------------------------------------
