@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..base._errors import (
     InvalidArguments,
@@ -50,13 +50,7 @@ from ..base._events import (
 from ..base._tools import Catalogue
 from ..features._desks import NO_TASKS, DeskHolder, NoQuestions, make_task_desk
 from ..features._input_options import client_capabilities
-from ..features._port import (
-    SessionOptions,
-    SessionPort,
-    SessionState,
-    positive_seconds,
-    timeout_error,
-)
+from ..features._port import SessionOptions, SessionState, positive_seconds, timeout_error
 from ..features._subscriptions import Listener
 from ..features._tool_requests import ToolsFeature
 from ..wire._headers import standard_headers
@@ -79,8 +73,12 @@ from ..wire._requests import (
     read_page,
 )
 from ._cache import ListCache
-from ._handshake import Handshake, HandshakeHost
+from ._handshake import Handshake
 from ._lifecycle import TRANSITIONS, SessionInput
+
+if TYPE_CHECKING:
+    from ..features._port import SessionPort
+    from ._handshake import HandshakeHost
 
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
@@ -701,10 +699,12 @@ class ClientSession(DeskHolder):
             _log.debug("ignored notification %r", escape_text(note.method[:100]))
 
 
-def _ports(session: ClientSession) -> tuple[SessionPort, HandshakeHost]:
-    """The session implements the port its features reach it through and its
-    handshake's: mypy checks it here (structurally; nothing calls this)."""
-    return session, session
+if TYPE_CHECKING:
+
+    def _ports(session: ClientSession) -> tuple[SessionPort, HandshakeHost]:
+        """The session implements the port its features reach it through and its
+        handshake's: mypy checks it here, structurally (nothing runs this)."""
+        return session, session
 
 
 # --- pure helpers -----------------------------------------------------------------
