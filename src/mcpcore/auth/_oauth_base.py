@@ -20,35 +20,39 @@ from ..base._errors import InvalidState, InvalidValue
 from ..base._escape import excerpt
 from ..base._events import AbortExchange
 from ..wire._outbound import OutboundPolicy
-from ._oauth_types import (
+from ._oauth_errors import (
+    DestinationRefused,
+    OAuthError,
+    OAuthTransientError,
+    RedirectRefused,
+)
+from ._oauth_rules import (
     _REDACTED,
     _REMEMBERED,
     _SHOWN,
+    _absolute,
+    _cimd_url_ok,
+    _log,
+    _no_query,
+    _refuse_constant,
+)
+from ._oauth_types import (
     AuthFailed,
     Authorized,
     AuthRequest,
     ClientRecord,
     DeleteClient,
-    DestinationRefused,
     OAuthAction,
     OAuthConfig,
-    OAuthError,
     OAuthEvent,
-    OAuthTransientError,
     Purpose,
-    RedirectRefused,
     SaveTokens,
     TokenKey,
     TokenSet,
     UnlockTokens,
-    _absolute,
-    _cimd_url_ok,
     _Exchange,
-    _log,
     _Metadata,
-    _no_query,
     _Phase,
-    _refuse_constant,
     _Run,
 )
 

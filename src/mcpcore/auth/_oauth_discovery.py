@@ -12,33 +12,37 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..base._escape import excerpt
-from ._oauth_types import (
-    _ASM_WELL_KNOWN,
-    _JSON,
-    _SHOWN,
+from ._oauth_errors import (
     AuthServerMetadataNotFound,
-    DeleteTokens,
     InvalidMetadata,
     IssuerMismatch,
     MalformedResponse,
     OAuthError,
     PkceNotSupported,
-    Purpose,
     ResourceMismatch,
+)
+from ._oauth_rules import (
+    _ASM_WELL_KNOWN,
+    _JSON,
+    _SHOWN,
     _absolute,
-    _Exchange,
-    _Metadata,
     _no_query,
     _opt_str,
     _origin,
     _parse_json_object,
-    _Phase,
     _str_list,
     asm_candidates,
     canonical_resource,
     issuers_match,
     prm_candidates,
     resource_matches,
+)
+from ._oauth_types import (
+    DeleteTokens,
+    Purpose,
+    _Exchange,
+    _Metadata,
+    _Phase,
 )
 
 if TYPE_CHECKING:

@@ -16,36 +16,40 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from ..base._errors import InvalidValue
-from ._oauth_types import (
+from ._oauth_errors import (
+    MalformedResponse,
+    OAuthError,
+    OAuthTransientError,
+    TokenError,
+)
+from ._oauth_rules import (
     _FORM,
     _JSON,
     _JWT_BEARER_ASSERTION,
     _LOCK_POLL,
-    Authorized,
-    ClientRecord,
-    DeleteTokens,
-    LockTokens,
-    MalformedResponse,
-    OAuthError,
-    OAuthTransientError,
-    Purpose,
-    SignAssertion,
-    TokenError,
-    TokenSet,
-    UnlockTokens,
-    _as_method,
     _b64url,
     _choose_method,
-    _Exchange,
-    _Goal,
     _log,
     _number,
     _opt_str,
     _parse_json_object,
-    _PendingToken,
-    _Phase,
     canonical_resource,
     issuers_match,
+)
+from ._oauth_types import (
+    Authorized,
+    ClientRecord,
+    DeleteTokens,
+    LockTokens,
+    Purpose,
+    SignAssertion,
+    TokenSet,
+    UnlockTokens,
+    _as_method,
+    _Exchange,
+    _Goal,
+    _PendingToken,
+    _Phase,
 )
 
 if TYPE_CHECKING:
