@@ -92,33 +92,15 @@ from ._oauth import (
     Wait,
     fresh_copy,
 )
-from ._store import (
-    AuthAction,
-    MemoryTokenStore,
-    SharedTokenStore,
-    StoreAction,
-    StoreOutcome,
-    TokenStore,
-    apply_to_store,
-    same_tokens,
-)
+from ._store import AuthAction, StoreAction, StoreOutcome, TokenStore
+from ._store import MemoryTokenStore as MemoryTokenStore  # for the engine
 
 if TYPE_CHECKING:
     from ..wire._http import HttpMapping
     from ._hooks import HookFailure
 
-__all__ = [
-    "AuthAction",
-    "AuthLayer",
-    "AuthOptions",
-    "MemoryTokenStore",
-    "SharedTokenStore",
-    "StoreAction",
-    "StoreOutcome",
-    "TokenStore",
-    "apply_to_store",
-    "same_tokens",
-]
+# The layer's own names, and the store's the engine takes from here (``_store``).
+__all__ = ["AuthAction", "AuthLayer", "AuthOptions", "MemoryTokenStore", "TokenStore"]
 
 _log = logging.getLogger("mcpcore.oauth")
 
