@@ -23,7 +23,8 @@ never followed by a driver anyway, H5/O62) with a bound the layer enforces;
 the host hooks come out as ``OpenAuthorizationUrl`` / ``SignAssertion``, the
 store as ``SaveTokens`` / ``DeleteTokens`` / ``SaveClient`` / ``DeleteClient``
 and ``LockTokens`` / ``UnlockTokens`` (``apply_to_store`` performs those on any
-``TokenStore`` and answers what came of them, a ``StoreOutcome``).
+``TokenStore`` and answers what came of them, a ``StoreOutcome``; the store
+and its protocols are ``_store``'s).
 
 Stores shared between runs (R4): a refresh happens under the store's refresh
 lock, re-reads the store first (another run's newer tokens are taken instead

@@ -88,11 +88,15 @@ the ``PHASES`` table: ``Discovery`` (``_oauth_discovery``), ``Registration``
 (``_oauth_registration``), ``Authorization`` (``_oauth_authorization``),
 ``TokenRequests`` and ``Refresh`` (``_oauth_tokens``; the refresh with the
 store's lock around it). The state they share and the plumbing they act
-through (send, emit, store, fail) are ``FlowBase``'s (``_oauth_base``); the
-errors, records, actions and pure rules are in ``_oauth_types`` and
-re-exported here. This module keeps what the MCP side asks (``prepare``,
-``challenge``, ``login``), where a run starts and what follows discovery,
-and routes each response to the phase that sent it.
+through (send, emit, store, fail) are ``FlowBase``'s (``_oauth_base``). The
+flow composes the phases and no phase imports the flow: a phase hands over to
+another through the ``FlowBase`` it is given (its ports, and ``start_run`` /
+``after_metadata``, which this module implements). The errors
+(``_oauth_errors``), the pure rules (``_oauth_rules``) and the records,
+actions and events (``_oauth_types``) are re-exported here. This module keeps
+what the MCP side asks (``prepare``, ``challenge``, ``login``), where a run
+starts and what follows discovery, and routes each response to the phase that
+sent it.
 
 X4: at DEBUG, ``mcpcore.oauth`` logs each request's purpose, method and URL
 without query, and each response status — never a header value, a body, a
@@ -280,6 +284,12 @@ class OAuthFlow(FlowBase):
 
     See the module docstring for what goes in and comes out.
     """
+
+    discovery: Discovery
+    registration: Registration
+    authorization: Authorization
+    token_requests: TokenRequests
+    refresh: Refresh
 
     def __init__(
         self,

@@ -48,7 +48,7 @@ from ._oauth_types import (
 )
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["Authorization"]
 
@@ -58,7 +58,7 @@ class Authorization:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def start(self, now: float) -> None:

@@ -46,7 +46,7 @@ from ._oauth_types import (
 )
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["Discovery"]
 
@@ -56,7 +56,7 @@ class Discovery:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def begin(self, resource_metadata: str | None, now: float) -> None:

@@ -45,7 +45,7 @@ from ._oauth_types import (
 )
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["Registration"]
 
@@ -55,7 +55,7 @@ class Registration:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def scope_for(self, run: _Run) -> str | None:

@@ -53,7 +53,7 @@ from ._oauth_types import (
 )
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["TokenRequests"]
 
@@ -63,7 +63,7 @@ class TokenRequests:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def client_credentials(self, now: float) -> None:
@@ -279,7 +279,7 @@ class Refresh:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def start(self, now: float) -> None:
