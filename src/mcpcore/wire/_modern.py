@@ -173,9 +173,9 @@ def probe_failure_is_outage(error: McpError) -> bool:
     2xx that is not a result, 202, a body that is not JSON) is the handshake
     era's answer (M8).
     """
-    # OAuth's module is loaded only by a client that authorizes: without it no
+    # OAuth's errors are loaded only by a client that authorizes: without them no
     # error can be an OAuthError.
-    oauth = sys.modules.get("mcpcore._oauth")
+    oauth = sys.modules.get("mcpcore.auth._oauth_errors")
     if oauth is not None and isinstance(error, oauth.OAuthError):
         return True  # A1: authorizing failed (a person declined, no token): not the era
     if not isinstance(error, TransportError):
