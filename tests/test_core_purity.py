@@ -220,6 +220,8 @@ CORE_ON_IMPORT = {
     "_handshake",
     "_headers",
     "_http",
+    "_header_checks",
+    "_http_exchange",
     "_input_options",
     "_jsonrpc",
     "_lifecycle",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-__all__ = ["escape_text", "excerpt"]
+__all__ = ["escape_text", "excerpt", "json_type_name", "shown_key"]
 
 # C0 controls (except tab and newline when allowed), DEL, C1 controls, and the
 # Unicode bidi/format controls that can reorder or hide text on a terminal.
@@ -34,3 +35,25 @@ def excerpt(data: bytes | str, limit: int = 200) -> str:
     cut = len(text) > limit
     shown = escape_text(text[:limit], keep_newlines=False).replace("\t", "\\t")
     return shown + ("…" if cut else "")
+
+
+def json_type_name(value: object) -> str:
+    """What kind of JSON value ``value`` is, for a message (never the value)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return type(value).__name__
+
+
+def shown_key(key: str) -> str:
+    """A key for a message: ``repr`` (escapes controls), cut when very long."""
+    return repr(key if len(key) <= 80 else key[:80] + "…")

@@ -28,7 +28,9 @@ from types import MappingProxyType
 from typing import Literal, NoReturn
 from urllib.parse import urlsplit
 
-from ..base._errors import ConfigError, InvalidValue
+from ..base._errors import ConfigError
+from ..base._escape import json_type_name, shown_key
+from ..wire._header_checks import CLIENT_OWNED_HEADERS, check_dynamic_headers, checked_headers
 from ..wire._modern import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
 __all__ = [
@@ -61,31 +63,6 @@ LOCAL_REFUSAL_WORDS = "local MCP servers (command) are not supported yet"
 #: the hint, since local servers do start once the caller allows them.
 LOCAL_NOT_SUPPORTED = f"{LOCAL_REFUSAL_WORDS}: allow_local=True starts them"
 
-#: Header names (lowercase) the client sets itself; configuring one is refused (C5).
-#: The first three come from seed 000; ``mcp-method`` / ``mcp-name`` are the
-#: stateless revision's headers; the rest are framing and hop-by-hop headers
-#: that belong to the HTTP driver.
-CLIENT_OWNED_HEADERS: frozenset[str] = frozenset(
-    {
-        "accept",
-        "mcp-session-id",
-        "last-event-id",
-        "mcp-protocol-version",
-        "mcp-method",
-        "mcp-name",
-        "content-type",
-        "content-length",
-        "host",
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "upgrade",
-    }
-)
-
 _RESERVED_ENV = frozenset({"PLUGIN_ROOT", "PLUGIN_DATA"})
 #: What an entry of the user's own file may pin in ``protocol`` (E1): the words of
 #: the ``protocol=`` option, or one revision.
@@ -94,7 +71,6 @@ _TOP_LEVEL_KEYS = ("$schema", "mcpServers")
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _SEGMENT = re.compile(r"[a-z0-9_.\-]{1,128}")
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
 # Placeholders written in other tools' syntax, which C7 leaves as they are: ${VAR}
 # (Claude Code's, optionally with a ":-default"), a "${" never closed, and, in a
@@ -108,7 +84,6 @@ _ENV_STYLE = re.compile(r"[A-Z_][A-Z0-9_]*")
 _MAX_NOTED = 5
 # Anything that cannot appear raw in a request target: controls, space, DEL, non-ASCII.
 _URL_BAD_CHAR = re.compile(r"[^\x21-\x7e]")
-_HEADER_BAD_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 # ---------------------------------------------------------------------------
@@ -355,27 +330,6 @@ def _duplicates(obj: object) -> tuple[str, ...]:
     return obj.duplicates if isinstance(obj, _JsonObject) else ()
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    return type(value).__name__
-
-
-def _show_key(key: str) -> str:
-    """A key for a message: ``repr`` (escapes controls), cut when very long."""
-    return repr(key if len(key) <= 80 else key[:80] + "…")
-
-
 # ---------------------------------------------------------------------------
 # The document (C1, C2, C4)
 # ---------------------------------------------------------------------------
@@ -423,21 +377,23 @@ def load_mcp_json(
         raise ConfigError("mcp.json is not valid JSON: it is nested too deeply") from None
 
     if not isinstance(doc, dict):
-        raise ConfigError(f"mcp.json must be a JSON object at the top level, not {_type_name(doc)}")
+        raise ConfigError(
+            f"mcp.json must be a JSON object at the top level, not {json_type_name(doc)}"
+        )
     for dup in _duplicates(doc):
         raise ConfigError(
-            f"mcp.json: top-level key {_show_key(dup)} appears more than once", key=dup
+            f"mcp.json: top-level key {shown_key(dup)} appears more than once", key=dup
         )
     for key in doc:
         if key not in _TOP_LEVEL_KEYS:
             raise ConfigError(
-                f"mcp.json: unknown top-level key {_show_key(key)} "
+                f"mcp.json: unknown top-level key {shown_key(key)} "
                 "(only '$schema' and 'mcpServers' are allowed)" + _vscode_hint(doc),
                 key=key,
             )
     if "$schema" in doc and not isinstance(doc["$schema"], str):
         raise ConfigError(
-            f"mcp.json: '$schema' must be a string, not {_type_name(doc['$schema'])}",
+            f"mcp.json: '$schema' must be a string, not {json_type_name(doc['$schema'])}",
             key="$schema",
         )
     if "mcpServers" not in doc:
@@ -445,7 +401,7 @@ def load_mcp_json(
     servers = doc["mcpServers"]
     if not isinstance(servers, dict):
         raise ConfigError(
-            f"mcp.json: 'mcpServers' must be an object, not {_type_name(servers)}",
+            f"mcp.json: 'mcpServers' must be an object, not {json_type_name(servers)}",
             key="mcpServers",
         )
 
@@ -461,8 +417,8 @@ def load_mcp_json(
             )
         elif earlier != key:
             outcomes[key] = ConfigError(
-                f"same name as the earlier server {_show_key(earlier)} after lowercasing "
-                f"({_show_key(lowered)})",
+                f"same name as the earlier server {shown_key(earlier)} after lowercasing "
+                f"({shown_key(lowered)})",
                 key=key,
                 server=key,
             )
@@ -551,9 +507,9 @@ class _Entry:
 
     def check_object(self, value: object, what: str, key: str) -> Mapping[str, object]:
         if not isinstance(value, Mapping):
-            self.fail(f"{what} must be an object, not {_type_name(value)}", key)
+            self.fail(f"{what} must be an object, not {json_type_name(value)}", key)
         for dup in _duplicates(value):
-            self.fail(f"{what}: key {_show_key(dup)} appears more than once", key)
+            self.fail(f"{what}: key {shown_key(dup)} appears more than once", key)
         return value
 
 
@@ -643,11 +599,11 @@ def _entry_protocol(ctx: _Entry, obj: Mapping[str, object]) -> str | None:
         return None
     value = obj["protocol"]
     if not isinstance(value, str):
-        ctx.fail(f"'protocol' must be a string, not {_type_name(value)}", "protocol")
+        ctx.fail(f"'protocol' must be a string, not {json_type_name(value)}", "protocol")
     if value not in _PROTOCOLS:
         ctx.fail(
             f"'protocol' must be 'auto', 'legacy', 'modern' or a protocol version "
-            f"({', '.join(repr(v) for v in _PROTOCOLS[3:])}), not {_show_key(value)}",
+            f"({', '.join(repr(v) for v in _PROTOCOLS[3:])}), not {shown_key(value)}",
             "protocol",
         )
     return value
@@ -673,7 +629,7 @@ def _parse_remote(
 ) -> RemoteServer:
     raw = obj["url"]
     if not isinstance(raw, str):
-        ctx.fail(f"'url' must be a string, not {_type_name(raw)}", "url")
+        ctx.fail(f"'url' must be a string, not {json_type_name(raw)}", "url")
     shown = repr(_display_url(raw))
     url = ctx.expand(raw, f"url {shown}", "url", plugin_dirs=False, said="the url", shell=True)
     if _URL_BAD_CHAR.search(url):
@@ -718,6 +674,16 @@ def _parse_remote(
     )
 
 
+def _checked_headers(ctx: _Entry, headers: Mapping[str, object], *, expand: bool) -> dict[str, str]:
+    """C5 for an entry's headers: ``checked_headers`` failing through the entry,
+    each value expanded first when ``expand``."""
+
+    def expanded(value: str, label: str, key: str) -> str:
+        return ctx.expand(value, f"{label} value", key, plugin_dirs=False, said=label, shell=True)
+
+    return checked_headers(headers, ctx.fail, expanded if expand else None)
+
+
 def check_remote_headers(server: RemoteServer) -> None:
     """C5 for a ``RemoteServer`` built in code: its headers pass an entry's checks.
 
@@ -725,65 +691,6 @@ def check_remote_headers(server: RemoteServer) -> None:
     :class:`ConfigError` naming the server and the header, never the value.
     """
     _checked_headers(_Entry(server.name, {}, "", None, None), server.headers, expand=False)
-
-
-def check_dynamic_headers(server: str, headers: object) -> dict[str, str]:
-    """V3: what a ``headers=`` callable returned for one request, checked as C5 checks
-    configured headers. Raises :class:`InvalidValue` naming the header (or the type
-    of what came back), never a value: that request fails, nothing else."""
-    if not isinstance(headers, Mapping):
-        raise InvalidValue(
-            f"the headers callable returned a value of type {type(headers).__name__}, "
-            "not a mapping of header names to values"
-        )
-    try:
-        return _checked_headers(_Entry(server, {}, "", None, None), headers, expand=False)
-    except ConfigError as exc:
-        raise InvalidValue(f"the headers callable's result: {exc.reason}") from None
-
-
-def _checked_headers(ctx: _Entry, headers: Mapping[str, object], *, expand: bool) -> dict[str, str]:
-    """C5: configured headers, checked one by one (and expanded when ``expand``).
-
-    The one place header names and values are checked, for ``mcp.json`` entries
-    and for servers built in code. A refusal names the header, never its
-    value (C8).
-    """
-    checked: dict[str, str] = {}
-    seen: dict[str, str] = {}
-    for hname, value in headers.items():
-        if not isinstance(hname, str):  # a server built in code may break its type
-            ctx.fail(f"a header name must be a string, not {_type_name(hname)}", "headers")
-        key = f"headers.{hname}"
-        label = f"header {_show_key(hname)}"
-        if not _TOKEN.fullmatch(hname):
-            ctx.fail(f"{label}: the name is not a valid HTTP field name (RFC 9110 token)", key)
-        lower = hname.lower()
-        if lower in CLIENT_OWNED_HEADERS:
-            ctx.fail(f"{label} is set by the client and may not be configured", key)
-        if lower in seen:
-            ctx.fail(f"{label} repeats {_show_key(seen[lower])} (names are case-insensitive)", key)
-        seen[lower] = hname
-        if not isinstance(value, str):
-            ctx.fail(f"{label} value must be a string, not {_type_name(value)}", key)
-        if expand:
-            value = ctx.expand(
-                value, f"{label} value", key, plugin_dirs=False, said=label, shell=True
-            )
-        if "\r" in value or "\n" in value:
-            ctx.fail(f"{label} value contains a line break", key)
-        if "\x00" in value:
-            ctx.fail(f"{label} value contains a NUL character", key)
-        if _HEADER_BAD_CHAR.search(value):
-            ctx.fail(f"{label} value contains a control character", key)
-        if not value.isascii():
-            ctx.fail(f"{label} value contains non-ASCII characters", key)
-        if value != value.strip(" \t"):
-            # A pasted token often carries a space or tab; HTTP would refuse it later,
-            # with the value in its message.
-            ctx.fail(f"{label} value begins or ends with whitespace", key)
-        checked[hname] = value
-    return checked
 
 
 def _inside(base: str, path: str) -> bool:
@@ -815,7 +722,7 @@ def _parse_local(
 
     command = obj["command"]
     if not isinstance(command, str):
-        ctx.fail(f"'command' must be a string, not {_type_name(command)}", "command")
+        ctx.fail(f"'command' must be a string, not {json_type_name(command)}", "command")
     if plugin:
         assert root is not None  # refused above
         command = _command(ctx, command, root)
@@ -826,10 +733,10 @@ def _parse_local(
     if "args" in obj:
         raw_args = obj["args"]
         if not isinstance(raw_args, list):
-            ctx.fail(f"'args' must be an array of strings, not {_type_name(raw_args)}", "args")
+            ctx.fail(f"'args' must be an array of strings, not {json_type_name(raw_args)}", "args")
         for i, arg in enumerate(raw_args):
             if not isinstance(arg, str):
-                ctx.fail(f"args[{i}] must be a string, not {_type_name(arg)}", f"args[{i}]")
+                ctx.fail(f"args[{i}] must be a string, not {json_type_name(arg)}", f"args[{i}]")
             value = ctx.expand(arg, f"args[{i}]", f"args[{i}]", plugin_dirs=True)
             if "\x00" in value:
                 ctx.fail(f"args[{i}] contains a NUL character", f"args[{i}]")
@@ -839,13 +746,13 @@ def _parse_local(
     if "env" in obj:
         for var, raw_value in ctx.check_object(obj["env"], "'env'", "env").items():
             key = f"env.{var}"
-            label = f"env {_show_key(var)}"
+            label = f"env {shown_key(var)}"
             if var.upper() in _RESERVED_ENV:
                 ctx.fail(f"{label}: PLUGIN_ROOT and PLUGIN_DATA are set by the client", key)
             if not var or "=" in var or "\x00" in var:
                 ctx.fail(f"{label}: not a valid environment variable name", key)
             if not isinstance(raw_value, str):
-                ctx.fail(f"{label} value must be a string, not {_type_name(raw_value)}", key)
+                ctx.fail(f"{label} value must be a string, not {json_type_name(raw_value)}", key)
             value = ctx.expand(raw_value, f"{label} value", key, plugin_dirs=True, said=label)
             if "\x00" in value:
                 ctx.fail(f"{label} value contains a NUL character", key)
@@ -922,7 +829,7 @@ def _user_cwd(ctx: _Entry, raw: object, root: str | None) -> str:
     """The user's own ``cwd`` (C9): any directory; a relative one is taken from the
     file's directory."""
     if not isinstance(raw, str):
-        ctx.fail(f"'cwd' must be a string, not {_type_name(raw)}", "cwd")
+        ctx.fail(f"'cwd' must be a string, not {json_type_name(raw)}", "cwd")
     cwd = ctx.expand(raw, "cwd", "cwd", plugin_dirs=True)
     if "\x00" in cwd:
         ctx.fail("'cwd' contains a NUL character", "cwd")
@@ -942,7 +849,7 @@ def _user_cwd(ctx: _Entry, raw: object, root: str | None) -> str:
 def _resolve_cwd(ctx: _Entry, raw: object, root: str) -> str:
     """``cwd``: plugin-relative, or rooted at ``${PLUGIN_ROOT}`` / ``${PLUGIN_DATA}`` (C6)."""
     if not isinstance(raw, str):
-        ctx.fail(f"'cwd' must be a string, not {_type_name(raw)}", "cwd")
+        ctx.fail(f"'cwd' must be a string, not {json_type_name(raw)}", "cwd")
     base, where = root, "the plugin root"
     for marker, directory, label in (
         ("${PLUGIN_ROOT}", ctx.plugin_root, "the plugin root"),

@@ -29,105 +29,54 @@ from __future__ import annotations
 import contextvars
 import heapq
 import itertools
-import logging
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import NoReturn, Union
+from typing import Union
 from urllib.parse import urlsplit, urlunsplit
 
 from ..base._errors import (
     InvalidValue,
-    LimitExceeded,
     McpError,
-    TransportError,
 )
 from ..base._escape import excerpt
 from ..base._events import AbortExchange, Action, HttpRequest
 from ..base._failure import TransportFailure
-from ..config._config import check_dynamic_headers
+from ._header_checks import check_dynamic_headers
+from ._http_exchange import (
+    _DEBUG,
+    HttpLimits,
+    MessageArrived,
+    RequestFailed,
+    SessionExpired,
+    Upward,
+    _Exchange,
+    _exchange_what,
+    _Kind,
+    _log,
+    _may_have_run,
+    _shown_session,
+    _Stream,
+    _Timer,
+)
 from ._jsonrpc import (
     ErrorResponse,
     Message,
     Notification,
     Request,
     Result,
-    decode_message,
     describe_message,
     encode_message,
 )
 from ._requests import KINDS
-from ._sse import SSEDecoder
 
 __all__ = ["HttpLimits", "HttpMapping", "MessageArrived", "RequestFailed", "SessionExpired"]
 
-_log = logging.getLogger("mcpcore.http")
-_DEBUG = logging.DEBUG
-_SHOWN_SESSION_ID = 40  # characters of a session id a debug record shows
 
 _ACCEPT_BOTH = b"application/json, text/event-stream"
-_ERROR_EXCERPT_BYTES = 512
-_ERROR_JSON_BYTES = 64 * 1024  # M9: an error status's JSON body read whole up to this
-_SSE_LINE_SLACK = 1024  # room for "data: " and the like beyond max_message_size
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HttpLimits:
-    """P6 bounds for what a server may send."""
-
-    max_message_size: int = 64 * 1024 * 1024
-    max_sse_line: int = 64 * 1024 * 1024 + 1024
-    # B11: the bound for the response to a kind declared ``large_result``
-    # (``resources/read``): a read carries a file whole, and a blob in base64 is
-    # 4/3 of its bytes, so a 50 MiB file is a 67 MiB message. A call's result
-    # stays under max_message_size; on stdio, where a line is bounded before it
-    # is known which request it answers, lines take the larger of the two.
-    max_read_size: int = 128 * 1024 * 1024
-
-    @property
-    def stdio_line_limit(self) -> int:
-        """The longest line a stdio server may send: the larger of the two bounds."""
-        return max(self.max_message_size, self.max_read_size)
-
-    max_reconnects: int = 5  # resumes in a row that bring no new event (H4)
-    default_retry: float = 1.0  # seconds, when the server sent no `retry`
-    # L6, H9: seconds closing may take in all: the cancel notices and the DELETE
-    # go out together, and whatever has not finished by then is aborted.
-    close_timeout: float = 2.0
-    response_linger: float = 5.0  # seconds a stream may stay open after its response
-    # H10: seconds a notification or answer POST may take before it is dropped.
-    notice_timeout: float = 10.0
-    # P6: answers to server requests (ping, ...) on their way at once; more wait in
-    # a queue of at most max_queued_answers, beyond which an answer is dropped.
-    max_answers_in_flight: int = 4
-    max_queued_answers: int = 1024
 
 
 # --- what goes up to the session ------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class MessageArrived:
-    message: Message
-    # The id of our request whose response stream carried it (None: the GET stream).
-    related: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RequestFailed:
-    request_id: int
-    error: McpError
-
-
-@dataclass(frozen=True, slots=True)
-class SessionExpired:
-    """H6: resend these requests on a new session (each at most once)."""
-
-    resend: list[Request]
-
-
-Upward = Union[MessageArrived, RequestFailed, SessionExpired]
 
 #: V3: ``headers=`` as a callable: (the JSON-RPC method the request carries, or
 #: None for the GET stream, DELETE and an answer; the server's name) -> headers.
@@ -136,61 +85,6 @@ HeaderSource = Callable[[Union[str, None], str], Mapping[str, str]]
 # V3: distinct values a headers callable gave that are still cut out of server text
 # (the newest kept; a value that rotates per request leaves the oldest behind).
 _DYNAMIC_VALUES_KEPT = 64
-
-
-class _Kind(Enum):
-    POST = "post"  # a message of ours
-    RESUME = "resume"  # GET with Last-Event-ID continuing a POST's stream
-    LISTEN = "listen"  # the GET stream for server-initiated messages
-    DELETE = "delete"
-
-
-class _Mode(Enum):
-    WAITING = "waiting"  # no status yet
-    JSON = "json"
-    SSE = "sse"
-    IGNORE = "ignore"  # body not wanted (202, DELETE, notification replies)
-    ERROR = "error"  # collecting an excerpt of an error body
-
-
-@dataclass(slots=True)
-class _Stream:
-    """A logical response stream: one POST's replies, across resumptions."""
-
-    request_id: int | None  # the request whose response it carries (None: GET stream)
-    session_id: str | None = None  # the session it belongs to
-    last_event_id: str | None = None
-    retry: float | None = None
-    quiet_reconnects: int = 0
-    got_response: bool = False
-    large: bool = False  # it answers a large_result kind: max_read_size bounds it (B11)
-
-
-@dataclass(slots=True)
-class _Exchange:
-    id: int
-    kind: _Kind
-    message: Message | None
-    stream: _Stream | None
-    sent_session_id: str | None
-    mode: _Mode = _Mode.WAITING
-    status: int = 0
-    body: bytearray = field(default_factory=bytearray)
-    decoder: SSEDecoder | None = None
-    new_event: bool = False
-    candidate_session_id: str | None = None
-    opened_at: float = 0.0  # the ``now`` it was asked for (X4: timings)
-    json_error: bool = False  # an error status with a JSON body (M9)
-    owed: bool = False  # a request closing still delivers (T9), like a notice
-
-
-@dataclass(slots=True)
-class _Timer:
-    """A stream to reopen with GET once ``at`` has come (H4, H8)."""
-
-    at: float
-    stream: _Stream
-    kind: _Kind  # RESUME or LISTEN
 
 
 # What the deadline heap holds: (when, tie-breaker, what). ``what`` is an exchange
@@ -320,7 +214,7 @@ class HttpMapping:
         # E1: the endpoint speaks 2026-07-28: no session, no GET stream, no
         # resumption; each request's own headers come with it (M23–M27, M69–M72).
         self.modern = False
-        # Imported here: the reader's module reads this one's types (no import cycle).
+        # Imported here: a client loads the reader with its first mapping (B5).
         from ._http_responses import ResponseReader
 
         self._reader = ResponseReader(self)
@@ -844,23 +738,6 @@ def _changes_nothing(message: Message) -> bool:
     return kind is not None and kind.resend
 
 
-def _json_rpc_error(body: bytes, request_id: object) -> ErrorResponse | None:
-    """M9: the JSON-RPC error object in an error status's body, as the answer to
-    ``request_id``; None when the body is not one."""
-    try:
-        message = decode_message(body)
-    except McpError:
-        return None
-    if not isinstance(message, ErrorResponse):
-        return None
-    return ErrorResponse(
-        id=request_id,  # type: ignore[arg-type]
-        code=message.code,
-        message=message.message,
-        data=message.data,
-    )
-
-
 def _cancels(message: Message, never_sent: set[int]) -> bool:
     """Whether ``message`` cancels a request that never went out (and forget it)."""
     if not (isinstance(message, Notification) and message.method == "notifications/cancelled"):
@@ -872,70 +749,10 @@ def _cancels(message: Message, never_sent: set[int]) -> bool:
     return False
 
 
-def _may_have_run() -> TransportError:
-    return TransportError(
-        "the session expired while the request was running; "
-        "it may have run, so it was not sent again"
-    )
-
-
 def _what(message: Message | None) -> str:
     if isinstance(message, Notification):
         return excerpt(message.method, 60)
     return "answer" if isinstance(message, (Result, ErrorResponse)) else "message"
-
-
-def _header_pairs(headers: Sequence[tuple[bytes, bytes]]) -> Sequence[tuple[bytes, bytes]]:
-    """``headers`` as a sequence, each pair checked to be ``(bytes, bytes)``.
-
-    A ``str`` pair would otherwise never match a name and be misread (as "no
-    content type", say), so it is refused with a ``TypeError`` naming the types
-    only: no value is shown (a header may hold a secret). An iterator is taken
-    into a list first, so that checking it does not use it up.
-    """
-    if not isinstance(headers, (list, tuple)):
-        try:
-            headers = list(headers)
-        except TypeError:
-            _refuse_headers(f"a {type(headers).__name__}, not a sequence of pairs")
-    for pair in headers:
-        try:
-            name, value = pair
-        except (TypeError, ValueError):
-            _refuse_headers(f"a {type(pair).__name__} that is not a pair")
-        if not (isinstance(name, bytes) and isinstance(value, bytes)):
-            _refuse_headers(f"a ({type(name).__name__}, {type(value).__name__}) pair")
-    return headers
-
-
-def _refuse_headers(got: str) -> NoReturn:
-    raise TypeError(
-        "response_started takes the response headers as (bytes, bytes) pairs, "
-        f"e.g. [(b'content-type', b'application/json')]; got {got}"
-    )
-
-
-def _exchange_what(ex: _Exchange) -> str:
-    """What an exchange carries, for debug records (X4): no header, no body."""
-    if ex.kind is _Kind.POST:
-        return "POST " + (describe_message(ex.message) if ex.message is not None else "message")
-    if ex.kind is _Kind.DELETE:
-        return "DELETE"
-    if ex.kind is _Kind.RESUME and ex.stream is not None:
-        return f"GET resuming request id={ex.stream.request_id}"
-    return "GET message stream"
-
-
-def _shown_session(session_id: str | None) -> str:
-    """A session id for a debug record: a server value, so escaped and cut short (X4)."""
-    return "none" if session_id is None else f"'{excerpt(session_id, _SHOWN_SESSION_ID)}'"
-
-
-def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str:
-    for key, value in headers:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return ""
 
 
 def _strip_query(url: str) -> str:
@@ -943,40 +760,5 @@ def _strip_query(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
-HttpLimits.__module__ = "mcpcore"  # exported and documented as mcpcore.HttpLimits
-
-
 # --- P6: which bound an exchange's message is held to (module level: the class is
 # the exchanges' bookkeeping; these only read the limits) ---------------------------
-
-
-def message_limit(limits: HttpLimits, ex: _Exchange) -> tuple[str, int]:
-    """P6, B11: the bound on one message of this exchange, and its name."""
-    if ex.stream is not None and ex.stream.large:
-        return "max_read_size", limits.max_read_size
-    return "max_message_size", limits.max_message_size
-
-
-def sse_line_limit(limits: HttpLimits, ex: _Exchange) -> int:
-    """P6: a data line longer than this carries a message over the message bound,
-    so it is refused while it streams rather than buffered up to max_sse_line.
-    A read's larger bound raises the line bound with it (a blob is one line)."""
-    _, bound = message_limit(limits, ex)
-    line = limits.max_sse_line
-    if bound > limits.max_message_size:
-        line = max(line, bound + _SSE_LINE_SLACK)
-    return min(line, bound + _SSE_LINE_SLACK)
-
-
-def sse_limit(limits: HttpLimits, ex: _Exchange, exc: LimitExceeded) -> LimitExceeded:
-    """P6: name the bound the user configures here, not the decoder's parameter."""
-    name, bound = message_limit(limits, ex)
-    if exc.limit_name == "max_event_size" or (
-        exc.limit_name == "max_line_size" and exc.limit < limits.max_sse_line
-    ):
-        return LimitExceeded(name, bound, "an SSE event")
-    if exc.limit_name == "max_line_size" and exc.limit > limits.max_sse_line:
-        return LimitExceeded(name, bound, "an SSE line")
-    if exc.limit_name == "max_line_size":
-        return LimitExceeded("max_sse_line", limits.max_sse_line, "an SSE line")
-    return exc

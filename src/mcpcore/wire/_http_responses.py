@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..base._errors import LimitExceeded, McpError, RemoteProtocolError, TransportError
 from ..base._escape import excerpt
 from ..base._events import AbortExchange
 from ..base._failure import TransportFailure, legacy_sse_reason, status_reason
-from ._http import (
+from ._http_exchange import (
     _DEBUG,
     _ERROR_EXCERPT_BYTES,
     _ERROR_JSON_BYTES,
+    MappingState,
     MessageArrived,
     RequestFailed,
     SessionExpired,
@@ -49,9 +49,6 @@ from ._http import (
 from ._jsonrpc import ErrorResponse, Message, Request, Result, decode_message, describe_message
 from ._sse import SSEDecoder, SSEEvent, SSEOverrun
 
-if TYPE_CHECKING:
-    from ._http import HttpMapping
-
 __all__ = ["ResponseReader"]
 
 
@@ -60,7 +57,7 @@ class ResponseReader:
 
     __slots__ = ("m",)
 
-    def __init__(self, mapping: HttpMapping) -> None:
+    def __init__(self, mapping: MappingState) -> None:
         self.m = mapping
 
     def response_started(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..base._errors import LimitExceeded, LocalProtocolError
 from ..base._escape import excerpt
@@ -30,8 +30,27 @@ from ..base._events import (
 )
 from ..base._failure import FailureKind, TransportFailure
 
-if TYPE_CHECKING:
-    from ..config._config import LocalServer
+
+class LocalCommand(Protocol):
+    """What stdio reads of a local server's entry (``mcpcore.LocalServer``, which
+    the config layer above makes): the command line, its directory and its
+    environment."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def args(self) -> tuple[str, ...]: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def plugin_root(self) -> str: ...
+    @property
+    def plugin_data(self) -> str | None: ...
+
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -174,7 +193,7 @@ class StderrTail:
 # --- the child process, as actions (S1-S3) ---------------------------------------------
 
 
-def child_environment(server: LocalServer, inherited: Mapping[str, str]) -> dict[str, str]:
+def child_environment(server: LocalCommand, inherited: Mapping[str, str]) -> dict[str, str]:
     """S2: a minimal inherited environment, the plugin directories, then the entry's env."""
     environment = {k: inherited[k] for k in INHERITED_VARIABLES if k in inherited}
     if server.plugin_root:  # the user's own file loaded from memory has no directory
@@ -207,7 +226,7 @@ class ChildControl:
     """
 
     def __init__(
-        self, server: LocalServer, environ: Mapping[str, str], *, grace: float = DEFAULT_GRACE
+        self, server: LocalCommand, environ: Mapping[str, str], *, grace: float = DEFAULT_GRACE
     ) -> None:
         if grace < 0:
             raise ValueError("the close grace must not be negative")
