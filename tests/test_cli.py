@@ -634,7 +634,8 @@ def test_save_reports_a_block_it_cannot_write(tmp_path: Path) -> None:
     import io
 
     from mcpcore import render_result
-    from mcpcore_cli._app import Cli, _save_blocks
+    from mcpcore_cli._common import Cli
+    from mcpcore_cli._results import _save_blocks
 
     output = render_result(
         {

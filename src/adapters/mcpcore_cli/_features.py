@@ -19,13 +19,25 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore import ConfigError, RemoteServer
 
+from ._common import DEFAULT_CONNECT_TIMEOUT, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, UsageError
+from ._connect import (
+    _check_connection_flags,
+    _client,
+    _invalid,
+    _load_config,
+    _not_ready,
+    _outcome_name,
+    _ready_by,
+    _url_server,
+)
+from ._results import EXTENSIONS, _create_fresh, _safe_stem, _save_dir
 from ._term import dumps, quote, show
 
 if TYPE_CHECKING:
     from mcpcore import LocalServer, ReadResult
     from mcpcore_threaded import McpClient
 
-    from ._app import Cli
+    from ._common import Cli
 
 __all__ = ["cmd_prompt", "cmd_prompts", "cmd_read", "cmd_resources"]
 
@@ -39,26 +51,22 @@ def _servers(
 ) -> dict[str, RemoteServer | LocalServer | ConfigError]:
     """The servers a command is for: the URL's, or the --config file's (--server NAME
     picks one; a single-server command needs it unless the file has one server)."""
-    from . import _app
-
-    _app._check_connection_flags(args, url)
+    _check_connection_flags(args, url)
     if url is not None:
-        server = _app._url_server(cli, args, url)
+        server = _url_server(cli, args, url)
         return {server.name: server}
-    outcomes = _app._load_config(cli, args.config, args)
-    selected = {_app._outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+    outcomes = _load_config(cli, args.config, args)
+    selected = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
     if args.server is not None:
         wanted = args.server.lower()
         if wanted not in selected:
             names = ", ".join(quote(n) for n in selected) or "none"
-            raise _app.UsageError(
+            raise UsageError(
                 f"no server {quote(args.server)} in {quote(args.config)} (its servers: {names})"
             )
         return {wanted: selected[wanted]}
     if single and len(selected) != 1:
-        raise _app.UsageError(
-            f"with --config, --server NAME says which server of {quote(args.config)}"
-        )
+        raise UsageError(f"with --config, --server NAME says which server of {quote(args.config)}")
     return selected
 
 
@@ -71,25 +79,23 @@ def _each_ready(
     """Run ``use`` on every ready server; the exit status says whether all were."""
     from mcpcore_threaded import McpHub
 
-    from . import _app
-
-    status = _app.EXIT_OK
+    status = EXIT_OK
     for name, outcome in servers.items():
         if isinstance(outcome, ConfigError):
-            cli.err(_app._invalid(name, outcome, args))
-            status = _app.EXIT_USAGE
+            cli.err(_invalid(name, outcome, args))
+            status = EXIT_USAGE
     valid = {n: o for n, o in servers.items() if not isinstance(o, ConfigError)}
-    hub = McpHub({n: _app._client(cli, o, n, args) for n, o in valid.items()})
+    hub = McpHub({n: _client(cli, o, n, args) for n, o in valid.items()})
     config = args.config
     with hub:
-        budget = args.timeout or _app.DEFAULT_CONNECT_TIMEOUT
+        budget = args.timeout or DEFAULT_CONNECT_TIMEOUT
         deadline = time.monotonic() + budget
         for name, client in hub.clients.items():
-            availability = _app._ready_by(client, deadline, budget)
+            availability = _ready_by(client, deadline, budget)
             if not availability.ok:
-                cli.err(_app._not_ready(args, name, valid[name], availability, config=config))
-                if status == _app.EXIT_OK:
-                    status = _app.EXIT_UNAVAILABLE
+                cli.err(_not_ready(args, name, valid[name], availability, config=config))
+                if status == EXIT_OK:
+                    status = EXIT_UNAVAILABLE
                 continue
             use(name, client)
     return status
@@ -97,15 +103,13 @@ def _each_ready(
 
 def _operands(args: argparse.Namespace, wanted: int, what: str) -> tuple[str | None, list[str]]:
     """(URL or None, the command's own operands); ``wanted`` is how many it takes at most."""
-    from . import _app
-
     operands: list[str] = list(args.operands)
     url = None
     if args.config is None and operands:
         url = operands.pop(0)
     if len(operands) > wanted:
         form = "--config FILE" if args.config is not None else "URL"
-        raise _app.UsageError(f"expected {form} {what}, got {len(args.operands)} operands")
+        raise UsageError(f"expected {form} {what}, got {len(args.operands)} operands")
     return url, operands
 
 
@@ -165,13 +169,11 @@ def cmd_resources(cli: Cli, args: argparse.Namespace) -> int:
 
 
 def cmd_read(cli: Cli, args: argparse.Namespace) -> int:
-    from . import _app
-
     url, operands = _operands(args, 1, "URI")
     if not operands:
-        raise _app.UsageError("give the URI of the resource to read")
+        raise UsageError("give the URI of the resource to read")
     [uri] = operands
-    save_dir = _app._save_dir(args.save) if args.save is not None else None
+    save_dir = _save_dir(args.save) if args.save is not None else None
     [(name, outcome)] = _servers(cli, args, url, single=True).items()
     result: list[ReadResult] = []
     status = _each_ready(
@@ -180,14 +182,12 @@ def cmd_read(cli: Cli, args: argparse.Namespace) -> int:
     if not result:
         return status
     written = _print_read(cli, args, result[0], save_dir)
-    return status if written else _app.EXIT_USAGE
+    return status if written else EXIT_USAGE
 
 
 def _print_read(cli: Cli, args: argparse.Namespace, read: ReadResult, save_dir: Any) -> bool:
     """Text parts as they are (escaped); binary parts summed up, or saved with --save."""
     from mcpcore import TextContents
-
-    from . import _app
 
     parts: list[dict[str, Any]] = []
     complete = True
@@ -202,16 +202,16 @@ def _print_read(cli: Cli, args: argparse.Namespace, read: ReadResult, save_dir: 
         data = part.data
         entry["size"] = len(data)
         if save_dir is not None:
-            stem = _app._safe_stem(part.uri.rstrip("/").rsplit("/", 1)[-1]) or f"resource-{number}"
+            stem = _safe_stem(part.uri.rstrip("/").rsplit("/", 1)[-1]) or f"resource-{number}"
             base, dot, suffix = stem.rpartition(".")
             if dot and base:  # the URI's own extension, unless the MIME type knows better
                 stem, extension = base, "." + suffix
             else:
                 extension = ""
             mime = (part.mime_type or "").split(";", 1)[0].strip().lower()
-            extension = _app.EXTENSIONS.get(mime, extension)
+            extension = EXTENSIONS.get(mime, extension)
             try:
-                path, fd = _app._create_fresh(save_dir, stem, extension or ".bin")
+                path, fd = _create_fresh(save_dir, stem, extension or ".bin")
                 with os.fdopen(fd, "wb") as file:
                     file.write(data)
             except OSError as exc:
@@ -316,17 +316,13 @@ def _prompt_arguments(words: list[str]) -> dict[str, Any] | None:
 
 
 def _app_usage(text: str) -> Exception:
-    from . import _app
-
-    return _app.UsageError(text)
+    return UsageError(text)
 
 
 def cmd_prompt(cli: Cli, args: argparse.Namespace) -> int:
-    from . import _app
-
     url, operands = _prompt_operands(args)
     if not operands:
-        raise _app.UsageError("give the name of the prompt")
+        raise UsageError("give the name of the prompt")
     name = operands[0]
     arguments = _prompt_arguments(operands[1:])
     [(server, outcome)] = _servers(cli, args, url, single=True).items()
