@@ -47,6 +47,8 @@ from ._common import (
 from ._declared import in_cli_words, limit_hint
 from ._demo import cmd_demo
 from ._parsers import _command_parser, _top_parser
+from ._prompts import cmd_prompt, cmd_prompts
+from ._resources import cmd_read, cmd_resources
 from ._tasks import cmd_task
 from ._term import LogFormatter, prepare_streams, show
 from ._tokens import TokenFileError
@@ -58,18 +60,6 @@ __all__ = ["main"]
 # --- entry point -----------------------------------------------------------------------
 
 
-def _feature(name: str) -> Callable[[Cli, argparse.Namespace], int]:
-    """F10's commands, loaded when run (a quick --help)."""
-
-    def run(cli: Cli, args: argparse.Namespace) -> int:
-        from . import _features
-
-        command: Callable[[Cli, argparse.Namespace], int] = getattr(_features, f"cmd_{name}")
-        return command(cli, args)
-
-    return run
-
-
 def _task_command(cli: Cli, args: argparse.Namespace) -> int:
     return cmd_task(cli, args)
 
@@ -79,10 +69,10 @@ _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
     "tools": cmd_tools,
     "call": cmd_call,
     "task": _task_command,
-    "resources": _feature("resources"),
-    "read": _feature("read"),
-    "prompts": _feature("prompts"),
-    "prompt": _feature("prompt"),
+    "resources": cmd_resources,
+    "read": cmd_read,
+    "prompts": cmd_prompts,
+    "prompt": cmd_prompt,
     "check": cmd_check,
     "login": cmd_login,
     "logout": cmd_logout,

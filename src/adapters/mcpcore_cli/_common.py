@@ -192,3 +192,7 @@ def _describe(exc: BaseException) -> str:
     """A one-line, escaped description of a library error."""
     text = str(exc) or type(exc).__name__
     return show(text, keep_newlines=False)
+
+
+def _one_line(text: str | None) -> str:
+    return "" if text is None else show(text, keep_newlines=False)

@@ -14,7 +14,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from ._ask import TerminalAsker
 from ._common import (
     CLOSE_GRACE,
     DEFAULT_CONNECT_TIMEOUT,
+    EXIT_OK,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     LOCAL_NEEDS_FLAG,
@@ -374,3 +375,70 @@ def _command(
     if config is None and getattr(args, "header", None):
         command += " (with the same -H headers)"
     return command
+
+
+def _servers(
+    cli: Cli, args: argparse.Namespace, url: str | None, *, single: bool
+) -> dict[str, RemoteServer | LocalServer | ConfigError]:
+    """The servers a command is for: the URL's, or the --config file's (--server NAME
+    picks one; a single-server command needs it unless the file has one server)."""
+    _check_connection_flags(args, url)
+    if url is not None:
+        server = _url_server(cli, args, url)
+        return {server.name: server}
+    outcomes = _load_config(cli, args.config, args)
+    selected = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+    if args.server is not None:
+        wanted = args.server.lower()
+        if wanted not in selected:
+            names = ", ".join(quote(n) for n in selected) or "none"
+            raise UsageError(
+                f"no server {quote(args.server)} in {quote(args.config)} (its servers: {names})"
+            )
+        return {wanted: selected[wanted]}
+    if single and len(selected) != 1:
+        raise UsageError(f"with --config, --server NAME says which server of {quote(args.config)}")
+    return selected
+
+
+def _each_ready(
+    cli: Cli,
+    args: argparse.Namespace,
+    servers: dict[str, RemoteServer | LocalServer | ConfigError],
+    use: Callable[[str, McpClient], None],
+) -> int:
+    """Run ``use`` on every ready server; the exit status says whether all were."""
+    from mcpcore_threaded import McpHub
+
+    status = EXIT_OK
+    for name, outcome in servers.items():
+        if isinstance(outcome, ConfigError):
+            cli.err(_invalid(name, outcome, args))
+            status = EXIT_USAGE
+    valid = {n: o for n, o in servers.items() if not isinstance(o, ConfigError)}
+    hub = McpHub({n: _client(cli, o, n, args) for n, o in valid.items()})
+    config = args.config
+    with hub:
+        budget = args.timeout or DEFAULT_CONNECT_TIMEOUT
+        deadline = time.monotonic() + budget
+        for name, client in hub.clients.items():
+            availability = _ready_by(client, deadline, budget)
+            if not availability.ok:
+                cli.err(_not_ready(args, name, valid[name], availability, config=config))
+                if status == EXIT_OK:
+                    status = EXIT_UNAVAILABLE
+                continue
+            use(name, client)
+    return status
+
+
+def _operands(args: argparse.Namespace, wanted: int, what: str) -> tuple[str | None, list[str]]:
+    """(URL or None, the command's own operands); ``wanted`` is how many it takes at most."""
+    operands: list[str] = list(args.operands)
+    url = None
+    if args.config is None and operands:
+        url = operands.pop(0)
+    if len(operands) > wanted:
+        form = "--config FILE" if args.config is not None else "URL"
+        raise UsageError(f"expected {form} {what}, got {len(args.operands)} operands")
+    return url, operands

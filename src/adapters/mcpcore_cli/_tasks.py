@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcore import BackendError, ConfigError, TaskHandle, ToolOutput
 
 from ._common import EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, UsageError
-from ._connect import _client, _command, _ensure_ready, _invalid
-from ._features import _operands, _servers
+from ._connect import _client, _command, _ensure_ready, _invalid, _operands, _servers
 from ._results import _print_output, _Progress
 from ._term import dumps, one_line, quote, show
 
