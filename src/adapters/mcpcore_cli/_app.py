@@ -1,21 +1,20 @@
 """The ``mcpcore`` commands: demo, tools, call, task, resources, read, prompts,
 prompt, check, login, logout, auth status.
 
-Exit status: 0 success; 1 the tool reported an error (``isError``) or ``check``
-found a server not ready; 2 bad usage, an unknown tool or server, arguments
-that do not fit the tool's input schema, or an invalid configuration (the token
-file included); 3 an unavailable server (one that needs authorization
-included), a transport error, a timeout, a failed sign-in or a protocol
-violation by the server; 130 interrupted (Ctrl-C). ``tools --config``
-prints the tools of every ready server and exits 0 only when every selected
-server is ready: otherwise 2 when an entry is invalid, else 3.
+This module is the top: ``main`` parses the command line (``_parsers``), runs
+the command from the dispatch table, and turns an error into a message on
+stderr and the exit status (``_common`` lists them). Each command group has a
+module of its own, and none imports this one:
 
-OAuth (A1-A3): ``login`` signs in through the system browser and a loopback
-redirect listener and keeps the tokens in a file only its owner can read
-(``_tokens.FileTokenStore``); ``tools``, ``call`` and ``check`` use those tokens
-(refreshing them when they can) but never ask a person: a server that needs a
-sign-in is unavailable with "run `mcpcore login …`". No token, refresh token,
-code, verifier or client secret is ever printed.
+- ``_tools``: ``tools`` and ``call``; ``_tasks``: ``task``, and following a
+  task that ``call`` started; ``_resources``: ``resources`` and ``read``;
+  ``_prompts``: ``prompts`` and ``prompt``; ``_check``: ``check``;
+  ``_auth``: ``login``, ``logout`` and ``auth status``; ``_demo``: ``demo``.
+- What they share: ``_connect`` (the servers a command names, their clients,
+  readiness and the hints), ``_results`` (the progress line, a result printed
+  or saved), ``_common`` (exit statuses, errors, the run's output); below
+  those, ``_declared``, ``_ask``, ``_protocol``, ``_term``, ``_tokens`` and
+  ``_login``.
 """
 
 from __future__ import annotations
@@ -60,15 +59,11 @@ __all__ = ["main"]
 # --- entry point -----------------------------------------------------------------------
 
 
-def _task_command(cli: Cli, args: argparse.Namespace) -> int:
-    return cmd_task(cli, args)
-
-
 _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
     "demo": cmd_demo,
     "tools": cmd_tools,
     "call": cmd_call,
-    "task": _task_command,
+    "task": cmd_task,
     "resources": cmd_resources,
     "read": cmd_read,
     "prompts": cmd_prompts,

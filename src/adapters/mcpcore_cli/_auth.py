@@ -1,11 +1,13 @@
-"""``mcpcore login``, ``logout`` and ``auth status``: sign-in for servers that need
-authorization (OAuth, A1-A3).
+"""``mcpcore login``, ``logout`` and ``auth status``.
 
-``login`` signs in through the system browser and a loopback redirect listener
-(``_login``) and keeps the tokens in a file only its owner can read
-(``_tokens.FileTokenStore``); ``logout`` forgets them (not revoked); ``auth
-status`` lists the servers signed in to, with issuer, scopes and expiry. No
-token, refresh token, code, verifier or client secret is ever printed (A4).
+OAuth (A1-A3): ``login`` signs in through the system browser and a loopback
+redirect listener and keeps the tokens in a file only its owner can read
+(``_tokens.FileTokenStore``); ``tools``, ``call`` and ``check`` use those tokens
+(refreshing them when they can) but never ask a person: a server that needs a
+sign-in is unavailable with "run `mcpcore login …`" (``_connect``). No token,
+refresh token, code, verifier or client secret is ever printed. ``logout``
+forgets a server's tokens (they are not revoked); ``auth status`` lists the
+servers signed in to, with issuer, scopes and expiry.
 """
 
 from __future__ import annotations

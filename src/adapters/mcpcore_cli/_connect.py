@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 _SERVER_PREFIX = re.compile(r"""^server (?:'[^']*'|"[^"]*"): """)
 
 
+# --- configuration errors and flags ----------------------------------------------------
+
+
 def _entry_reason(exc: ConfigError) -> str:
     """An invalid entry's reason without the leading "server 'name': " (shown apart)."""
     return _SERVER_PREFIX.sub("", str(exc), count=1)
@@ -375,6 +378,9 @@ def _command(
     if config is None and getattr(args, "header", None):
         command += " (with the same -H headers)"
     return command
+
+
+# --- the server forms of resources, read, prompts, prompt and task ---------------------
 
 
 def _servers(

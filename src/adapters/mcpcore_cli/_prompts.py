@@ -13,14 +13,14 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from ._common import UsageError, _one_line
+from mcpcore import InvalidArguments, arguments_from_pairs, is_argument_pair
+
+from ._common import Cli, UsageError, _one_line
 from ._connect import _each_ready, _operands, _servers
 from ._term import dumps, show
 
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
-
-    from ._common import Cli
 
 __all__ = ["cmd_prompt", "cmd_prompts"]
 
@@ -69,14 +69,12 @@ def cmd_prompts(cli: Cli, args: argparse.Namespace) -> int:
 
 def _prompt_operands(args: argparse.Namespace) -> tuple[str | None, list[str]]:
     """(URL or None, [NAME, arguments...]): any number of key=value words may follow."""
-    from mcpcore import is_argument_pair
-
     operands: list[str] = list(args.operands)
     url = operands.pop(0) if args.config is None and operands else None
     if len(operands) > 2:
         for number, word in enumerate(operands[1:], 1):
             if not is_argument_pair(word):
-                raise _app_usage(
+                raise UsageError(
                     f"argument {number} after NAME is not key=value: give either one "
                     "ARGS_JSON object or key=value pairs"
                 )
@@ -86,28 +84,22 @@ def _prompt_operands(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 def _prompt_arguments(words: list[str]) -> dict[str, Any] | None:
     """ARGS_JSON (one JSON object) or ``key=value`` pairs, as ``call`` takes them; a
     prompt's arguments are strings, so a value is the text as it is."""
-    from mcpcore import InvalidArguments, arguments_from_pairs, is_argument_pair
-
     if not words:
         return None
     if len(words) == 1 and not is_argument_pair(words[0]):
         try:
             arguments = json.loads(words[0])
         except (ValueError, RecursionError):
-            raise _app_usage(
+            raise UsageError(
                 "ARGS_JSON is not JSON (give a JSON object of strings, or key=value pairs)"
             ) from None
         if not isinstance(arguments, dict):
-            raise _app_usage("ARGS_JSON must be a JSON object of strings")
+            raise UsageError("ARGS_JSON must be a JSON object of strings")
         return arguments
     try:
         return arguments_from_pairs(words, {"type": "object"})
     except InvalidArguments as exc:
-        raise _app_usage(str(exc)) from None
-
-
-def _app_usage(text: str) -> Exception:
-    return UsageError(text)
+        raise UsageError(str(exc)) from None
 
 
 def cmd_prompt(cli: Cli, args: argparse.Namespace) -> int:

@@ -13,7 +13,9 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from ._common import EXIT_USAGE, UsageError, _one_line
+from mcpcore import TextContents
+
+from ._common import EXIT_USAGE, Cli, UsageError, _one_line
 from ._connect import _each_ready, _operands, _servers
 from ._results import EXTENSIONS, _create_fresh, _safe_stem, _save_dir
 from ._term import dumps, quote, show
@@ -21,8 +23,6 @@ from ._term import dumps, quote, show
 if TYPE_CHECKING:
     from mcpcore import ReadResult
     from mcpcore_threaded import McpClient
-
-    from ._common import Cli
 
 __all__ = ["cmd_read", "cmd_resources"]
 
@@ -98,8 +98,6 @@ def cmd_read(cli: Cli, args: argparse.Namespace) -> int:
 
 def _print_read(cli: Cli, args: argparse.Namespace, read: ReadResult, save_dir: Any) -> bool:
     """Text parts as they are (escaped); binary parts summed up, or saved with --save."""
-    from mcpcore import TextContents
-
     parts: list[dict[str, Any]] = []
     complete = True
     for number, part in enumerate(read.contents, start=1):

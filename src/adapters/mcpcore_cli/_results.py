@@ -29,7 +29,7 @@ from mcpcore import (
 from ._common import PROGRESS_AFTER, Cli, UsageError
 from ._term import cut, dumps, isatty, one_line, quote, show, terminal_width
 
-# --- call ------------------------------------------------------------------------------
+# --- the progress line -----------------------------------------------------------------
 
 
 _T = TypeVar("_T")
@@ -143,6 +143,9 @@ class _Progress:
         return output
 
 
+# --- printing a result -----------------------------------------------------------------
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -203,7 +206,7 @@ def _print_output(
         cli.out(show(output.text))
 
 
-# --- call --save -----------------------------------------------------------------------
+# --- --save DIR ------------------------------------------------------------------------
 
 #: File extensions for the MIME types tools commonly return; any other type gets ".bin".
 EXTENSIONS: Mapping[str, str] = {

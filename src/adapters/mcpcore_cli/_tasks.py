@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore import BackendError, ConfigError, TaskHandle, ToolOutput
 
-from ._common import EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, UsageError
+from ._common import EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, Cli, UsageError
 from ._connect import _client, _command, _ensure_ready, _invalid, _operands, _servers
 from ._results import _print_output, _Progress
 from ._term import dumps, one_line, quote, show
@@ -35,8 +35,6 @@ from ._term import dumps, one_line, quote, show
 if TYPE_CHECKING:
     from mcpcore import InputRequired, LocalServer, RemoteServer
     from mcpcore_threaded import McpClient
-
-    from ._common import Cli
 
 __all__ = ["cmd_task", "follow_call"]
 

@@ -1,11 +1,13 @@
 """``mcpcore tools`` and ``mcpcore call``.
 
-``tools``: the tools table of one server or of every ready server of an
-mcp.json, or one tool's parameters. ``call``: the tool named (K7: its name with
-a URL, its id with ``--config``; an unknown one says what was probably meant),
-its arguments (ARGS_JSON or ``key=value`` pairs typed by the tool's schema, and
-checked against it, K10), the call, followed as a task when the server makes it
-one (``_tasks``), and its result printed and saved (``_results``).
+``tools``: the tools table of one server or of the servers of an mcp.json, or
+one tool's parameters. ``tools --config`` prints the tools of every ready server
+and exits 0 only when every selected server is ready: otherwise 2 when an entry
+is invalid, else 3. ``call``: the tool named (K7: its name with a URL, its id
+with ``--config``; an unknown one says what was probably meant), its arguments
+(ARGS_JSON or ``key=value`` pairs typed by the tool's schema, and checked
+against it, K10), the call, followed as a task when the server makes it one
+(``_tasks``), and its result printed and saved (``_results``).
 """
 
 from __future__ import annotations
@@ -68,31 +70,6 @@ from ._term import dumps, isatty, one_line, quote, show, table, width
 
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
-
-
-def _parse_arguments(text: str | None) -> dict[str, Any]:
-    if text is None:
-        return {}
-    if text == "-":
-        text = sys.stdin.read()
-
-    def no_constant(name: str) -> NoReturn:
-        raise ValueError(f"{name} is not valid JSON")
-
-    try:
-        value = json.loads(text, parse_constant=no_constant)
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"ARGS_JSON is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"ARGS_JSON is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-            type(value), "a number"
-        )
-        raise UsageError(f"ARGS_JSON must be a JSON object, not {kind}")
-    return value
 
 
 # --- tools -----------------------------------------------------------------------------
@@ -297,6 +274,9 @@ def _show_configured_tool(cli: Cli, args: argparse.Namespace, written: str) -> i
         return _show_tool(cli, args, client, server, written, config=args.config)
 
 
+# --- naming a tool: tools URL TOOL and call --------------------------------------------
+
+
 def _did_you_mean(names: Sequence[str]) -> str:
     if not names:
         return ""
@@ -363,6 +343,9 @@ def _unknown_tool(
     return failure
 
 
+# --- call ------------------------------------------------------------------------------
+
+
 def _asked_names(tool: str, *, qualified: bool) -> frozenset[str]:
     """The tool names a ``call`` asks for (the notes about other tools are not shown)."""
     names = {tool.split("/", 1)[1]} if "/" in tool else {tool}
@@ -391,6 +374,31 @@ def _is_json(text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+def _parse_arguments(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    if text == "-":
+        text = sys.stdin.read()
+
+    def no_constant(name: str) -> NoReturn:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        value = json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"ARGS_JSON is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"ARGS_JSON is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(value), "a number"
+        )
+        raise UsageError(f"ARGS_JSON must be a JSON object, not {kind}")
+    return value
 
 
 def _argument_words(words: Sequence[str]) -> tuple[dict[str, Any] | None, list[str]]:
