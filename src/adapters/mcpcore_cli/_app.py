@@ -39,13 +39,13 @@ from ._common import (
     Cli,
     Failure,
     UsageError,
-    _describe,
-    _error_kind,
+    describe,
+    error_kind,
     exit_status,
 )
 from ._declared import in_cli_words, limit_hint
 from ._demo import cmd_demo
-from ._parsers import _command_parser, _top_parser
+from ._parsers import command_parser, top_parser
 from ._prompts import cmd_prompt, cmd_prompts
 from ._resources import cmd_read, cmd_resources
 from ._tasks import cmd_task
@@ -128,7 +128,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
     command: str | None = None
     try:
         try:
-            top = _top_parser()
+            top = top_parser()
             ns = top.parse_args(arguments)
             if ns.version:
                 cli.out(f"mcpcore {mcpcore.__version__}")
@@ -141,7 +141,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
                 )
             command = ns.command
             cli.json_errors = command == "call" and "--json" in ns.rest
-            args = _command_parser(ns.command).parse_intermixed_args(ns.rest)
+            args = command_parser(ns.command).parse_intermixed_args(ns.rest)
         except SystemExit as exc:  # --help
             return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
         handler = _setup_logging(cli, ns.verbose or args.verbose)
@@ -158,16 +158,16 @@ def _run(cli: Cli, arguments: list[str]) -> int:
         cli.error_kind = "config"
         return EXIT_USAGE
     except UnknownTool as exc:
-        cli.err(_describe(exc))
+        cli.err(describe(exc))
         cli.hint("'mcpcore tools' with the same server lists the tools")
         cli.error_kind = "unknown_tool"
         return EXIT_USAGE
     except McpError as exc:
-        cli.err(in_cli_words(_describe(exc), exc))
+        cli.err(in_cli_words(describe(exc), exc))
         lifted = limit_hint(exc)
         if lifted is not None:
             cli.hint(lifted)
-        cli.error_kind = _error_kind(exc)
+        cli.error_kind = error_kind(exc)
         return exit_status(exc)
     except KeyboardInterrupt:
         cli.err("interrupted")

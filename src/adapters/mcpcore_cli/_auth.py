@@ -28,18 +28,20 @@ from ._common import (
     UsageError,
 )
 from ._connect import (
-    _hint_refusals,
-    _invalid,
-    _load_config,
-    _outcome_name,
-    _token_store,
-    _url_server,
+    hint_refusals,
+    invalid_entry,
+    load_config,
+    outcome_name,
+    token_store,
+    url_server,
 )
 from ._term import cut, dumps, one_line, quote, show, table, write
 from ._tokens import FileTokenStore, StoreView, default_token_file
 
 if TYPE_CHECKING:
     from ._login import LoopbackListener
+
+__all__ = ["cmd_auth", "cmd_login", "cmd_logout"]
 
 
 # --- sign-in: login, logout, auth status ---------------------------------------------
@@ -54,20 +56,20 @@ def _one_server(cli: Cli, args: argparse.Namespace) -> RemoteServer:
     if args.config is None:
         if args.server is not None:
             raise UsageError("--server applies to --config")
-        return _url_server(cli, args, args.url)
+        return url_server(cli, args, args.url)
     if args.header:
         raise UsageError("-H applies to a URL; with --config, put the headers in the file")
     if args.server is None:
         raise UsageError("with --config, name the server: --server NAME")
-    outcomes = _load_config(cli, args.config, args)
-    found = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+    outcomes = load_config(cli, args.config, args)
+    found = {outcome_name(k, o).lower(): o for k, o in outcomes.items()}
     wanted = args.server.lower()
     if wanted not in found:
         raise UsageError(f"no server {quote(args.server)} in {quote(args.config)}")
     outcome = found[wanted]
     if isinstance(outcome, ConfigError):
-        failure = cli.fail(EXIT_USAGE, _invalid(wanted, outcome, args), kind="config")
-        _hint_refusals(cli, [outcome], args)
+        failure = cli.fail(EXIT_USAGE, invalid_entry(wanted, outcome, args), kind="config")
+        hint_refusals(cli, [outcome], args)
         raise failure
     if not isinstance(outcome, RemoteServer):  # pragma: no cover - local entries are refused
         raise UsageError(f"server {quote(args.server)} is not a remote (url) server")
@@ -181,7 +183,7 @@ def cmd_login(cli: Cli, args: argparse.Namespace) -> int:
             f"{_server_shown(server)} is given its own Authorization header (a static "
             "token): there is nothing to sign in to"
         )
-    store = _token_store(cli, args)
+    store = token_store(cli, args)
     before = store.get_tokens(server.url)
     timeout: float = args.timeout or DEFAULT_LOGIN_TIMEOUT
     try:
@@ -245,7 +247,7 @@ def cmd_logout(cli: Cli, args: argparse.Namespace) -> int:
             cli.err(f"no token file at {quote(str(store.path))}: nothing to forget")
         return EXIT_OK
     server = _one_server(cli, args)
-    store = _token_store(cli, args)
+    store = token_store(cli, args)
     removed = store.forget_server(server.url)
     if not removed:
         cli.err(f"no tokens kept for {_server_shown(server)}: nothing to forget")
@@ -258,7 +260,7 @@ def cmd_logout(cli: Cli, args: argparse.Namespace) -> int:
 
 
 def cmd_auth(cli: Cli, args: argparse.Namespace) -> int:
-    store = _token_store(cli, args)
+    store = token_store(cli, args)
     now = time.time()
     rows: list[dict[str, Any]] = []
     entries = store.entries()

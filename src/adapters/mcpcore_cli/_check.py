@@ -16,19 +16,21 @@ from mcpcore import ConfigError, McpError, RemoteServer
 from ._common import DEFAULT_CONNECT_TIMEOUT, EXIT_OK, EXIT_TOOL_ERROR, Cli
 from ._connect import (
     Outcome,
-    _client,
-    _hint_refusals,
-    _load_config,
-    _login_hint,
-    _needs_login,
-    _outcome_name,
-    _ready_by,
-    _reason,
+    client_for,
+    hint_refusals,
+    invalid_reason,
+    load_config,
+    login_hint,
+    needs_login,
+    outcome_name,
+    ready_by,
 )
 from ._term import dumps, one_line, table
 
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
+
+__all__ = ["cmd_check"]
 
 
 # --- check -----------------------------------------------------------------------------
@@ -37,12 +39,12 @@ if TYPE_CHECKING:
 def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
     from mcpcore_threaded import McpHub
 
-    outcomes = _load_config(cli, args.file, args)
+    outcomes = load_config(cli, args.file, args)
     rows: list[dict[str, Any]] = []
     valid: dict[str, McpClient] = {}
     servers: dict[str, Outcome] = {}
     for key, outcome in outcomes.items():
-        name = _outcome_name(key, outcome)
+        name = outcome_name(key, outcome)
         row: dict[str, Any] = {
             "name": name,
             "status": "invalid",
@@ -53,9 +55,9 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             "reason": None,
         }
         if isinstance(outcome, ConfigError):
-            row["reason"] = _reason(outcome, args)
+            row["reason"] = invalid_reason(outcome, args)
         else:
-            valid[name] = _client(cli, outcome, name, args)
+            valid[name] = client_for(cli, outcome, name, args)
             servers[name] = outcome
         rows.append(row)
     with McpHub(valid):  # every client connects on its own thread: probed concurrently
@@ -65,7 +67,7 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             client = valid.get(row["name"])
             if client is None:
                 continue
-            availability = _ready_by(client, deadline, budget)
+            availability = ready_by(client, deadline, budget)
             row["status"] = "ready" if availability.ok else "unavailable"
             row["protocol"] = client.protocol_version if availability.ok else None  # E1
             row["tools"] = len(client.tools) if availability.ok else 0
@@ -73,9 +75,9 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
                 row["resources"], row["prompts"] = _feature_counts(client, budget)
             row["reason"] = None if availability.ok else (availability.reason or "unavailable")
             server = servers[row["name"]]
-            if _needs_login(availability):
+            if needs_login(availability):
                 assert isinstance(server, RemoteServer)
-                row["reason"] = _login_hint(args, server, args.file)
+                row["reason"] = login_hint(args, server, args.file)
 
     if args.json:
         cli.out(dumps(rows))
@@ -108,7 +110,7 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             cli.out(line)
     else:
         cli.err("the file has no servers")
-    _hint_refusals(cli, outcomes.values(), args)
+    hint_refusals(cli, outcomes.values(), args)
     bad = sum(1 for row in rows if row["status"] != "ready")
     return EXIT_TOOL_ERROR if bad else EXIT_OK
 

@@ -35,6 +35,31 @@ from mcpcore import (
 from ._term import Redactor, Style, ToolNotes, dumps, isatty, show, terminal_width, write
 from ._tokens import FileTokenStore, TokenFileError
 
+__all__ = [
+    "CLOSE_GRACE",
+    "COMMANDS",
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_LOGIN_TIMEOUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TOOL_ERROR",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "LOCAL_NEEDS_FLAG",
+    "LOCAL_NO_SIGN_IN",
+    "LOGIN_MARGIN",
+    "PROGRESS_AFTER",
+    "SIGNATURE_LIMIT",
+    "Cli",
+    "Failure",
+    "UsageError",
+    "describe",
+    "error_kind",
+    "escaped_line",
+    "exit_status",
+]
+
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -153,7 +178,7 @@ _KIND_OF_STATUS = {
 }
 
 
-def _error_kind(exc: BaseException) -> str:
+def error_kind(exc: BaseException) -> str:
     """What went wrong, as ``call --json``'s error object names it."""
     kinds: tuple[tuple[type[BaseException], str], ...] = (
         (CallTimeout, "timeout"),
@@ -188,11 +213,11 @@ def exit_status(exc: BaseException) -> int:
     return EXIT_UNAVAILABLE
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     """A one-line, escaped description of a library error."""
     text = str(exc) or type(exc).__name__
     return show(text, keep_newlines=False)
 
 
-def _one_line(text: str | None) -> str:
+def escaped_line(text: str | None) -> str:
     return "" if text is None else show(text, keep_newlines=False)

@@ -49,6 +49,28 @@ from ._tokens import FileTokenStore, StoreView, TokenFileError, default_token_fi
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
 
+__all__ = [
+    "Outcome",
+    "check_connection_flags",
+    "chosen_servers",
+    "client_for",
+    "command_for",
+    "each_ready",
+    "ensure_ready",
+    "hint_refusals",
+    "invalid_entry",
+    "invalid_reason",
+    "load_config",
+    "login_hint",
+    "needs_login",
+    "not_ready",
+    "outcome_name",
+    "ready_by",
+    "split_operands",
+    "token_store",
+    "url_server",
+]
+
 
 _SERVER_PREFIX = re.compile(r"""^server (?:'[^']*'|"[^"]*"): """)
 
@@ -67,15 +89,15 @@ def _local_refused(exc: ConfigError, args: argparse.Namespace) -> bool:
     return exc.key == "command" and not getattr(args, "allow_local", False)
 
 
-def _reason(exc: ConfigError, args: argparse.Namespace) -> str:
+def invalid_reason(exc: ConfigError, args: argparse.Namespace) -> str:
     """Why an entry is invalid, in the command line's words: a flag it lacks is named."""
     if _local_refused(exc, args):
         return str(getattr(args, "local_refusal", LOCAL_NEEDS_FLAG))
     return _entry_reason(exc)
 
 
-def _invalid(name: str, exc: ConfigError, args: argparse.Namespace) -> str:
-    shown = show(_reason(exc, args), keep_newlines=False)
+def invalid_entry(name: str, exc: ConfigError, args: argparse.Namespace) -> str:
+    shown = show(invalid_reason(exc, args), keep_newlines=False)
     return f"server {quote(name)} is invalid: {shown}"
 
 
@@ -117,7 +139,7 @@ def _home() -> str:
 _PLAIN_HTTP = "plain http to a non-loopback host"
 
 
-def _url_server(cli: Cli, args: argparse.Namespace, url: str) -> RemoteServer:
+def url_server(cli: Cli, args: argparse.Namespace, url: str) -> RemoteServer:
     """A server given on the command line: plain http only to loopback unless
     ``--allow-http`` (C5)."""
     headers = _parse_headers(args.header)
@@ -137,7 +159,7 @@ def _url_server(cli: Cli, args: argparse.Namespace, url: str) -> RemoteServer:
     return server
 
 
-def _load_config(cli: Cli, path: str, args: argparse.Namespace) -> dict[str, Outcome]:
+def load_config(cli: Cli, path: str, args: argparse.Namespace) -> dict[str, Outcome]:
     """The outcomes of an mcp.json; local entries allowed with ``--allow-local``, their
     plugin root the file's directory."""
     try:
@@ -172,7 +194,7 @@ def _about_file(exc: ConfigError, path: str) -> ConfigError:
     return ConfigError(message, key=exc.key)
 
 
-def _hint_refusals(cli: Cli, outcomes: Iterable[Outcome], args: argparse.Namespace) -> None:
+def hint_refusals(cli: Cli, outcomes: Iterable[Outcome], args: argparse.Namespace) -> None:
     """Say once which option lifts a refusal the user may not know is optional (the
     local-server refusal names its flag itself)."""
     for outcome in outcomes:
@@ -184,11 +206,11 @@ def _hint_refusals(cli: Cli, outcomes: Iterable[Outcome], args: argparse.Namespa
             cli.hint("--allow-http allows plain http:// to hosts other than loopback")
 
 
-def _outcome_name(key: str, outcome: Outcome) -> str:
+def outcome_name(key: str, outcome: Outcome) -> str:
     return key if isinstance(outcome, ConfigError) else outcome.name
 
 
-def _client(
+def client_for(
     cli: Cli,
     server: Outcome,
     name: str,
@@ -233,13 +255,13 @@ def _stored_auth(cli: Cli, server: Outcome, args: argparse.Namespace) -> AuthOpt
         # A static credential (-H or the mcp.json: Authorization, an API key...): never
         # a second Authorization, and a 401 is said as it is, not as "run login".
         return None
-    store = _token_store(cli, args)
+    store = token_store(cli, args)
     return AuthOptions(
         store=StoreView(store, keep_new_clients=False), allow_insecure_http=args.allow_http
     )
 
 
-def _token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore:
+def token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore:
     """The run's token file, checked once: an unusable one is a configuration error."""
     if cli.tokens is None:
         path = args.token_file or default_token_file()
@@ -252,12 +274,12 @@ def _token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore:
     return cli.tokens
 
 
-def _needs_login(availability: Availability) -> bool:
+def needs_login(availability: Availability) -> bool:
     """The server needs a person to sign in, and this client cannot ask one."""
     return not availability.ok and isinstance(availability.error, AuthorizationRequired)
 
 
-def _login_hint(args: argparse.Namespace, server: RemoteServer, config: str | None) -> str:
+def login_hint(args: argparse.Namespace, server: RemoteServer, config: str | None) -> str:
     """The sign-in hint: needs authorization: run `mcpcore login …` (ready to paste)."""
     words = ["mcpcore", "login"]
     if config is not None:
@@ -275,7 +297,7 @@ def _login_hint(args: argparse.Namespace, server: RemoteServer, config: str | No
     return f"needs authorization: run `{command}`{suffix}"
 
 
-def _not_ready(
+def not_ready(
     args: argparse.Namespace,
     name: str,
     server: Outcome | None,
@@ -284,8 +306,8 @@ def _not_ready(
     config: str | None,
 ) -> str:
     """Why a server is not ready, as a message: the sign-in hint when that is why."""
-    if _needs_login(availability) and isinstance(server, RemoteServer):
-        return f"server {quote(name)} {_login_hint(args, server, config)}"
+    if needs_login(availability) and isinstance(server, RemoteServer):
+        return f"server {quote(name)} {login_hint(args, server, config)}"
     reason = in_cli_words(availability.reason or "unavailable", availability.error)
     shown = show(reason, keep_newlines=False)
     lifted = limit_hint(availability.error)
@@ -297,7 +319,7 @@ def _not_ready(
     return f"server {quote(name)} is unavailable: {shown}" + (f"; {lifted}" if lifted else "")
 
 
-def _ensure_ready(
+def ensure_ready(
     cli: Cli,
     client: McpClient,
     timeout: float | None,
@@ -307,16 +329,16 @@ def _ensure_ready(
     config: str | None = None,
 ) -> None:
     budget = timeout or DEFAULT_CONNECT_TIMEOUT
-    availability = _ready_by(client, time.monotonic() + budget, budget)
+    availability = ready_by(client, time.monotonic() + budget, budget)
     if not availability.ok:
         if args is not None and server is not None:
-            text = _not_ready(args, client.name, server, availability, config=config)
+            text = not_ready(args, client.name, server, availability, config=config)
             raise cli.fail(EXIT_UNAVAILABLE, text)
         reason = show(availability.reason or "unavailable", keep_newlines=False)
         raise cli.fail(EXIT_UNAVAILABLE, f"server {quote(client.name)} is unavailable: {reason}")
 
 
-def _ready_by(client: McpClient, deadline: float, budget: float) -> Availability:
+def ready_by(client: McpClient, deadline: float, budget: float) -> Availability:
     """Wait for a server until ``deadline`` (``budget`` seconds from the start); one
     still starting then is said so in the user's terms: what it waited for, and for
     how long (the whole budget, not what was left of it for this server)."""
@@ -333,7 +355,7 @@ def _ready_by(client: McpClient, deadline: float, budget: float) -> Availability
     return Availability(False, reason)
 
 
-def _check_connection_flags(args: argparse.Namespace, url: str | None) -> None:
+def check_connection_flags(args: argparse.Namespace, url: str | None) -> None:
     if args.config is not None and url is not None:
         raise UsageError("give either a URL or --config FILE, not both")
     if args.config is None and url is None:
@@ -346,7 +368,7 @@ def _check_connection_flags(args: argparse.Namespace, url: str | None) -> None:
         raise UsageError("--allow-local applies to --config (local servers are mcp.json entries)")
 
 
-def _command(
+def command_for(
     args: argparse.Namespace,
     server: RemoteServer | LocalServer,
     config: str | None,
@@ -383,17 +405,17 @@ def _command(
 # --- the server forms of resources, read, prompts, prompt and task ---------------------
 
 
-def _servers(
+def chosen_servers(
     cli: Cli, args: argparse.Namespace, url: str | None, *, single: bool
 ) -> dict[str, RemoteServer | LocalServer | ConfigError]:
     """The servers a command is for: the URL's, or the --config file's (--server NAME
     picks one; a single-server command needs it unless the file has one server)."""
-    _check_connection_flags(args, url)
+    check_connection_flags(args, url)
     if url is not None:
-        server = _url_server(cli, args, url)
+        server = url_server(cli, args, url)
         return {server.name: server}
-    outcomes = _load_config(cli, args.config, args)
-    selected = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+    outcomes = load_config(cli, args.config, args)
+    selected = {outcome_name(k, o).lower(): o for k, o in outcomes.items()}
     if args.server is not None:
         wanted = args.server.lower()
         if wanted not in selected:
@@ -407,7 +429,7 @@ def _servers(
     return selected
 
 
-def _each_ready(
+def each_ready(
     cli: Cli,
     args: argparse.Namespace,
     servers: dict[str, RemoteServer | LocalServer | ConfigError],
@@ -419,18 +441,18 @@ def _each_ready(
     status = EXIT_OK
     for name, outcome in servers.items():
         if isinstance(outcome, ConfigError):
-            cli.err(_invalid(name, outcome, args))
+            cli.err(invalid_entry(name, outcome, args))
             status = EXIT_USAGE
     valid = {n: o for n, o in servers.items() if not isinstance(o, ConfigError)}
-    hub = McpHub({n: _client(cli, o, n, args) for n, o in valid.items()})
+    hub = McpHub({n: client_for(cli, o, n, args) for n, o in valid.items()})
     config = args.config
     with hub:
         budget = args.timeout or DEFAULT_CONNECT_TIMEOUT
         deadline = time.monotonic() + budget
         for name, client in hub.clients.items():
-            availability = _ready_by(client, deadline, budget)
+            availability = ready_by(client, deadline, budget)
             if not availability.ok:
-                cli.err(_not_ready(args, name, valid[name], availability, config=config))
+                cli.err(not_ready(args, name, valid[name], availability, config=config))
                 if status == EXIT_OK:
                     status = EXIT_UNAVAILABLE
                 continue
@@ -438,7 +460,9 @@ def _each_ready(
     return status
 
 
-def _operands(args: argparse.Namespace, wanted: int, what: str) -> tuple[str | None, list[str]]:
+def split_operands(
+    args: argparse.Namespace, wanted: int, what: str
+) -> tuple[str | None, list[str]]:
     """(URL or None, the command's own operands); ``wanted`` is how many it takes at most."""
     operands: list[str] = list(args.operands)
     url = None

@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcpcore import BackendError, McpError, TaskHandle, ToolOutput
 
-from ._common import EXIT_OK, EXIT_TOOL_ERROR, Cli, _describe
-from ._connect import _ensure_ready
+from ._common import EXIT_OK, EXIT_TOOL_ERROR, Cli, describe
+from ._connect import ensure_ready
 from ._tasks import shown_id
 from ._term import one_line, show
-from ._tools import _tool_table
+from ._tools import tool_table
 
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
+
+__all__ = ["cmd_demo"]
 
 
 # --- demo ------------------------------------------------------------------------------
@@ -48,11 +50,11 @@ def cmd_demo(cli: Cli, args: argparse.Namespace) -> int:
     with server.serve_in_thread() as running:
         cli.out(f"demo server listening at {running.url}")
         with McpClient("demo", {"url": running.url}, startup_timeout=10.0, tasks=True) as client:
-            _ensure_ready(cli, client, 10.0)
+            ensure_ready(cli, client, 10.0)
             tools = client.tools
             cli.out(f"connected as server 'demo': {len(tools)} tools")
             cli.out()
-            for line in _tool_table(cli, tools):
+            for line in tool_table(cli, tools):
                 cli.out(line)
             for tool in tools:
                 arguments = _DEMO_ARGUMENTS.get(tool.name, {})
@@ -72,7 +74,7 @@ def cmd_demo(cli: Cli, args: argparse.Namespace) -> int:
                     problems += 0 if expected else 1
                     continue
                 except McpError as exc:
-                    cli.out(f"  {style.red('failed')}: {_describe(exc)}")
+                    cli.out(f"  {style.red('failed')}: {describe(exc)}")
                     problems += 1
                     continue
                 for line in show(output.text).splitlines() or [""]:
@@ -131,7 +133,7 @@ def _demo_resources_and_prompts(cli: Cli, client: McpClient) -> int:
             for line in show(message.text).splitlines():
                 cli.out(f"    {line}".rstrip())
     except (McpError, ValueError) as exc:
-        cli.out(f"  {cli.style.red('failed')}: {_describe(exc)}")
+        cli.out(f"  {cli.style.red('failed')}: {describe(exc)}")
         return 1
     return 0
 

@@ -24,6 +24,8 @@ from ._declared import add_session_flags
 from ._protocol import add_protocol_option
 from ._term import terminal_width
 
+__all__ = ["command_parser", "top_parser"]
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but errors raise instead of exiting (so ``main`` returns a status)."""
@@ -65,7 +67,7 @@ def _wrapped(text: str) -> str:
     return textwrap.fill(text, width=min(terminal_width(), 80) - 2)
 
 
-def _top_parser() -> _Parser:
+def top_parser() -> _Parser:
     parser = _Parser(
         prog="mcpcore",
         usage="mcpcore [-h] [-V] [-v] COMMAND [ARGS...]",
@@ -217,7 +219,7 @@ def _connection(parser: argparse.ArgumentParser, *, server_flag: bool) -> None:
     add_session_flags(parser)
 
 
-def _command_parser(command: str) -> _Parser:
+def command_parser(command: str) -> _Parser:
     if command == "demo":
         parser = _Parser(
             prog="mcpcore demo",

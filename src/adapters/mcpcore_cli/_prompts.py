@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore import InvalidArguments, arguments_from_pairs, is_argument_pair
 
-from ._common import Cli, UsageError, _one_line
-from ._connect import _each_ready, _operands, _servers
+from ._common import Cli, UsageError, escaped_line
+from ._connect import chosen_servers, each_ready, split_operands
 from ._term import dumps, show
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ __all__ = ["cmd_prompt", "cmd_prompts"]
 
 
 def cmd_prompts(cli: Cli, args: argparse.Namespace) -> int:
-    url, _ = _operands(args, 0, "")
-    servers = _servers(cli, args, url, single=False)
+    url, _ = split_operands(args, 0, "")
+    servers = chosen_servers(cli, args, url, single=False)
     tagged = args.config is not None
     rows: list[dict[str, Any]] = []
 
@@ -47,7 +47,7 @@ def cmd_prompts(cli: Cli, args: argparse.Namespace) -> int:
                 }
             )
 
-    status = _each_ready(cli, args, servers, use)
+    status = each_ready(cli, args, servers, use)
     if args.json:
         cli.out(
             dumps(
@@ -58,12 +58,12 @@ def cmd_prompts(cli: Cli, args: argparse.Namespace) -> int:
     if not rows and status == 0:
         cli.err("no prompts")
     for row in rows:
-        prefix = f"{_one_line(row['server'])}: " if tagged else ""
+        prefix = f"{escaped_line(row['server'])}: " if tagged else ""
         names = ", ".join(
-            _one_line(a["name"]) + ("" if a["required"] else "?") for a in row["arguments"]
+            escaped_line(a["name"]) + ("" if a["required"] else "?") for a in row["arguments"]
         )
-        about = f"  {_one_line(row['description'])}" if row["description"] else ""
-        cli.out(f"{prefix}{_one_line(row['name'])}({names}){about}")
+        about = f"  {escaped_line(row['description'])}" if row["description"] else ""
+        cli.out(f"{prefix}{escaped_line(row['name'])}({names}){about}")
     return status
 
 
@@ -108,9 +108,9 @@ def cmd_prompt(cli: Cli, args: argparse.Namespace) -> int:
         raise UsageError("give the name of the prompt")
     name = operands[0]
     arguments = _prompt_arguments(operands[1:])
-    [(server, outcome)] = _servers(cli, args, url, single=True).items()
+    [(server, outcome)] = chosen_servers(cli, args, url, single=True).items()
     got: list[Any] = []
-    status = _each_ready(
+    status = each_ready(
         cli, args, {server: outcome}, lambda _, c: got.append(c.get_prompt(name, arguments))
     )
     if not got:
@@ -123,5 +123,5 @@ def cmd_prompt(cli: Cli, args: argparse.Namespace) -> int:
         cli.out(dumps({"description": result.description, "messages": messages}))
         return status
     for message in result.messages:
-        cli.out(f"{_one_line(message.role)}: {show(message.text)}")
+        cli.out(f"{escaped_line(message.role)}: {show(message.text)}")
     return status

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore import TextContents
 
-from ._common import EXIT_USAGE, Cli, UsageError, _one_line
-from ._connect import _each_ready, _operands, _servers
-from ._results import EXTENSIONS, _create_fresh, _safe_stem, _save_dir
+from ._common import EXIT_USAGE, Cli, UsageError, escaped_line
+from ._connect import chosen_servers, each_ready, split_operands
+from ._results import EXTENSIONS, create_fresh, prepare_save_dir, safe_stem
 from ._term import dumps, quote, show
 
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ __all__ = ["cmd_read", "cmd_resources"]
 
 
 def cmd_resources(cli: Cli, args: argparse.Namespace) -> int:
-    url, _ = _operands(args, 0, "")
-    servers = _servers(cli, args, url, single=False)
+    url, _ = split_operands(args, 0, "")
+    servers = chosen_servers(cli, args, url, single=False)
     tagged = args.config is not None
     rows: list[dict[str, Any]] = []
 
@@ -59,7 +59,7 @@ def cmd_resources(cli: Cli, args: argparse.Namespace) -> int:
                 }
             )
 
-    status = _each_ready(cli, args, servers, use)
+    status = each_ready(cli, args, servers, use)
     if args.json:
         cli.out(
             dumps(
@@ -70,24 +70,24 @@ def cmd_resources(cli: Cli, args: argparse.Namespace) -> int:
     if not rows and status == 0:
         cli.err("no resources")
     for row in rows:
-        where = _one_line(row.get("uri") or row.get("uri_template"))
-        prefix = f"{_one_line(row['server'])}: " if tagged else ""
+        where = escaped_line(row.get("uri") or row.get("uri_template"))
+        prefix = f"{escaped_line(row['server'])}: " if tagged else ""
         kind = " (template)" if row["kind"] == "template" else ""
-        mime = _one_line(row["mime_type"]) or "-"
-        about = f"  {_one_line(row['description'])}" if row["description"] else ""
-        cli.out(f"{prefix}{where}{kind}  {mime}  {_one_line(row['name'])}{about}")
+        mime = escaped_line(row["mime_type"]) or "-"
+        about = f"  {escaped_line(row['description'])}" if row["description"] else ""
+        cli.out(f"{prefix}{where}{kind}  {mime}  {escaped_line(row['name'])}{about}")
     return status
 
 
 def cmd_read(cli: Cli, args: argparse.Namespace) -> int:
-    url, operands = _operands(args, 1, "URI")
+    url, operands = split_operands(args, 1, "URI")
     if not operands:
         raise UsageError("give the URI of the resource to read")
     [uri] = operands
-    save_dir = _save_dir(args.save) if args.save is not None else None
-    [(name, outcome)] = _servers(cli, args, url, single=True).items()
+    save_dir = prepare_save_dir(args.save) if args.save is not None else None
+    [(name, outcome)] = chosen_servers(cli, args, url, single=True).items()
     result: list[ReadResult] = []
-    status = _each_ready(
+    status = each_ready(
         cli, args, {name: outcome}, lambda _, c: result.append(c.read_resource(uri))
     )
     if not result:
@@ -111,7 +111,7 @@ def _print_read(cli: Cli, args: argparse.Namespace, read: ReadResult, save_dir: 
         data = part.data
         entry["size"] = len(data)
         if save_dir is not None:
-            stem = _safe_stem(part.uri.rstrip("/").rsplit("/", 1)[-1]) or f"resource-{number}"
+            stem = safe_stem(part.uri.rstrip("/").rsplit("/", 1)[-1]) or f"resource-{number}"
             base, dot, suffix = stem.rpartition(".")
             if dot and base:  # the URI's own extension, unless the MIME type knows better
                 stem, extension = base, "." + suffix
@@ -120,7 +120,7 @@ def _print_read(cli: Cli, args: argparse.Namespace, read: ReadResult, save_dir: 
             mime = (part.mime_type or "").split(";", 1)[0].strip().lower()
             extension = EXTENSIONS.get(mime, extension)
             try:
-                path, fd = _create_fresh(save_dir, stem, extension or ".bin")
+                path, fd = create_fresh(save_dir, stem, extension or ".bin")
                 with os.fdopen(fd, "wb") as file:
                     file.write(data)
             except OSError as exc:
@@ -132,7 +132,7 @@ def _print_read(cli: Cli, args: argparse.Namespace, read: ReadResult, save_dir: 
                 entry["saved"] = str(path)
                 cli.err(f"saved {quote(part.uri)} ({len(data)} bytes) to {quote(str(path))}")
         elif not args.json:
-            mime = _one_line(part.mime_type) or "no MIME type"
+            mime = escaped_line(part.mime_type) or "no MIME type"
             cli.out(f"[binary: {mime}, {len(data)} bytes; --save DIR writes it to a file]")
         parts.append(entry)
     if args.json:

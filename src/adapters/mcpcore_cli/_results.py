@@ -29,6 +29,16 @@ from mcpcore import (
 from ._common import PROGRESS_AFTER, Cli, UsageError
 from ._term import cut, dumps, isatty, one_line, quote, show, terminal_width
 
+__all__ = [
+    "EXTENSIONS",
+    "Progress",
+    "create_fresh",
+    "prepare_save_dir",
+    "print_output",
+    "safe_stem",
+    "save_blocks",
+]
+
 # --- the progress line -----------------------------------------------------------------
 
 
@@ -46,7 +56,7 @@ class _Waitable(Protocol):
     def result(self, timeout: float | None = None) -> Any: ...
 
 
-class _Progress:
+class Progress:
     """The progress line on stderr (a terminal only) for calls longer than a second."""
 
     SPINNER = "|/-\\"
@@ -185,7 +195,7 @@ def _block_json(block: ContentBlock) -> dict[str, Any]:
     return {"type": "other", "block_type": block.type, "reason": block.reason}
 
 
-def _print_output(
+def print_output(
     cli: Cli, output: ToolOutput, as_json: bool, saved: Mapping[int, str] | None = None
 ) -> None:
     if as_json:
@@ -243,7 +253,7 @@ _SAFE_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}")
 _MAX_STEM = 64
 
 
-def _save_dir(text: str) -> Path:
+def prepare_save_dir(text: str) -> Path:
     """``--save DIR``, created if missing; checked before anything is called."""
     directory = Path(text)
     if directory.exists() and not directory.is_dir():
@@ -255,7 +265,7 @@ def _save_dir(text: str) -> Path:
     return directory
 
 
-def _safe_stem(text: str) -> str:
+def safe_stem(text: str) -> str:
     """A file-name stem from server text: ``A-Z a-z 0-9 . _ -`` only, no leading dot or
     dash, at most 64 characters; ``""`` when nothing is left."""
     return _UNSAFE_NAME.sub("_", text).strip("._-")[:_MAX_STEM].rstrip("._-")
@@ -275,7 +285,7 @@ def _file_name(block: ContentBlock, number: int) -> tuple[str, str]:
         base, dot, suffix = last.rpartition(".")
         if dot and base and _SAFE_EXTENSION.fullmatch("." + suffix):
             last, extension = base, "." + suffix.lower()
-        stem = _safe_stem(last)
+        stem = safe_stem(last)
     mime = block.mime_type if isinstance(block, (ImageBlock, AudioBlock, ResourceBlock)) else None
     if mime is not None:
         known = EXTENSIONS.get(mime.split(";", 1)[0].strip().lower())
@@ -284,7 +294,7 @@ def _file_name(block: ContentBlock, number: int) -> tuple[str, str]:
     return (stem or f"{block.kind}-{number}"), (extension or ".bin")
 
 
-def _create_fresh(directory: Path, stem: str, extension: str) -> tuple[Path, int]:
+def create_fresh(directory: Path, stem: str, extension: str) -> tuple[Path, int]:
     """A new file in ``directory`` (never an existing one, never through a symlink)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     flags |= getattr(os, "O_BINARY", 0)
@@ -298,7 +308,7 @@ def _create_fresh(directory: Path, stem: str, extension: str) -> tuple[Path, int
     raise FileExistsError(f"too many files named {stem}-N{extension}")
 
 
-def _save_blocks(cli: Cli, output: ToolOutput, directory: Path) -> tuple[dict[int, str], bool]:
+def save_blocks(cli: Cli, output: ToolOutput, directory: Path) -> tuple[dict[int, str], bool]:
     """Write each binary block to a fresh file in ``directory``; say so on stderr.
 
     Returns the path written for each block's index, and whether every one was
@@ -314,7 +324,7 @@ def _save_blocks(cli: Cli, output: ToolOutput, directory: Path) -> tuple[dict[in
         numbers[block.kind] = numbers.get(block.kind, 0) + 1
         stem, extension = _file_name(block, numbers[block.kind])
         try:
-            path, fd = _create_fresh(directory, stem, extension)
+            path, fd = create_fresh(directory, stem, extension)
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
         except OSError as exc:

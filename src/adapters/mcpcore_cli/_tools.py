@@ -48,28 +48,30 @@ from ._common import (
     Cli,
     Failure,
     UsageError,
-    _describe,
+    describe,
 )
 from ._connect import (
-    _check_connection_flags,
-    _client,
-    _command,
-    _ensure_ready,
-    _hint_refusals,
-    _invalid,
-    _load_config,
-    _login_hint,
-    _not_ready,
-    _outcome_name,
-    _ready_by,
-    _url_server,
+    check_connection_flags,
+    client_for,
+    command_for,
+    ensure_ready,
+    hint_refusals,
+    invalid_entry,
+    load_config,
+    login_hint,
+    not_ready,
+    outcome_name,
+    ready_by,
+    url_server,
 )
-from ._results import _print_output, _Progress, _save_blocks, _save_dir
+from ._results import Progress, prepare_save_dir, print_output, save_blocks
 from ._tasks import follow_call
 from ._term import dumps, isatty, one_line, quote, show, table, width
 
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
+
+__all__ = ["cmd_call", "cmd_tools", "tool_table"]
 
 
 # --- tools -----------------------------------------------------------------------------
@@ -92,7 +94,7 @@ def _tool_json(tool: Tool) -> dict[str, Any]:
 DESCRIPTION_ROOM = 24
 
 
-def _tool_table(cli: Cli, tools: Sequence[Tool]) -> list[str]:
+def tool_table(cli: Cli, tools: Sequence[Tool]) -> list[str]:
     """ID, RO, ARGS (the short signature, where the width allows) and DESCRIPTION."""
     fit = cli.table_width()
     ids = [one_line(t.id) for t in tools]
@@ -171,7 +173,7 @@ def _print_tools(cli: Cli, tools: Sequence[Tool], as_json: bool, *, none: str | 
     if as_json:
         cli.out(dumps([_tool_json(t) for t in tools]))
     elif tools:
-        for line in _tool_table(cli, tools):
+        for line in tool_table(cli, tools):
             cli.out(line)
     elif none is not None:
         cli.err(none)
@@ -191,11 +193,11 @@ def _tools_operands(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
     args.url, wanted_tool = _tools_operands(args)
-    _check_connection_flags(args, args.url)
+    check_connection_flags(args, args.url)
     if args.url is not None:
-        server = _url_server(cli, args, args.url)
-        with _client(cli, server, server.name, args) as client:
-            _ensure_ready(cli, client, args.timeout, args=args, server=server)
+        server = url_server(cli, args, args.url)
+        with client_for(cli, server, server.name, args) as client:
+            ensure_ready(cli, client, args.timeout, args=args, server=server)
             if wanted_tool is not None:
                 return _show_tool(cli, args, client, server, wanted_tool, config=None)
             _print_tools(cli, client.tools, args.json, none="the server has no tools")
@@ -205,8 +207,8 @@ def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
 
     # Partial success: every ready server's tools are printed; the status says whether
     # all selected servers were ready (0), an entry is invalid (2) or a server is not (3).
-    outcomes = _load_config(cli, args.config, args)
-    selected = {_outcome_name(k, o): o for k, o in outcomes.items()}
+    outcomes = load_config(cli, args.config, args)
+    selected = {outcome_name(k, o): o for k, o in outcomes.items()}
     if args.server is not None:
         wanted = args.server.lower()
         if wanted not in selected:
@@ -218,25 +220,25 @@ def cmd_tools(cli: Cli, args: argparse.Namespace) -> int:
     status = EXIT_OK
     for name, outcome in selected.items():
         if isinstance(outcome, ConfigError):
-            cli.err(_invalid(name, outcome, args))
+            cli.err(invalid_entry(name, outcome, args))
             status = EXIT_USAGE
-    _hint_refusals(cli, selected.values(), args)
+    hint_refusals(cli, selected.values(), args)
     from mcpcore_threaded import McpHub
 
     valid = {n: o for n, o in selected.items() if not isinstance(o, ConfigError)}
-    hub = McpHub({n: _client(cli, o, n, args) for n, o in valid.items()})
+    hub = McpHub({n: client_for(cli, o, n, args) for n, o in valid.items()})
     with hub:
         budget = args.timeout or DEFAULT_CONNECT_TIMEOUT
         deadline = time.monotonic() + budget
         tools: list[Tool] = []
         ready = 0
         for name, client in hub.clients.items():
-            availability = _ready_by(client, deadline, budget)
+            availability = ready_by(client, deadline, budget)
             if availability.ok:
                 ready += 1
                 tools.extend(client.tools)
             else:
-                text = _not_ready(args, name, valid.get(name), availability, config=args.config)
+                text = not_ready(args, name, valid.get(name), availability, config=args.config)
                 cli.err(text)
                 if status == EXIT_OK:
                     status = EXIT_UNAVAILABLE
@@ -269,8 +271,8 @@ def _show_tool(
 def _show_configured_tool(cli: Cli, args: argparse.Namespace, written: str) -> int:
     """``tools --config FILE server/tool``."""
     server = _configured_server(cli, args, written)
-    with _client(cli, server, server.name, args) as client:
-        _ensure_ready(cli, client, args.timeout, args=args, server=server, config=args.config)
+    with client_for(cli, server, server.name, args) as client:
+        ensure_ready(cli, client, args.timeout, args=args, server=server, config=args.config)
         return _show_tool(cli, args, client, server, written, config=args.config)
 
 
@@ -339,7 +341,7 @@ def _unknown_tool(
     text: str,
 ) -> Failure:
     failure = cli.fail(EXIT_USAGE, text, kind="unknown_tool")
-    cli.hint(f"list the tools: {_command(args, server, config, 'tools')}")
+    cli.hint(f"list the tools: {command_for(args, server, config, 'tools')}")
     return failure
 
 
@@ -428,13 +430,13 @@ def _configured_server(
     cli: Cli, args: argparse.Namespace, written: str
 ) -> RemoteServer | LocalServer:
     """The mcp.json entry a qualified id ``server/tool`` names."""
-    outcomes = _load_config(cli, args.config, args)
+    outcomes = load_config(cli, args.config, args)
     if "/" not in written:
         raise UsageError(
             f"with --config, TOOL is a qualified id 'server/tool', not {quote(written)}"
         )
     wanted = written.split("/", 1)[0]
-    found = {_outcome_name(k, o).lower(): o for k, o in outcomes.items()}
+    found = {outcome_name(k, o).lower(): o for k, o in outcomes.items()}
     if getattr(args, "server", None) is not None and args.server.lower() != wanted.lower():
         raise UsageError(f"--server {quote(args.server)} and TOOL {quote(written)} differ")
     if wanted.lower() not in found:
@@ -448,8 +450,8 @@ def _configured_server(
         raise failure
     outcome = found[wanted.lower()]
     if isinstance(outcome, ConfigError):
-        failure = cli.fail(EXIT_USAGE, _invalid(wanted.lower(), outcome, args), kind="config")
-        _hint_refusals(cli, [outcome], args)
+        failure = cli.fail(EXIT_USAGE, invalid_entry(wanted.lower(), outcome, args), kind="config")
+        hint_refusals(cli, [outcome], args)
         raise failure
     return outcome
 
@@ -471,24 +473,24 @@ def _call_arguments(
         if not args.no_check:
             check_arguments(tool.parameters, arguments, strict=True)
     except InvalidArguments as exc:
-        failure = cli.fail(EXIT_USAGE, _describe(exc), kind="invalid_arguments")
+        failure = cli.fail(EXIT_USAGE, describe(exc), kind="invalid_arguments")
         server, config = where
         shown = tool.name if config is None else tool.id
-        cli.hint(f"its parameters: {_command(args, server, config, 'tools', shown)}")
+        cli.hint(f"its parameters: {command_for(args, server, config, 'tools', shown)}")
         raise failure from None
     return arguments
 
 
 def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
     url, tool, words = _call_operands(args)
-    _check_connection_flags(args, url)
+    check_connection_flags(args, url)
     given, pairs = _argument_words(words)
-    save_dir = _save_dir(args.save) if args.save is not None else None
+    save_dir = prepare_save_dir(args.save) if args.save is not None else None
     cli.notes.only = _asked_names(tool, qualified=url is None)
 
     server: RemoteServer | LocalServer
     if url is not None:
-        server = _url_server(cli, args, url)
+        server = url_server(cli, args, url)
     else:
         server = _configured_server(cli, args, tool)
 
@@ -499,16 +501,16 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
         interactive=not args.no_input and isatty(sys.stdin) and isatty(cli.stderr),
         redact=cli.redact,
     )
-    with _client(cli, server, server.name, args, elicit=asker) as client:
-        _ensure_ready(cli, client, args.timeout, args=args, server=server, config=config)
+    with client_for(cli, server, server.name, args, elicit=asker) as client:
+        ensure_ready(cli, client, args.timeout, args=args, server=server, config=config)
         found = _find_tool(cli, args, client, server, tool, config=config)
         arguments = _call_arguments(cli, args, found, given, pairs, (server, config))
         tool_id = found.id
-        progress = _Progress(cli, show(tool_id, keep_newlines=False), quiet=asker.asking)
+        progress = Progress(cli, show(tool_id, keep_newlines=False), quiet=asker.asking)
         failed = False
 
         def resume_command(task_id: str) -> str:
-            return _command(args, server, config, "task", task_id)
+            return command_for(args, server, config, "task", task_id)
 
         try:
             output = follow_call(cli, client, tool_id, arguments, progress, resume_command)
@@ -516,7 +518,7 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
             # The tokens stopped working during the call and could not be refreshed.
             if not isinstance(server, RemoteServer):
                 raise
-            hint = _login_hint(args, server, config)
+            hint = login_hint(args, server, config)
             raise cli.fail(
                 EXIT_UNAVAILABLE,
                 f"server {quote(server.name)} {hint} (the stored sign-in did not let this call "
@@ -528,8 +530,8 @@ def cmd_call(cli: Cli, args: argparse.Namespace) -> int:
             kept = getattr(exc, "output", None)
             output = kept if isinstance(kept, ToolOutput) else ToolOutput(exc.text, None, True)
             failed = True
-        saved, complete = _save_blocks(cli, output, save_dir) if save_dir else ({}, True)
-        _print_output(cli, output, args.json, saved)
+        saved, complete = save_blocks(cli, output, save_dir) if save_dir else ({}, True)
+        print_output(cli, output, args.json, saved)
         if failed:
             raise cli.fail(EXIT_TOOL_ERROR, f"tool {quote(tool_id)} reported an error")
     # The output is printed either way; a block that could not be saved is a bad --save DIR.
