@@ -315,7 +315,7 @@ def test_P6_max_message_size_raises_every_bound_a_message_meets() -> None:
     """A size above the defaults lifts the SSE line and resource-read bounds with it."""
     import argparse
 
-    from mcpcore_cli._app import Cli
+    from mcpcore_cli._common import Cli
     from mcpcore_cli._declared import client_hooks, message_size
 
     size = message_size("200M")

@@ -228,6 +228,7 @@ CORE_ON_IMPORT = {
     "_modern",
     "_outbound",
     "_outcome",
+    "_port",
     "_registry",
     "_render",
     "_requests",

@@ -30,7 +30,8 @@ from mcpcore import (
     InputOptions,
     RequestSucceeded,
 )
-from mcpcore.features._input import check_answer, client_capabilities
+from mcpcore.features._input_options import client_capabilities
+from mcpcore.features._questions import check_answer
 from mcpcore.session._session import SessionOptions
 from test_modern import JSON, ModernFake, calls, link_to, rpc
 

@@ -32,7 +32,7 @@ from mcpcore import (
     RemoteServer,
     RequestSucceeded,
 )
-from mcpcore.features._input import InputOptions
+from mcpcore.features._input_options import InputOptions
 from mcpcore.session._session import SessionOptions
 from mcpcore.wire._modern import MAX_INPUT_ROUNDS
 from peers import Peer, modern_sdk_server

@@ -28,7 +28,7 @@ from mcpcore import (
     SampleResult,
     Sampling,
 )
-from mcpcore.features._input import client_capabilities
+from mcpcore.features._input_options import client_capabilities
 from mcpcore.features._roots import check_roots
 from mcpcore.session._session import SessionOptions
 from peers import Peer, modern_sdk_server

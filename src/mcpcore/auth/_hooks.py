@@ -37,8 +37,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 if TYPE_CHECKING:
-    from ._authorizing import AuthAction, TokenStore
-    from ._oauth import ClientRecord, TokenSet
+    from ._oauth_types import ClientRecord, TokenSet
+    from ._store import AuthAction, TokenStore
 
 __all__ = ["HookCall", "HookFailure", "hook_call", "read_store"]
 
@@ -127,8 +127,8 @@ def hook_call(
     store: TokenStore | None = None,
 ) -> HookCall:
     """What to run for ``action``, given the host's hooks (any of them may be absent)."""
-    # OAuth's module loads only for a client that signs in (an input hook needs none of it).
-    from ._oauth import (
+    # OAuth's modules load only for a client that signs in (an input hook needs none of them).
+    from ._oauth_types import (
         DeleteClient,
         DeleteTokens,
         LockTokens,
@@ -151,7 +151,7 @@ def hook_call(
     if isinstance(action, (SaveTokens, DeleteTokens, LockTokens, UnlockTokens)):
         # R4: through apply_to_store, which makes a write conditional (compare-and-
         # swap) and answers a StoreOutcome the engine reads.
-        from ._authorizing import apply_to_store
+        from ._store import apply_to_store
 
         method = {
             SaveTokens: "set_tokens",
@@ -181,7 +181,7 @@ def read_store(
     (logged by the exception's type): the client starts signed out rather
     than not at all.
     """
-    from ._oauth import ClientRecord, TokenSet
+    from ._oauth_types import ClientRecord, TokenSet
 
     try:
         tokens = store.get_tokens(server_url)

@@ -88,11 +88,15 @@ the ``PHASES`` table: ``Discovery`` (``_oauth_discovery``), ``Registration``
 (``_oauth_registration``), ``Authorization`` (``_oauth_authorization``),
 ``TokenRequests`` and ``Refresh`` (``_oauth_tokens``; the refresh with the
 store's lock around it). The state they share and the plumbing they act
-through (send, emit, store, fail) are ``FlowBase``'s (``_oauth_base``); the
-errors, records, actions and pure rules are in ``_oauth_types`` and
-re-exported here. This module keeps what the MCP side asks (``prepare``,
-``challenge``, ``login``), where a run starts and what follows discovery,
-and routes each response to the phase that sent it.
+through (send, emit, store, fail) are ``FlowBase``'s (``_oauth_base``). The
+flow composes the phases and no phase imports the flow: a phase hands over to
+another through the ``FlowBase`` it is given (its ports, and ``start_run`` /
+``after_metadata``, which this module implements). The errors
+(``_oauth_errors``), the pure rules (``_oauth_rules``) and the records,
+actions and events (``_oauth_types``) are re-exported here. This module keeps
+what the MCP side asks (``prepare``, ``challenge``, ``login``), where a run
+starts and what follows discovery, and routes each response to the phase that
+sent it.
 
 X4: at DEBUG, ``mcpcore.oauth`` logs each request's purpose, method and URL
 without query, and each response status — never a header value, a body, a
@@ -110,79 +114,83 @@ from ..base._failure import TransportFailure
 from ._oauth_authorization import Authorization
 from ._oauth_base import FlowBase
 from ._oauth_discovery import Discovery
-from ._oauth_registration import Registration
-from ._oauth_tokens import Refresh, TokenRequests
-from ._oauth_types import (
-    _EARLY_REFRESH_PAUSE,
-    _REVISION,
-    _SHORTEST_PLANNED,
-    _SHOWN,
-    RETRY,
-    WAIT,
-    AuthFailed,
+from ._oauth_errors import (
     AuthorizationCancelled,
     AuthorizationDenied,
     AuthorizationRequired,
     AuthorizationResponseRejected,
     AuthorizationTimeout,
-    Authorized,
-    AuthRequest,
     AuthServerMetadataNotFound,
-    ClientRecord,
     ClientRegistrationRequired,
-    DeleteClient,
-    DeleteTokens,
     DestinationRefused,
     DiscoveryError,
-    Fail,
     HookError,
     InsufficientScope,
     InvalidMetadata,
     IssuerMismatch,
-    LockTokens,
     MalformedResponse,
-    OAuthAction,
-    OAuthConfig,
     OAuthError,
-    OAuthEvent,
     OAuthTransientError,
-    OpenAuthorizationUrl,
     PkceNotSupported,
-    PreRegisteredClient,
-    Purpose,
     RedirectRefused,
     RegistrationError,
     RegistrationUnusable,
-    RequestTicket,
     ResourceMismatch,
-    Retry,
-    SaveClient,
-    SaveTokens,
-    SignAssertion,
     TokenError,
-    TokenKey,
-    TokenSet,
-    UnlockTokens,
-    Wait,
-    _Exchange,
-    _Goal,
+    fresh_copy,
+)
+from ._oauth_registration import Registration
+from ._oauth_rules import (
+    _EARLY_REFRESH_PAUSE,
+    _REVISION,
+    _SHORTEST_PLANNED,
+    _SHOWN,
     _log,
     _no_query,
-    _Phase,
-    _Run,
     _split_scopes,
     asm_candidates,
-    authorization_header,
     canonical_resource,
     compact_jws,
-    fresh_copy,
     issuers_match,
     parse_www_authenticate,
     pkce_challenge,
     prm_candidates,
     resource_matches,
 )
-from ._oauth_types import _redirect_registered as _redirect_registered  # for the tests
+from ._oauth_rules import _redirect_registered as _redirect_registered  # for the tests
+from ._oauth_tokens import Refresh, TokenRequests
+from ._oauth_types import (
+    RETRY,
+    WAIT,
+    AuthFailed,
+    Authorized,
+    AuthRequest,
+    ClientRecord,
+    DeleteClient,
+    DeleteTokens,
+    Fail,
+    LockTokens,
+    OAuthAction,
+    OAuthConfig,
+    OAuthEvent,
+    OpenAuthorizationUrl,
+    PreRegisteredClient,
+    Purpose,
+    RequestTicket,
+    Retry,
+    SaveClient,
+    SaveTokens,
+    SignAssertion,
+    TokenKey,
+    TokenSet,
+    UnlockTokens,
+    Wait,
+    _Exchange,
+    _Goal,
+    _Phase,
+    _Run,
+    authorization_header,
+)
 
 __all__ = [
     "PHASES",
@@ -276,6 +284,12 @@ class OAuthFlow(FlowBase):
 
     See the module docstring for what goes in and comes out.
     """
+
+    discovery: Discovery
+    registration: Registration
+    authorization: Authorization
+    token_requests: TokenRequests
+    refresh: Refresh
 
     def __init__(
         self,

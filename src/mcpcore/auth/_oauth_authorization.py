@@ -24,27 +24,31 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..base._escape import excerpt
-from ._oauth_types import (
-    _LOCK_POLL,
-    _SHOWN,
+from ._oauth_errors import (
     AuthorizationDenied,
     AuthorizationResponseRejected,
     AuthorizationTimeout,
-    OpenAuthorizationUrl,
-    Purpose,
-    TokenSet,
+)
+from ._oauth_rules import (
+    _LOCK_POLL,
+    _SHOWN,
     _b64url,
     _log,
     _no_query,
-    _Phase,
     _split_scopes,
     canonical_resource,
     issuers_match,
     pkce_challenge,
 )
+from ._oauth_types import (
+    OpenAuthorizationUrl,
+    Purpose,
+    TokenSet,
+    _Phase,
+)
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["Authorization"]
 
@@ -54,7 +58,7 @@ class Authorization:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def start(self, now: float) -> None:

@@ -8,6 +8,14 @@ secrets, word an error. ``OAuthFlow`` (``_oauth.py``) is a ``FlowBase`` that
 composes the phases (``_oauth_discovery``, ``_oauth_registration``,
 ``_oauth_authorization``, ``_oauth_tokens``); they read and change this state
 through the flow they belong to.
+
+A phase imports neither the flow nor another phase. Where one hands over to
+another (discovery to what follows it, registration to authorization, a
+refused refresh to a new run...), it goes through the flow it was given, as a
+``FlowBase`` sees it: ``start_run`` and ``after_metadata``, which the flow
+implements, and the ports below (``RegistrationPort``, ``AuthorizationPort``,
+``TokenRequestsPort``, ``RefreshPort``: what the other phases ask of each
+one), which the flow's phases fill.
 """
 
 from __future__ import annotations
@@ -15,48 +23,99 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from ..base._errors import InvalidState, InvalidValue
 from ..base._escape import excerpt
 from ..base._events import AbortExchange
 from ..wire._outbound import OutboundPolicy
-from ._oauth_types import (
+from ._oauth_errors import (
+    DestinationRefused,
+    OAuthError,
+    OAuthTransientError,
+    RedirectRefused,
+)
+from ._oauth_rules import (
     _REDACTED,
     _REMEMBERED,
     _SHOWN,
+    _absolute,
+    _cimd_url_ok,
+    _log,
+    _no_query,
+    _refuse_constant,
+)
+from ._oauth_types import (
     AuthFailed,
     Authorized,
     AuthRequest,
     ClientRecord,
     DeleteClient,
-    DestinationRefused,
     OAuthAction,
     OAuthConfig,
-    OAuthError,
     OAuthEvent,
-    OAuthTransientError,
     Purpose,
-    RedirectRefused,
     SaveTokens,
     TokenKey,
     TokenSet,
     UnlockTokens,
-    _absolute,
-    _cimd_url_ok,
     _Exchange,
-    _log,
+    _Goal,
     _Metadata,
-    _no_query,
     _Phase,
-    _refuse_constant,
     _Run,
 )
 
-__all__ = ["FlowBase"]
+__all__ = ["AuthorizationPort", "FlowBase", "RefreshPort", "RegistrationPort", "TokenRequestsPort"]
+
+
+class RegistrationPort(Protocol):
+    """What the other phases ask of registration (``_oauth_registration``)."""
+
+    def register(self, now: float) -> None: ...
+
+
+class AuthorizationPort(Protocol):
+    """What the other phases ask of authorization (``_oauth_authorization``)."""
+
+    def start(self, now: float) -> None: ...
+
+    def lock_answered(self, held: bool, current: TokenSet | None, now: float) -> None: ...
+
+
+class TokenRequestsPort(Protocol):
+    """What the other phases ask of the token requests (``_oauth_tokens``)."""
+
+    def request(
+        self,
+        purpose: Purpose,
+        url: str,
+        params: list[tuple[str, str]],
+        client: ClientRecord,
+        now: float,
+    ) -> None: ...
+
+    def on_response(self, ex: _Exchange, now: float) -> None: ...
+
+
+class RefreshPort(Protocol):
+    """What the other phases ask of the refresh (``_oauth_tokens``)."""
+
+    def ask_lock(self, now: float) -> None: ...
+
+    def adopt(self, tokens: TokenSet) -> None: ...
+
+    def refused(self, ex: _Exchange, code: str | None, now: float) -> None: ...
 
 
 class FlowBase:
     """The state of one server's OAuth flow and the plumbing its phases share."""
+
+    # The phases as the others reach them, set by the flow that composes them.
+    registration: RegistrationPort
+    authorization: AuthorizationPort
+    token_requests: TokenRequestsPort
+    refresh: RefreshPort
 
     def __init__(
         self,
@@ -124,6 +183,21 @@ class FlowBase:
         # O18: the revision in use, sent on discovery; the engine tells the flow
         # the one its refused request spoke (see ``use_protocol_version``).
         self.protocol_version = config.protocol_version
+
+    def start_run(
+        self,
+        goal: _Goal,
+        now: float,
+        *,
+        scope: str | None = None,
+        resource_metadata: str | None = None,
+    ) -> None:
+        """Start a run for ``goal`` at its first phase (the flow composes it)."""
+        raise NotImplementedError
+
+    def after_metadata(self, now: float) -> None:
+        """Discovery is done: on to the phase that follows (the flow decides)."""
+        raise NotImplementedError
 
     def take_actions(self) -> list[OAuthAction]:
         actions, self._actions = self._actions, []

@@ -12,27 +12,24 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..base._escape import excerpt
-from ._oauth_types import (
-    _ASM_WELL_KNOWN,
-    _JSON,
-    _SHOWN,
+from ._oauth_errors import (
     AuthServerMetadataNotFound,
-    DeleteTokens,
     InvalidMetadata,
     IssuerMismatch,
     MalformedResponse,
     OAuthError,
     PkceNotSupported,
-    Purpose,
     ResourceMismatch,
+)
+from ._oauth_rules import (
+    _ASM_WELL_KNOWN,
+    _JSON,
+    _SHOWN,
     _absolute,
-    _Exchange,
-    _Metadata,
     _no_query,
     _opt_str,
     _origin,
     _parse_json_object,
-    _Phase,
     _str_list,
     asm_candidates,
     canonical_resource,
@@ -40,9 +37,16 @@ from ._oauth_types import (
     prm_candidates,
     resource_matches,
 )
+from ._oauth_types import (
+    DeleteTokens,
+    Purpose,
+    _Exchange,
+    _Metadata,
+    _Phase,
+)
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["Discovery"]
 
@@ -52,7 +56,7 @@ class Discovery:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def begin(self, resource_metadata: str | None, now: float) -> None:

@@ -12,36 +12,40 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..base._escape import excerpt
-from ._oauth_types import (
-    _AUTH_METHODS,
-    _JSON,
-    _SHOWN,
-    ClientRecord,
+from ._oauth_errors import (
     ClientRegistrationRequired,
     MalformedResponse,
     OAuthError,
-    Purpose,
     RegistrationError,
     RegistrationUnusable,
-    SaveClient,
-    _as_method,
+)
+from ._oauth_rules import (
+    _AUTH_METHODS,
+    _JSON,
+    _SHOWN,
     _choose_method,
     _covers,
-    _Exchange,
-    _Metadata,
     _number,
     _opt_str,
     _parse_json_object,
-    _Phase,
     _redirect_registered,
-    _Run,
     _str_list,
     _union_scopes,
     issuers_match,
 )
+from ._oauth_types import (
+    ClientRecord,
+    Purpose,
+    SaveClient,
+    _as_method,
+    _Exchange,
+    _Metadata,
+    _Phase,
+    _Run,
+)
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["Registration"]
 
@@ -51,7 +55,7 @@ class Registration:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def scope_for(self, run: _Run) -> str | None:

@@ -16,40 +16,44 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from ..base._errors import InvalidValue
-from ._oauth_types import (
+from ._oauth_errors import (
+    MalformedResponse,
+    OAuthError,
+    OAuthTransientError,
+    TokenError,
+)
+from ._oauth_rules import (
     _FORM,
     _JSON,
     _JWT_BEARER_ASSERTION,
     _LOCK_POLL,
-    Authorized,
-    ClientRecord,
-    DeleteTokens,
-    LockTokens,
-    MalformedResponse,
-    OAuthError,
-    OAuthTransientError,
-    Purpose,
-    SignAssertion,
-    TokenError,
-    TokenSet,
-    UnlockTokens,
-    _as_method,
     _b64url,
     _choose_method,
-    _Exchange,
-    _Goal,
     _log,
     _number,
     _opt_str,
     _parse_json_object,
-    _PendingToken,
-    _Phase,
     canonical_resource,
     issuers_match,
 )
+from ._oauth_types import (
+    Authorized,
+    ClientRecord,
+    DeleteTokens,
+    LockTokens,
+    Purpose,
+    SignAssertion,
+    TokenSet,
+    UnlockTokens,
+    _as_method,
+    _Exchange,
+    _Goal,
+    _PendingToken,
+    _Phase,
+)
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthFlow
+    from ._oauth_base import FlowBase
 
 __all__ = ["TokenRequests"]
 
@@ -59,7 +63,7 @@ class TokenRequests:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def client_credentials(self, now: float) -> None:
@@ -275,7 +279,7 @@ class Refresh:
 
     __slots__ = ("flow",)
 
-    def __init__(self, flow: OAuthFlow) -> None:
+    def __init__(self, flow: FlowBase) -> None:
         self.flow = flow
 
     def start(self, now: float) -> None:

@@ -6,7 +6,7 @@ Rules that every subclass follows:
 * A message never contains a header value or an environment value (C8). It may
   name keys, URLs as configured (without query), tool names and limits.
 * Server-provided text placed in a message is escaped first (X1), with
-  :func:`mcpcore._escape.escape_text`, and cut to a short excerpt.
+  :func:`mcpcore.base._escape.escape_text`, and cut to a short excerpt.
 * A mistake of the caller (a call before start, arguments that are not a
   mapping, a timeout that is not positive) is a ``LocalProtocolError`` *and*
   the built-in kind Python code expects for it: ``InvalidState`` is a

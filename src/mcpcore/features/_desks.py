@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from ._input_options import URL_ELICITATION_REQUIRED
+from ._input_options import URL_ELICITATION_REQUIRED, check_on_input
 
 if TYPE_CHECKING:
     from ..base._errors import McpError
     from ..base._tools import Tool
-    from ..session._session import ClientSession
     from ..wire._jsonrpc import ErrorResponse
     from ..wire._requests import Pending
     from ._input import AskHost, InputDesk
+    from ._port import SessionPort
     from ._tasks import TaskDesk
 
 __all__ = [
@@ -33,21 +33,11 @@ __all__ = [
     "NoQuestions",
     "NoTasks",
     "OnFirstUse",
-    "check_on_input",
     "make_input_desk",
     "make_task_desk",
 ]
 
 _Desk = TypeVar("_Desk")
-
-
-def check_on_input(on_input: object) -> None:
-    """Q4: ``on_input`` is ``"hook"`` or ``"return"`` (``InvalidValue`` otherwise)."""
-    if on_input not in ("hook", "return"):
-        from ..base._errors import InvalidValue
-        from ..base._escape import excerpt
-
-        raise InvalidValue(f"on_input is 'hook' or 'return', not {excerpt(repr(on_input), 40)}")
 
 
 class NoQuestions:
@@ -57,7 +47,7 @@ class NoQuestions:
     idle = True
     check_on_input = staticmethod(check_on_input)
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._s = session
 
     def session_expired(self) -> None:
@@ -123,13 +113,13 @@ class NoTasks:
 NO_TASKS = NoTasks()
 
 
-def make_input_desk(session: ClientSession) -> InputDesk:
+def make_input_desk(session: SessionPort) -> InputDesk:
     from ._input import InputDesk
 
     return InputDesk(session)
 
 
-def make_task_desk(session: ClientSession) -> TaskDesk:
+def make_task_desk(session: SessionPort) -> TaskDesk:
     from ._tasks import TaskDesk
 
     return TaskDesk(session)
@@ -139,16 +129,16 @@ class OnFirstUse(Generic[_Desk]):
     """``session.input`` / ``session.tasks``: the desk the session holds in
     ``attribute``, made by ``make`` (and kept there) while a stand-in holds it."""
 
-    def __init__(self, attribute: str, make: Callable[[ClientSession], _Desk]) -> None:
+    def __init__(self, attribute: str, make: Callable[[SessionPort], _Desk]) -> None:
         self.attribute = attribute
         self.make = make
 
     @overload
     def __get__(self, session: None, owner: type | None = None) -> OnFirstUse[_Desk]: ...
     @overload
-    def __get__(self, session: ClientSession, owner: type | None = None) -> _Desk: ...
+    def __get__(self, session: SessionPort, owner: type | None = None) -> _Desk: ...
     def __get__(
-        self, session: ClientSession | None, owner: type | None = None
+        self, session: SessionPort | None, owner: type | None = None
     ) -> _Desk | OnFirstUse[_Desk]:
         if session is None:
             return self

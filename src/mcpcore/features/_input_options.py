@@ -4,9 +4,11 @@ from the input desk that acts on it (``_input``).
 Every session reads ``InputOptions`` to declare its client capabilities
 (``client_capabilities``: only what a hook or a list was given for). The
 engine tells an input hook's attempt from a sign-in hook's by its number
-(``INPUT_ATTEMPTS_FROM``). Kept apart so that a session nobody asks anything
-never loads ``_input`` (B5: ``import mcpcore_anyio`` does not load it; the
-session makes its input desk when a question first comes).
+(``INPUT_ATTEMPTS_FROM``). A call's ``on_input`` is checked here too
+(``check_on_input``, Q4), before any desk is made. Kept apart so that a
+session nobody asks anything never loads ``_input`` (B5: ``import
+mcpcore_anyio`` does not load it; the session makes its input desk when a
+question first comes).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = [
     "INPUT_ATTEMPTS_FROM",
     "URL_ELICITATION_REQUIRED",
     "InputOptions",
+    "check_on_input",
     "client_capabilities",
 ]
 
@@ -71,6 +74,15 @@ def client_capabilities(options: InputOptions) -> dict[str, Any]:
     if options.sampling:
         declared["sampling"] = {}
     return declared
+
+
+def check_on_input(on_input: object) -> None:
+    """Q4: ``on_input`` is ``"hook"`` or ``"return"`` (``InvalidValue`` otherwise)."""
+    if on_input not in ("hook", "return"):
+        from ..base._errors import InvalidValue
+        from ..base._escape import excerpt
+
+        raise InvalidValue(f"on_input is 'hook' or 'return', not {excerpt(repr(on_input), 40)}")
 
 
 # The public class shows under its public name; its annotations are resolved here

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, get_type_hints
 
 from ..base._errors import InvalidState, InvalidValue, UnknownTool
 from ..base._escape import excerpt
-from ._input import Elicitation, check_answer, read_elicitation
+from ._questions import Elicitation, check_answer, read_elicitation
 
 if TYPE_CHECKING:
-    from ..session._session import ClientSession
+    from ._port import SessionPort
 
 __all__ = ["Continuation", "InputRequired", "endpoint_digest", "resume_call", "resume_params"]
 
@@ -189,7 +189,7 @@ def paused_call(
 
 
 def resume_call(
-    session: ClientSession,
+    session: SessionPort,
     continuation: Continuation,
     responses: Mapping[str, Any],
     now: float,
@@ -208,7 +208,7 @@ def resume_call(
     not match the questions; ``InputError`` for an answer that does not fit its
     form; ``UnknownTool`` when the server no longer lists the tool.
     """
-    from ..session._session import SessionState, positive_seconds
+    from ._port import SessionState, positive_seconds
 
     desk, options = session.input, session.options
     if session.state is not SessionState.READY:
@@ -238,7 +238,7 @@ def resume_call(
         roots=options.input.roots,
     )
     if continuation.task_id is not None:  # T7: the answers go to the task
-        call_id = session.tasks.answer(continuation, tool, extra, now)
+        call_id = session.tasks.answer(continuation.task_id, continuation.rounds, tool, extra, now)
         desk.used.add(ident)
         desk.pause(call_id)
         return call_id

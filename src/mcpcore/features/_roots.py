@@ -6,7 +6,8 @@ what its ``roots`` hook returns) as the ``roots/list`` answer, and a
 ``sampling/createMessage`` request read into the ``Sampling`` the host's
 ``sample`` hook receives, and the ``SampleResult`` it returns checked before
 it is sent.
-Where they are asked and answered is ``InputDesk``'s (``_input.py``).
+Where they are asked and answered is ``InputDesk``'s (``_input.py``); the
+values are ``_questions``'s.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..base._errors import InvalidValue
 from ..base._escape import excerpt
-from ._input import InputError, SampleResult, Sampling
+from ._questions import InputError, SampleResult, Sampling
 
 __all__ = ["check_roots", "check_sample", "read_sampling"]
 

@@ -63,7 +63,7 @@ from ..base._events import (
 from ..wire._requests import Pending, RequestKind, refused_by_server, register
 
 if TYPE_CHECKING:
-    from ..session._session import ClientSession
+    from ._port import SessionPort
 
 __all__ = ["LISTEN", "SUBSCRIBE", "UNSUBSCRIBE", "Listener", "ResourceSubscriptions"]
 
@@ -110,8 +110,10 @@ def _declares(capabilities: Mapping[str, Any], feature: str, flag: str) -> bool:
 class Listener:
     """The one listen stream of a session (see the module docstring)."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._s = session
+        # The host's subscriptions are this stream's filter; each reaches the other.
+        self.subscriptions = ResourceSubscriptions(session, self)
         self.listen_id: int | None = None
         # Streams with an older filter, closed once the newest one is acknowledged.
         self._retiring: list[int] = []
@@ -125,20 +127,20 @@ class Listener:
     # this stream's too: their deadlines, ids and cancelling go through here.
 
     def next_deadline(self) -> float | None:
-        waiting = self._s.subscriptions.next_deadline()
+        waiting = self.subscriptions.next_deadline()
         if waiting is None or self._reopen_at is None:
             return waiting if self._reopen_at is None else self._reopen_at
         return min(waiting, self._reopen_at)
 
     @property
     def calls(self) -> list[int]:
-        return self._s.subscriptions.call_ids
+        return self.subscriptions.call_ids
 
     def cancel(self, call_id: int) -> bool:
-        return self._s.subscriptions.cancel(call_id)
+        return self.subscriptions.cancel(call_id)
 
     def handle_timer(self, now: float) -> None:
-        self._s.subscriptions.handle_timer(now)
+        self.subscriptions.handle_timer(now)
         if self._reopen_at is not None and now >= self._reopen_at:
             self._reopen_at = None
             if self._s.ready and self.listen_id is None and self.wanted():
@@ -157,8 +159,8 @@ class Listener:
             wanted["resourcesListChanged"] = True
         if options.list_events and _declares(capabilities, "prompts", "listChanged"):
             wanted["promptsListChanged"] = True
-        if s.subscriptions.uris:
-            wanted["resourceSubscriptions"] = list(s.subscriptions.uris)
+        if self.subscriptions.uris:
+            wanted["resourceSubscriptions"] = list(self.subscriptions.uris)
         return wanted
 
     def acknowledged(self, params: Mapping[str, Any], now: float) -> None:
@@ -174,7 +176,7 @@ class Listener:
         self.acknowledged_id = self.listen_id
         self._retire()
         agreed = params.get("notifications")
-        self._s.subscriptions.acknowledged(
+        self.subscriptions.acknowledged(
             self.listen_id, agreed if isinstance(agreed, Mapping) else None
         )
 
@@ -257,7 +259,7 @@ class Listener:
         up_since = self._up_since
         self.listen_id = self.acknowledged_id = self._up_since = None
         self._retire()  # the next stream carries everything wanted
-        self._s.subscriptions.listen_lost(
+        self.subscriptions.listen_lost(
             pending.call_id,
             error or RemoteProtocolError("the server ended subscriptions/listen"),
             now,
@@ -295,8 +297,9 @@ class _Waiting:
 class ResourceSubscriptions:
     """The URIs the host subscribed to, and changing them (see the module docstring)."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort, listener: Listener) -> None:
         self._s = session
+        self._listener = listener
         # The URIs the host subscribed to, in order (a dict as an ordered set).
         self._uris: dict[str, None] = {}
         self._waiting: dict[int, _Waiting] = {}
@@ -375,7 +378,7 @@ class ResourceSubscriptions:
     ) -> int:
         """M63, F2: the listen stream again, with the new set of URIs."""
         call_id = self._s.path.new_id()
-        listener = self._s.listener
+        listener = self._listener
         if already and listener.acknowledged_id is not None:
             # Already so on an acknowledged stream: nothing to change.
             self._s.events.append(RequestSucceeded(call_id=call_id, value=uri))
@@ -514,7 +517,7 @@ class ResourceSubscriptions:
         resources or prompts, as an event."""
         s = self._s
         if method == "notifications/subscriptions/acknowledged":
-            s.listener.acknowledged(params, now)
+            self._listener.acknowledged(params, now)
         elif method == "notifications/resources/updated":
             uri, title = params.get("uri"), params.get("title")
             if not isinstance(uri, str):

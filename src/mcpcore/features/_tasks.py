@@ -18,9 +18,9 @@ only its call, naming what was wrong), the ``TaskDesk`` that follows each
 task as timers of the core (polls at the server's interval, clamped and
 stretched while nothing changes; ``task_timeout``; each poll's own deadline),
 status changes as progress, input through the input desk of §15 and the
-handles (``TaskHandle``) a host keeps to pick a task up again, even from
-another process. The session coordinates it; the request path is the
-session's.
+handles (``TaskHandle``, kept in ``_task_handle``) a host keeps to pick a task
+up again, even from another process. The session coordinates it; the request
+path is the session's.
 
 Polling: the server's ``pollIntervalMs`` (``pollInterval`` in 2025-11-25) is
 obeyed within ``POLL_MIN``..``POLL_MAX`` (a 0 becomes 0.1 s, a 10**9 ms
@@ -35,11 +35,10 @@ its id.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
 from ..base._errors import (
@@ -64,11 +63,11 @@ from ..base._render import ToolOutput, render_result
 from ..wire._jsonrpc import ErrorResponse, Request
 from ..wire._modern import MAX_INPUT_ROUNDS
 from ..wire._requests import Ask, Pending, RequestKind, error_detail, register
+from ._task_handle import MAX_TASK_ID, TaskHandle
 
 if TYPE_CHECKING:
     from ..base._tools import Tool
-    from ..session._session import ClientSession
-    from ._resume import Continuation
+    from ._port import SessionPort
 
 __all__ = [
     "MAX_POLL_FAILURES",
@@ -102,79 +101,16 @@ MAX_POLL_FAILURES = 3
 #: a server may forget a task once its ttl is over, and the ``tasks/cancel`` of a
 #: call that gave up at ``task_timeout`` must still find it.
 _TTL_MARGIN = 60.0
-#: The longest task id and status message this client takes.
-_MAX_TASK_ID = 256
+#: The longest status message this client takes.
 _MAX_MESSAGE = 1000
 
 _STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
 _TERMINAL = ("completed", "failed", "cancelled")
-_FORMAT = 1
-_MAX_HANDLE = 64 * 1024
 
 TaskState = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 
 # --- what a host sees --------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TaskHandle:
-    """A tool call the server runs as a task (T8): enough to pick it up again,
-    from this client or a new one in another process.
-
-    ``task_id`` is the server's id; ``server`` the name of the client (and hub
-    entry) it was made through; ``tool`` the tool's name on the server;
-    ``endpoint`` a digest of the server's URL (never the URL itself), which a
-    client checks before it resumes a handle. ``to_json()`` /
-    ``TaskHandle.from_json(text)`` keep it anywhere. A task id may be all a
-    server needs to hand out the result: store it as carefully as the call.
-    """
-
-    task_id: str
-    server: str
-    tool: str
-    endpoint: str = field(default="", repr=False)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "mcpcoreTask": _FORMAT,
-                "taskId": self.task_id,
-                "server": self.server,
-                "tool": self.tool,
-                "endpoint": self.endpoint,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> TaskHandle:
-        """Read a handle back; ``InvalidValue`` when ``text`` is not one."""
-        if len(text) > _MAX_HANDLE:
-            raise InvalidValue("the task handle is larger than any this client writes")
-        try:
-            data = json.loads(text)
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidValue("the task handle is not JSON") from None
-        if not isinstance(data, dict) or data.get("mcpcoreTask") != _FORMAT:
-            raise InvalidValue("the text is not a task handle this client wrote")
-        task_id, server, tool, endpoint = (
-            data.get("taskId"),
-            data.get("server"),
-            data.get("tool"),
-            data.get("endpoint"),
-        )
-        if not (
-            isinstance(task_id, str)
-            and 0 < len(task_id) <= _MAX_TASK_ID
-            and isinstance(server, str)
-            and isinstance(tool, str)
-            and isinstance(endpoint, str)
-        ):
-            raise InvalidValue("the task handle is damaged (a field is missing or wrong)")
-        return cls(task_id, server, tool, endpoint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +161,7 @@ def read_task(raw: object, *, expected: str | None, modern: bool) -> _Answer:
     if not isinstance(raw, Mapping):
         raise RemoteProtocolError("the server's task answer is not a JSON object")
     task_id = raw.get("taskId")
-    if not isinstance(task_id, str) or not 0 < len(task_id) <= _MAX_TASK_ID:
+    if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID:
         shown = f"a {type(task_id).__name__}" if not isinstance(task_id, str) else "too long"
         raise RemoteProtocolError(f"the server's task id is not a usable string ({shown})")
     if expected is not None and task_id != expected:
@@ -347,7 +283,7 @@ class TaskDesk:
     """The session's tasks: following them, handles, cancelling. See the module
     docstring."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._s = session
         self.calls: dict[int, _Task] = {}
         # T8: calls that end with their TaskHandle once the server made a task
@@ -512,20 +448,18 @@ class TaskDesk:
             self._read(task, answer, now)
 
     def answer(
-        self, continuation: Continuation, tool: Tool, extra: dict[str, Any], now: float
+        self, task_id: str, rounds: int, tool: Tool, extra: dict[str, Any], now: float
     ) -> int:
         """Q4, T7: a task paused for the person (``on_input="return"``) gets its
-        answers (``tasks/update``), then is followed again under a new call id."""
+        answers (``tasks/update``), then is followed again under a new call id;
+        ``task_id`` and ``rounds`` are its continuation's."""
         session = self._s
-        assert continuation.task_id is not None
-        handle = TaskHandle(
-            continuation.task_id, session.options.server_name, tool.name, session.input.endpoint
-        )
+        handle = TaskHandle(task_id, session.options.server_name, tool.name, session.input.endpoint)
         session.begin_host_request()
         call_id = session.path.new_id()
         limit = session.options.task_timeout
         task = _Task(call_id, handle, tool, now + limit, session.modern, started=now)
-        task.rounds = continuation.rounds
+        task.rounds = rounds
         self.calls[call_id] = task
         self._update(task, extra, now)
         return call_id
@@ -861,7 +795,7 @@ def _task_failed(task: _Task, error: object) -> McpError:
     return failed
 
 
-def task_id_of(session: ClientSession, task: object) -> tuple[str, str | None]:
+def task_id_of(session: SessionPort, task: object) -> tuple[str, str | None]:
     """The task id (and the tool's name, when known) a host's ``TaskHandle`` or
     bare id names; ``InvalidValue`` for anything else, or a handle of another
     server's task."""
@@ -869,26 +803,26 @@ def task_id_of(session: ClientSession, task: object) -> tuple[str, str | None]:
         if task.endpoint and task.endpoint != session.input.endpoint:
             raise InvalidValue("this task handle belongs to a task of another server")
         return task.task_id, task.tool or None
-    if isinstance(task, str) and 0 < len(task) <= _MAX_TASK_ID:
+    if isinstance(task, str) and 0 < len(task) <= MAX_TASK_ID:
         return task, None
     raise InvalidValue("a task is named by its TaskHandle or its id (a non-empty string)")
 
 
-def task_ask(session: ClientSession, kind: RequestKind, task: object) -> Ask:
+def task_ask(session: SessionPort, kind: RequestKind, task: object) -> Ask:
     """The host's one request about a task (``task_status``, ``cancel_task``)."""
     task_id, _ = task_id_of(session, task)
     return Ask(kind, {"taskId": task_id})
 
 
 def resume_task(
-    session: ClientSession, task: object, now: float, *, timeout: float | None = None
+    session: SessionPort, task: object, now: float, *, timeout: float | None = None
 ) -> int:
     """T8: follow a task again under a new call id (see ``TaskDesk.follow``).
 
     Raises at once, with nothing sent: ``InvalidState`` before the session is
     ready, ``InvalidValue`` for something that names no task (or another
     server's), or a timeout that is not a positive number of seconds."""
-    from ..session._session import SessionState, positive_seconds
+    from ._port import SessionState, positive_seconds
 
     if session.state is not SessionState.READY:
         raise InvalidState(f"cannot resume a task while the session is {session.state.value!r}")
@@ -911,7 +845,7 @@ def resume_task(
     return call_id
 
 
-for _public in (TaskHandle, TaskStatus):
+for _public in (TaskStatus,):
     _public.__annotations__ = get_type_hints(_public)
     _public.__module__ = "mcpcore"
 del _public

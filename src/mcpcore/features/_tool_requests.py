@@ -38,7 +38,7 @@ from ..wire._requests import Pages, Pending, RequestKind, error_detail, register
 
 if TYPE_CHECKING:
     from ..base._tools import Tool
-    from ..session._session import ClientSession
+    from ._port import SessionPort
 
 __all__ = ["TOOLS_CALL", "TOOLS_LIST", "ToolsFeature"]
 
@@ -93,7 +93,7 @@ class _Listing:
 class ToolsFeature:
     """Listing and calls for one session (see the module docstring)."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._session = session
         self._path = session.path
         self.catalogue: Catalogue | None = None

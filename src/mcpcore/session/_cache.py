@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from ..base._events import RequestSucceeded
 
 if TYPE_CHECKING:
+    from ..features._port import SessionPort
     from ..wire._requests import Ask, Pending
-    from ._session import ClientSession
 
 __all__ = ["ListCache"]
 
@@ -36,7 +36,7 @@ _log = logging.getLogger("mcpcore.session")
 class ListCache:
     """One client's fresh list answers, by method (see the module docstring)."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._s = session
         # method -> (fresh until, the value a host received; None for tools/list)
         self._fresh: dict[str, tuple[float, object]] = {}

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..base._backoff import backoff_delay
 from ..base._errors import CallTimeout, HandshakeError, McpError
 from ..base._escape import excerpt
 from ..base._events import SessionReady, StartFailed
 from ..base._tools import Catalogue
+from ..features._port import SessionPort, SessionState
 from ..features._tool_requests import TOOLS_LIST
 from ..wire._jsonrpc import ErrorResponse, Notification
 from ..wire._modern import (
@@ -32,12 +33,16 @@ from ..wire._modern import (
     probe_failure_is_outage,
 )
 from ..wire._requests import Pending, RequestKind, error_detail, register
-from ._lifecycle import SessionInput, SessionState
+from ._lifecycle import SessionInput
 
 if TYPE_CHECKING:
-    from ._session import ClientSession
+    from ..features._desks import NoTasks
+    from ..features._subscriptions import Listener, ResourceSubscriptions
+    from ..features._tasks import TaskDesk
+    from ..features._tool_requests import ToolsFeature
+    from ..wire._jsonrpc import Request
 
-__all__ = ["DISCOVER", "INITIALIZE", "Handshake"]
+__all__ = ["DISCOVER", "INITIALIZE", "Handshake", "HandshakeHost"]
 
 _log = logging.getLogger("mcpcore.session")
 _DEBUG = logging.DEBUG
@@ -55,10 +60,44 @@ INITIALIZE = register(
 SET_LEVEL = register(RequestKind(method="logging/setLevel"))
 
 
+class HandshakeHost(SessionPort, Protocol):
+    """The session as its handshake sees it: the features' port, and what the
+    handshake writes on the session (the era, the protocol version, the server's
+    info and capabilities, the start-up's failures), the lifecycle table's input,
+    and the features it sets up again on a new session."""
+
+    era: Literal["modern", "legacy"] | None
+    protocol_version: str | None
+    server_capabilities: dict[str, Any]
+    server_info: dict[str, Any]
+    instructions: str | None
+    failures: int
+    last_error: McpError | None
+    reconnecting: bool
+
+    @property
+    def tools(self) -> ToolsFeature: ...
+
+    @property
+    def listener(self) -> Listener: ...
+
+    @property
+    def subscriptions(self) -> ResourceSubscriptions: ...
+
+    @property
+    def task_desk(self) -> TaskDesk | NoTasks: ...
+
+    def transition(self, event: SessionInput) -> None: ...
+
+    def retry_now(self, now: float) -> None: ...
+
+    def session_expired(self, resend: list[Request], now: float) -> None: ...
+
+
 class Handshake:
     """Start-up attempts and re-setups of one session (see the module docstring)."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: HandshakeHost) -> None:
         self._s = session
         self._attempt_started = 0.0
         self._startup_deadline: float | None = None

@@ -1,5 +1,8 @@
 """The session's lifecycle as a table: its states, its inputs and ``TRANSITIONS``.
 
+The states (``SessionState``) are defined with the features' port
+(``features/_port.py``), where a feature reads them; they are the table's here.
+
 ``ClientSession`` (``_session.py``) and its handshake (``_handshake.py``) move
 the state only through this table; ``docs/state-diagram.md`` is drawn from it
 by ``scripts/draw_state_diagram.py``.
@@ -9,16 +12,9 @@ from __future__ import annotations
 
 from enum import Enum
 
+from ..features._port import SessionState
+
 __all__ = ["TRANSITIONS", "SessionInput", "SessionState"]
-
-
-class SessionState(Enum):
-    IDLE = "idle"
-    CONNECTING = "connecting"  # initialize sent, waiting for its result
-    LISTING = "listing"  # initialized sent, paging through tools/list
-    READY = "ready"
-    BACKOFF = "backoff"  # a start-up attempt failed; waiting to retry
-    CLOSED = "closed"
 
 
 class SessionInput(Enum):

@@ -27,17 +27,12 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..base._errors import (
-    CallTimeout,
     InvalidArguments,
     InvalidState,
-    InvalidValue,
     LocalProtocolError,
     McpError,
     RemoteProtocolError,
@@ -54,8 +49,9 @@ from ..base._events import (
 )
 from ..base._tools import Catalogue
 from ..features._desks import NO_TASKS, DeskHolder, NoQuestions, make_task_desk
-from ..features._input_options import InputOptions, client_capabilities
-from ..features._subscriptions import Listener, ResourceSubscriptions
+from ..features._input_options import client_capabilities
+from ..features._port import SessionOptions, SessionState, positive_seconds, timeout_error
+from ..features._subscriptions import Listener
 from ..features._tool_requests import ToolsFeature
 from ..wire._headers import standard_headers
 from ..wire._jsonrpc import ErrorResponse, Message, Notification, Request, Result, encode_message
@@ -78,10 +74,11 @@ from ..wire._requests import (
 )
 from ._cache import ListCache
 from ._handshake import Handshake
-from ._lifecycle import TRANSITIONS, SessionInput, SessionState
+from ._lifecycle import TRANSITIONS, SessionInput
 
 if TYPE_CHECKING:
-    from ..base._filters import ToolFilter
+    from ..features._port import SessionPort
+    from ._handshake import HandshakeHost
 
 __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
@@ -104,57 +101,6 @@ _METHOD_NOT_FOUND = -32601
 # What a listen stream (or, in the handshake era, any stream) brings about the
 # server's lists, resources and the stream itself: _subscriptions.py reads it.
 _LISTENED = ("notifications/resources/", "notifications/prompts/", "notifications/subscriptions/")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionOptions:
-    """Everything configurable about a session. Times in seconds."""
-
-    server_name: str = "server"
-    client_name: str = "mcpcore"
-    client_version: str = "0.1.0"
-    startup_timeout: float = 120.0
-    call_timeout: float = 300.0
-    # K2: progress may push a call's deadline out, never past call_timeout_max.
-    extend_on_progress: bool = False
-    call_timeout_max: float = 3600.0
-    separator: str = "/"
-    segment_pattern: re.Pattern[str] | None = None
-    policy: Literal["error", "lenient"] = "error"
-    auto_refresh: bool = False
-    max_pages: int = 1000
-    max_tools: int = 10_000
-    # The most items any other list (resources, templates, prompts) may hold.
-    max_items: int = 10_000
-    backoff_first: float = 1.0
-    backoff_max: float = 60.0
-    # E1: "auto" probes with server/discover and falls back to initialize;
-    # "legacy" (or a handshake-era version) always uses initialize; "modern" (or a
-    # 2026-07-28-era version) never falls back.
-    protocol: str = "auto"
-    # V4: the include/exclude filter (None: every tool the server lists)
-    tool_filter: ToolFilter | None = None
-    # F8: the log level asked of the server (None: nothing asked, M21), and whether
-    # its log messages go to the host as LogMessage events rather than to logging.
-    log_level: str | None = None
-    log_events: bool = False
-    # F2: list changes and resource updates are wanted by the host (its on_list_changed
-    # and on_resource_updated hooks): asked for on subscriptions/listen, and updates
-    # become events (else logged at debug).
-    list_events: bool = False
-    update_events: bool = False
-    # E7, F9: a re-list within a 2026-07-28 result's ttlMs is served from the last one.
-    honour_cache_hints: bool = False
-    # M78: a headers= callable may give each request its own credentials: only
-    # "public" answers are reused then.
-    credentials_vary: bool = False
-    # Q1: what the host offers a server that asks for input (nothing by default)
-    input: InputOptions = field(default_factory=InputOptions)
-    # T7–T9: declare the tasks extension and follow tasks (off by default, seed 000);
-    # how long a task may run once accepted; whether closing cancels running tasks.
-    tasks: bool = False
-    task_timeout: float = 3600.0
-    cancel_tasks_on_close: bool = False
 
 
 class ClientSession(DeskHolder):
@@ -186,7 +132,7 @@ class ClientSession(DeskHolder):
         self.era: Literal["modern", "legacy"] | None = None
         self.handshake = Handshake(self)
         self.listener = Listener(self)
-        self.subscriptions = ResourceSubscriptions(self)
+        self.subscriptions = self.listener.subscriptions
         self.cache = ListCache(self)
 
     # --- the table ---------------------------------------------------------------
@@ -753,42 +699,15 @@ class ClientSession(DeskHolder):
             _log.debug("ignored notification %r", escape_text(note.method[:100]))
 
 
+if TYPE_CHECKING:
+
+    def _ports(session: ClientSession) -> tuple[SessionPort, HandshakeHost]:
+        """The session implements the port its features reach it through and its
+        handshake's: mypy checks it here, structurally (nothing runs this)."""
+        return session, session
+
+
 # --- pure helpers -----------------------------------------------------------------
-
-
-def timeout_error(pending: Pending) -> CallTimeout:
-    """The error of a request whose deadline passed (K2)."""
-    if pending.tool is not None:
-        return CallTimeout(
-            f"tool {pending.tool.id!r} did not finish within its {pending.budget:g} s budget",
-            tool=pending.tool.id,
-            budget=pending.budget,
-        )
-    if pending.hosted:
-        return CallTimeout(
-            f"{pending.kind.method} did not finish within its {pending.budget:g} s budget",
-            budget=pending.budget,
-        )
-    return CallTimeout(f"{pending.kind.method} did not finish in time", budget=None)
-
-
-def positive_seconds(value: object, what: str = "a call timeout") -> float:
-    """A caller's time limit as a float; ``InvalidValue`` naming ``what`` when it is
-    not a positive number of seconds (zero, negative, NaN, infinite, a string, a bool).
-
-    An infinite limit is no limit: whatever waits under it (a call, a question for
-    the person on the GET stream) would never end, ``next_deadline()`` would be
-    ``inf``, and a driver's timer cannot sleep that long (D2, K2)."""
-    seconds = math.nan
-    if not isinstance(value, (str, bytes, bool)):
-        try:
-            seconds = float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError, OverflowError):
-            pass
-    if seconds > 0 and math.isfinite(seconds):
-        return seconds
-    shown = repr(value) if isinstance(value, (int, float)) else f"a {type(value).__name__}"
-    raise InvalidValue(f"{what} must be a positive number of seconds, not {shown}")
 
 
 _LEVELS = {

@@ -2,10 +2,10 @@
 
 This module owns the wire shape of one message. Decoding accepts exactly one
 JSON object per call (no batches, P0) and turns every malformed input into a
-:class:`~mcpcore._errors.RemoteProtocolError` that says what was wrong; no other
+:class:`~mcpcore.RemoteProtocolError` that says what was wrong; no other
 exception escapes, whatever the bytes (MemoryError aside). Encoding produces
 compact UTF-8 JSON and turns an unencodable value into a
-:class:`~mcpcore._errors.LocalProtocolError`.
+:class:`~mcpcore.LocalProtocolError`.
 
 MCP narrows JSON-RPC in one place that this codec enforces: ``params``, when
 present, is an object (JSON-RPC would also allow an array).

@@ -56,6 +56,9 @@ HEADER_MISMATCH = -32020
 # M54: rounds of input_required one call may take.
 MAX_INPUT_ROUNDS = 10
 
+#: Where ``OAuthError`` lives (the auth layer above), for M11's probe check.
+OAUTH_ERRORS_MODULE = "mcpcore.auth._oauth_errors"
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -173,9 +176,9 @@ def probe_failure_is_outage(error: McpError) -> bool:
     2xx that is not a result, 202, a body that is not JSON) is the handshake
     era's answer (M8).
     """
-    # OAuth's module is loaded only by a client that authorizes: without it no
-    # error can be an OAuthError.
-    oauth = sys.modules.get("mcpcore._oauth")
+    # OAuth's errors are loaded only by a client that authorizes: without them no
+    # error can be an OAuthError. (Looked up by name: auth sits above wire.)
+    oauth = sys.modules.get(OAUTH_ERRORS_MODULE)
     if oauth is not None and isinstance(error, oauth.OAuthError):
         return True  # A1: authorizing failed (a person declined, no token): not the era
     if not isinstance(error, TransportError):

@@ -109,7 +109,7 @@ class SSEDecoder:
 
     ``max_line_size`` bounds one line (checked while it is still being
     buffered); ``max_event_size`` bounds one event's data. Overruns raise
-    :class:`SSEOverrun` (a :class:`~mcpcore._errors.LimitExceeded` carrying
+    :class:`SSEOverrun` (a :class:`~mcpcore.LimitExceeded` carrying
     the events completed before the overrun), after which the decoder must not
     be fed again.
     """

@@ -95,7 +95,7 @@ class LineFramer:
     """Split a byte stream into lines ending in ``\\n`` (a ``\\r`` before it is dropped).
 
     Blank lines are skipped. A line longer than ``max_line_size`` bytes raises
-    :class:`~mcpcore._errors.LimitExceeded` (checked while it is still being
+    :class:`~mcpcore.LimitExceeded` (checked while it is still being
     buffered), after which the framer must not be fed again.
     """
 
