@@ -232,6 +232,7 @@ CORE_ON_IMPORT = {
     "_registry",
     "_render",
     "_requests",
+    "_routing",
     "_schema",
     "_session",
     "_setup",

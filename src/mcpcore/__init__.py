@@ -154,13 +154,13 @@ _EXPORTS: dict[str, str] = {
     "call_outcome": "engine._outcome",
     "closed_outcome": "engine._outcome",
     "refresh_outcome": "engine._outcome",
-    "HostCallback": "_routing",
-    "Route": "_routing",
-    "StateChange": "_routing",
-    "WakeCall": "_routing",
-    "WakeRefresh": "_routing",
-    "call_host": "_routing",
-    "route": "_routing",
+    "HostCallback": "engine._routing",
+    "Route": "engine._routing",
+    "StateChange": "engine._routing",
+    "WakeCall": "engine._routing",
+    "WakeRefresh": "engine._routing",
+    "call_host": "engine._routing",
+    "route": "engine._routing",
     "ErrorResponse": "wire._jsonrpc",
     "Message": "wire._jsonrpc",
     "Notification": "wire._jsonrpc",
@@ -449,15 +449,6 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._routing import (
-        HostCallback,
-        Route,
-        StateChange,
-        WakeCall,
-        WakeRefresh,
-        call_host,
-        route,
-    )
     from .auth._authorizing import AuthOptions
     from .auth._hooks import HookCall, HookFailure, hook_call, read_store
     from .auth._oauth_errors import (
@@ -595,6 +586,15 @@ if TYPE_CHECKING:
     from .engine._client_base import ClientBase, HubBase, looks_like_document
     from .engine._engine import Availability, HttpClientEngine, StdioClientEngine
     from .engine._outcome import call_outcome, closed_outcome, refresh_outcome
+    from .engine._routing import (
+        HostCallback,
+        Route,
+        StateChange,
+        WakeCall,
+        WakeRefresh,
+        call_host,
+        route,
+    )
     from .features._arguments import (
         Parameter,
         arguments_from_pairs,

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Union
 
-from .base._events import (
+from ..base._events import (
     CallCancelled,
     CallFailed,
     CallSucceeded,
@@ -36,14 +36,14 @@ from .base._events import (
     ToolsListChanged,
     ToolsRefreshed,
 )
-from .engine._outcome import call_outcome, refresh_outcome
+from ._outcome import call_outcome, refresh_outcome
 
 if TYPE_CHECKING:
     import logging
 
-    from .base._errors import McpError
-    from .base._events import Event
-    from .base._tools import SyncReport
+    from ..base._errors import McpError
+    from ..base._events import Event
+    from ..base._tools import SyncReport
 
 __all__ = [
     "HostCallback",
