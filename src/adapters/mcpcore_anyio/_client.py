@@ -47,7 +47,6 @@ from mcpcore import (
     closed_outcome,
 )
 
-from ._children import _Children
 from ._io import _ends_without_waiting, _framed, _loop_clock, _next_chunk
 from ._io import _OneChunk as _OneChunk
 from ._io import _Permits as _Permits
@@ -74,6 +73,7 @@ if TYPE_CHECKING:
     )
 
     from ._asgi import AsgiApp, AsgiPool, AsgiResponse
+    from ._children import _Children
     from ._network import AsyncPool
 
 __all__ = ["McpClient", "ProgressCallback", "ResourceReader", "ToolRegistration"]
@@ -199,6 +199,8 @@ class McpClient(ClientSurface):
                     self._ssl_context, self._max_connections, proxy=self._proxy
                 )
         else:
+            from ._children import _Children  # only local servers need it (B5)
+
             self._children = _Children(self, task_group)
         task_group.start_soon(self._run, name=f"mcpcore:{self.name}")
 

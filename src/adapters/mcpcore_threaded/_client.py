@@ -44,7 +44,6 @@ from mcpcore import (
     closed_outcome,
 )
 
-from ._children import _Children
 from ._surface import _T, Begin, ClientSurface, _call_begin
 from ._surface import ProgressCallback as ProgressCallback
 from ._surface import ResourceReader as ResourceReader
@@ -73,6 +72,7 @@ if TYPE_CHECKING:
         SignAssertion,
     )
 
+    from ._children import _Children
     from ._network import Pool
 
 __all__ = ["CallHandle", "McpClient", "ProgressCallback", "ResourceReader", "ToolRegistration"]
@@ -209,6 +209,8 @@ class McpClient(ClientSurface):
                     self._ssl_context, self._max_connections, self._performing, proxy=self._proxy
                 )
             else:
+                from ._children import _Children  # only local servers need it (B5)
+
                 self._children = _Children(self)
             self._thread = threading.Thread(
                 target=self._run, name=f"mcpcore:{self.name}", daemon=True
