@@ -18,9 +18,9 @@ from mcpcore import (
     RemoteProtocolError,
     Tool,
     ToolOutput,
-    _schema,
     render_result,
 )
+from mcpcore.base import _schema
 from mcpcore.base._render import (
     AudioBlock,
     ImageBlock,

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mcpcore
-from mcpcore import Catalogue, LimitExceeded, SyncReport, Tool, _schema, is_valid_segment
+from mcpcore import Catalogue, LimitExceeded, SyncReport, Tool, is_valid_segment
+from mcpcore.base import _schema
 from mcpcore.base._tools import ascii_lower
 
 LOGGER = "mcpcore.tools"
