@@ -67,8 +67,10 @@ def test_server_notices_go_to_the_host_option_that_hears_of_them() -> None:
         (PromptsListChanged(), "prompts"),
     ):
         assert route(changed, server=SERVER) == HostCallback("on_list_changed", (SERVER, what))
-    done = ElicitationCompleted(server=SERVER, elicitation_id="e1")
-    assert route(done, server=SERVER) == HostCallback("on_elicitation_complete", (SERVER, "e1"))
+    done = ElicitationCompleted(server=SERVER, elicitation_id="asked-1")
+    assert route(done, server=SERVER) == HostCallback(
+        "on_elicitation_complete", (SERVER, "asked-1")
+    )
 
 
 def test_a_refresh_wakes_its_caller_and_the_engines_own_relist_wakes_no_one() -> None:
