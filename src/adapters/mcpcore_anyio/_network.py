@@ -103,6 +103,90 @@ def connection_pool(
     )
 
 
+class Connection(httpcore.AsyncConnectionInterface):
+    """One of ``AsyncPool``'s connections: connects on its first request, then
+    performs every request on that stream with ``_http11.Http11``.
+
+    What httpcore's ``AsyncHTTPConnection`` over its ``AsyncHTTP11Connection``
+    does for an HTTP/1.1 connection with no retries, without their locks: the
+    pool gives a connection to one request at a time, and each lock's acquire
+    cost an event-loop turn (an ``anyio.Lock`` checkpoints even when free),
+    three a request. The checks (``is_idle`` and the rest) answer as
+    ``AsyncHTTPConnection``'s do: before a connection exists, a failed
+    connect reads as idle, closed and expired.
+    """
+
+    def __init__(
+        self,
+        origin: httpcore.Origin,
+        ssl_context: ssl.SSLContext | None,
+        backend: httpcore.AsyncNetworkBackend,
+    ) -> None:
+        self._origin = origin
+        self._ssl_context = ssl_context
+        self._backend = backend
+        self._http11: Http11 | None = None
+        self._connect_failed = False
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if not self.can_handle_request(request.url.origin):
+            raise RuntimeError(
+                f"Attempted to send request to {request.url.origin} on connection to {self._origin}"
+            )
+        http11 = self._http11
+        if http11 is None:
+            try:
+                stream = await self._connect(request)
+            except BaseException:
+                self._connect_failed = True
+                raise
+            http11 = self._http11 = Http11(self._origin, stream)
+        return await http11.handle_async_request(request)
+
+    async def _connect(self, request: httpcore.Request) -> httpcore.AsyncNetworkStream:
+        timeout = request.extensions.get("timeout", {}).get("connect")
+        host = self._origin.host.decode("ascii")
+        stream = await self._backend.connect_tcp(host, self._origin.port, timeout)
+        if self._origin.scheme not in (b"https", b"wss"):
+            return stream
+        ssl_context = self._ssl_context or httpcore.default_ssl_context()
+        ssl_context.set_alpn_protocols(["http/1.1"])
+        server_hostname = request.extensions.get("sni_hostname") or host
+        return await stream.start_tls(ssl_context, server_hostname, timeout)
+
+    def can_handle_request(self, origin: httpcore.Origin) -> bool:
+        return origin == self._origin
+
+    @property
+    def network_stream(self) -> httpcore.AsyncNetworkStream | None:
+        """The stream its requests go over, once connected."""
+        return None if self._http11 is None else self._http11.stream
+
+    async def aclose(self) -> None:
+        if self._http11 is not None:
+            await self._http11.aclose()
+
+    def is_available(self) -> bool:
+        return self._http11 is not None and self._http11.is_available()
+
+    def has_expired(self) -> bool:
+        return self._connect_failed if self._http11 is None else self._http11.has_expired()
+
+    def is_idle(self) -> bool:
+        return self._connect_failed if self._http11 is None else self._http11.is_idle()
+
+    def is_closed(self) -> bool:
+        return self._connect_failed if self._http11 is None else self._http11.is_closed()
+
+    def info(self) -> str:
+        if self._http11 is None:
+            return "CONNECTION FAILED" if self._connect_failed else "CONNECTING"
+        return self._http11.info()
+
+    def __repr__(self) -> str:
+        return f"<Connection [{self.info()}]>"
+
+
 class AsyncPool(httpcore.AsyncConnectionInterface):
     """The client's connections: HTTP/1.1, one request per connection at a time.
 
@@ -243,90 +327,6 @@ class AsyncPool(httpcore.AsyncConnectionInterface):
 
     def is_closed(self) -> bool:
         return False
-
-
-class Connection(httpcore.AsyncConnectionInterface):
-    """One of ``AsyncPool``'s connections: connects on its first request, then
-    performs every request on that stream with ``_http11.Http11``.
-
-    What httpcore's ``AsyncHTTPConnection`` over its ``AsyncHTTP11Connection``
-    does for an HTTP/1.1 connection with no retries, without their locks: the
-    pool gives a connection to one request at a time, and each lock's acquire
-    cost an event-loop turn (an ``anyio.Lock`` checkpoints even when free),
-    three a request. The checks (``is_idle`` and the rest) answer as
-    ``AsyncHTTPConnection``'s do: before a connection exists, a failed
-    connect reads as idle, closed and expired.
-    """
-
-    def __init__(
-        self,
-        origin: httpcore.Origin,
-        ssl_context: ssl.SSLContext | None,
-        backend: httpcore.AsyncNetworkBackend,
-    ) -> None:
-        self._origin = origin
-        self._ssl_context = ssl_context
-        self._backend = backend
-        self._http11: Http11 | None = None
-        self._connect_failed = False
-
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        if not self.can_handle_request(request.url.origin):
-            raise RuntimeError(
-                f"Attempted to send request to {request.url.origin} on connection to {self._origin}"
-            )
-        http11 = self._http11
-        if http11 is None:
-            try:
-                stream = await self._connect(request)
-            except BaseException:
-                self._connect_failed = True
-                raise
-            http11 = self._http11 = Http11(self._origin, stream)
-        return await http11.handle_async_request(request)
-
-    async def _connect(self, request: httpcore.Request) -> httpcore.AsyncNetworkStream:
-        timeout = request.extensions.get("timeout", {}).get("connect")
-        host = self._origin.host.decode("ascii")
-        stream = await self._backend.connect_tcp(host, self._origin.port, timeout)
-        if self._origin.scheme not in (b"https", b"wss"):
-            return stream
-        ssl_context = self._ssl_context or httpcore.default_ssl_context()
-        ssl_context.set_alpn_protocols(["http/1.1"])
-        server_hostname = request.extensions.get("sni_hostname") or host
-        return await stream.start_tls(ssl_context, server_hostname, timeout)
-
-    def can_handle_request(self, origin: httpcore.Origin) -> bool:
-        return origin == self._origin
-
-    @property
-    def network_stream(self) -> httpcore.AsyncNetworkStream | None:
-        """The stream its requests go over, once connected."""
-        return None if self._http11 is None else self._http11.stream
-
-    async def aclose(self) -> None:
-        if self._http11 is not None:
-            await self._http11.aclose()
-
-    def is_available(self) -> bool:
-        return self._http11 is not None and self._http11.is_available()
-
-    def has_expired(self) -> bool:
-        return self._connect_failed if self._http11 is None else self._http11.has_expired()
-
-    def is_idle(self) -> bool:
-        return self._connect_failed if self._http11 is None else self._http11.is_idle()
-
-    def is_closed(self) -> bool:
-        return self._connect_failed if self._http11 is None else self._http11.is_closed()
-
-    def info(self) -> str:
-        if self._http11 is None:
-            return "CONNECTION FAILED" if self._connect_failed else "CONNECTING"
-        return self._http11.info()
-
-    def __repr__(self) -> str:
-        return f"<Connection [{self.info()}]>"
 
 
 async def _close(connections: list[Connection]) -> None:

@@ -561,6 +561,55 @@ def connection_pool(
     )
 
 
+class _Link(httpcore.NetworkBackend):
+    """One connection's way to the pool's backend: it keeps the stream it connected,
+    so that the pool can ask it, after a failure, whether the request may go again."""
+
+    def __init__(self, backend: httpcore.NetworkBackend) -> None:
+        self._backend = backend
+        self._tcp: httpcore.NetworkStream | None = None
+
+    @property
+    def stream(self) -> httpcore.NetworkStream | None:
+        """The stream requests go over: the TCP one, or the TLS one made on it."""
+        tcp = self._tcp
+        if isinstance(tcp, AbortableStream) and tcp.upgraded is not None:
+            return tcp.upgraded
+        return tcp
+
+    def aborted(self) -> bool:
+        """Whether the exchange this thread performs was aborted (D1): not sent again."""
+        backend = self._backend
+        return isinstance(backend, AbortableBackend) and backend.aborted()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        self._tcp = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return self._tcp
+
+    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries only
+        self._backend.sleep(seconds)
+
+
+class _Connection(httpcore.HTTPConnection):
+    """httpcore's connection over a ``_Link`` of its own (``link``)."""
+
+    def __init__(
+        self,
+        origin: httpcore.Origin,
+        ssl_context: ssl.SSLContext | None,
+        backend: httpcore.NetworkBackend,
+    ) -> None:
+        self.link = _Link(backend)
+        super().__init__(origin, ssl_context=ssl_context, network_backend=self.link)
+
+
 class Pool(httpcore.ConnectionInterface):
     """The client's connections: HTTP/1.1, one request per connection at a time.
 
@@ -730,55 +779,6 @@ class Pool(httpcore.ConnectionInterface):
 
     def is_closed(self) -> bool:
         return False
-
-
-class _Link(httpcore.NetworkBackend):
-    """One connection's way to the pool's backend: it keeps the stream it connected,
-    so that the pool can ask it, after a failure, whether the request may go again."""
-
-    def __init__(self, backend: httpcore.NetworkBackend) -> None:
-        self._backend = backend
-        self._tcp: httpcore.NetworkStream | None = None
-
-    @property
-    def stream(self) -> httpcore.NetworkStream | None:
-        """The stream requests go over: the TCP one, or the TLS one made on it."""
-        tcp = self._tcp
-        if isinstance(tcp, AbortableStream) and tcp.upgraded is not None:
-            return tcp.upgraded
-        return tcp
-
-    def aborted(self) -> bool:
-        """Whether the exchange this thread performs was aborted (D1): not sent again."""
-        backend = self._backend
-        return isinstance(backend, AbortableBackend) and backend.aborted()
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        self._tcp = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
-        return self._tcp
-
-    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries only
-        self._backend.sleep(seconds)
-
-
-class _Connection(httpcore.HTTPConnection):
-    """httpcore's connection over a ``_Link`` of its own (``link``)."""
-
-    def __init__(
-        self,
-        origin: httpcore.Origin,
-        ssl_context: ssl.SSLContext | None,
-        backend: httpcore.NetworkBackend,
-    ) -> None:
-        self.link = _Link(backend)
-        super().__init__(origin, ssl_context=ssl_context, network_backend=self.link)
 
 
 class _Waiting(Waiter[_Connection]):
