@@ -82,12 +82,7 @@ def connection_pool(
     forwarded. ``ssl_context`` is for the servers; an https proxy is checked
     with httpcore's default context.
     """
-    return AsyncPool(
-        ssl_context,
-        max_connections,
-        _NetworkBackend(),
-        proxy,
-    )
+    return AsyncPool(ssl_context, max_connections, _NetworkBackend(), proxy)
 
 
 class Connection(httpcore.AsyncConnectionInterface):
@@ -201,23 +196,18 @@ class AsyncPool(
         again = False
         while True:
             connection = await self._take(request.url.origin, timeouts.get("pool"), again)
-            kept_alive = connection.is_idle()  # it served a request before: the server
-            # may have closed it since, its close not here yet when the pool checked
+            kept_alive = connection.is_idle()  # it served a request before
             try:
                 response = await connection.handle_async_request(request)
-            except httpcore.ConnectionNotAvailable:
-                await self._give_back(connection)  # not idle after all: closed, another tried
-                continue
-            except Exception as exc:
+            except BaseException as exc:
                 await self._give_back(connection)
-                stream = connection.network_stream
-                if not self._goes_again(exc, request, stream, again=again, kept_alive=kept_alive):
+                retry = self._again_after(
+                    exc, request, connection.network_stream, again=again, kept_alive=kept_alive
+                )
+                if retry is None:
                     raise
-                again = True  # once, on a new connection
+                again = retry
                 continue
-            except BaseException:  # cancelled (an abort, a deadline): never sent again
-                await self._give_back(connection)
-                raise
             # its body gives the connection back when closed; the response itself is
             # httpcore's (a new one would check every header again)
             response.stream = _Body(response.stream, self, connection)

@@ -609,19 +609,34 @@ class PoolBase(Generic[C, PP, B]):
         return None
 
     @staticmethod
-    def _goes_again(
+    def _again_after(
         error: BaseException,
         request: httpcore.Request,
         stream: object,
         *,
         again: bool,
         kept_alive: bool,
-    ) -> bool:
-        """Whether ``request``, which failed with ``error`` on a connection whose stream is
-        ``stream``, goes once more on a new connection (D3): only once (not ``again``),
-        only from a connection that served a request before (``kept_alive``), and when
-        ``sent_again_after`` allows it."""
-        return not again and kept_alive and sent_again_after(error, stream, request)
+        aborted: bool = False,
+    ) -> bool | None:
+        """Whether ``request``, which failed with ``error`` on a connection whose stream
+        is ``stream`` (given back to the pool already), goes round again: None when it
+        does not (the caller raises ``error``), else whether on a new connection.
+
+        A connection that was not idle after all (closed, or another request tried it)
+        is round again as before. A connection that broke goes again on a new one (D3)
+        only once (not ``again``), only when it served a request before
+        (``kept_alive``: the server may have closed it since, its close not here yet
+        when the pool checked), never once the exchange was aborted (``aborted``, D1),
+        and when ``sent_again_after`` allows it. A cancellation (an abort, a deadline)
+        never goes again.
+        """
+        import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+        if isinstance(error, httpcore.ConnectionNotAvailable):
+            return again
+        if again or not kept_alive or aborted or not sent_again_after(error, stream, request):
+            return None
+        return True  # once, on a new connection
 
     def __repr__(self) -> str:
         name = type(self).__name__

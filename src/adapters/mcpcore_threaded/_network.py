@@ -540,12 +540,7 @@ def connection_pool(
     forwarded. ``ssl_context`` is for the servers; an https proxy is checked
     with httpcore's default context.
     """
-    return Pool(
-        ssl_context,
-        max_connections,
-        AbortableBackend(performing),
-        proxy,
-    )
+    return Pool(ssl_context, max_connections, AbortableBackend(performing), proxy)
 
 
 class _Link(httpcore.NetworkBackend):
@@ -625,25 +620,24 @@ class Pool(
         again = False
         while True:
             connection = self._take(request.url.origin, timeouts.get("pool"), fresh=again)
-            kept_alive = connection.is_idle()  # it served a request before: the server
-            # may have closed it since, its close not here yet when the pool checked
+            kept_alive = connection.is_idle()  # it served a request before
             try:
                 response = connection.handle_request(request)
-            except httpcore.ConnectionNotAvailable:
-                self._give_back(connection)  # not idle after all: closed, and another tried
-                continue
-            except Exception as exc:
+            except BaseException as exc:
                 self._give_back(connection)
                 link = connection.link
-                if link.aborted() or not self._goes_again(
-                    exc, request, link.stream, again=again, kept_alive=kept_alive
-                ):
+                retry = self._again_after(
+                    exc,
+                    request,
+                    link.stream,
+                    again=again,
+                    kept_alive=kept_alive,
+                    aborted=link.aborted(),
+                )
+                if retry is None:
                     raise
-                again = True  # once, on a new connection
+                again = retry
                 continue
-            except BaseException:
-                self._give_back(connection)
-                raise
             return httpcore.Response(
                 status=response.status,
                 headers=response.headers,
