@@ -22,7 +22,7 @@ This module owns:
   arrived, told from what the drivers' own network streams saw (they see
   every byte httpcore reads), never from httpcore's private state;
 - ``request_target``: a request URL parsed for httpcore once, with its ``Host``
-  header value (the drivers build httpcore's ``Request`` themselves: its
+  header value (``build_request`` builds httpcore's ``Request`` with it:
   ``stream()`` parses the URL and checks every header twice per request);
 - ``wait_readable`` and ``wait_writable``: the socket readiness checks
   (``poll``, or ``selectors`` where there is no ``poll``; never
@@ -250,6 +250,40 @@ def request_target(url: str) -> tuple[httpcore.URL, bytes]:
     if port is None or port == _HTTP_PORTS.get(parsed.scheme):
         return parsed, parsed.host
     return parsed, b"%b:%d" % (parsed.host, port)
+
+
+def build_request(
+    method: str,
+    url: str,
+    headers: list[tuple[bytes, bytes]],
+    content: bytes | Iterable[bytes] | AsyncIterable[bytes] | None,
+    length: tuple[bytes, bytes] | None,
+    replayable: bool,
+) -> httpcore.Request:
+    """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
+
+    Built here because ``stream`` parses the URL and checks every header twice on
+    each request; the core never sets ``Host``, ``Content-Length`` or
+    ``Transfer-Encoding`` itself (C5 refuses them in configured headers), so they
+    are added as httpcore adds them: ``Host`` first, ``length`` (the driver's
+    ``Content-Length`` header, or None for no body) last. ``replayable`` is the
+    core's ``HttpRequest.replayable``: the pool may send it again (``sent_again_after``).
+    """
+    import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+    target, host = request_target(url)
+    extensions = {REPLAYABLE: True} if replayable else None
+    if length is None:
+        return httpcore.Request(
+            method, target, headers=[(b"Host", host), *headers], extensions=extensions
+        )
+    return httpcore.Request(
+        method,
+        target,
+        headers=[(b"Host", host), *headers, length],
+        content=content,
+        extensions=extensions,
+    )
 
 
 # --- where a response body ends ---------------------------------------------------------------
@@ -685,37 +719,3 @@ class PooledBody(Generic[PL, C]):
         """The connection to give back, the first time; None after."""
         connection, self._connection = self._connection, None
         return connection
-
-
-def build_request(
-    method: str,
-    url: str,
-    headers: list[tuple[bytes, bytes]],
-    content: bytes | Iterable[bytes] | AsyncIterable[bytes] | None,
-    length: tuple[bytes, bytes] | None,
-    replayable: bool,
-) -> httpcore.Request:
-    """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
-
-    Built here because ``stream`` parses the URL and checks every header twice on
-    each request; the core never sets ``Host``, ``Content-Length`` or
-    ``Transfer-Encoding`` itself (C5 refuses them in configured headers), so they
-    are added as httpcore adds them: ``Host`` first, ``length`` (the driver's
-    ``Content-Length`` header, or None for no body) last. ``replayable`` is the
-    core's ``HttpRequest.replayable``: the pool may send it again (``sent_again_after``).
-    """
-    import httpcore  # loaded already: only a driver that uses httpcore calls this
-
-    target, host = request_target(url)
-    extensions = {REPLAYABLE: True} if replayable else None
-    if length is None:
-        return httpcore.Request(
-            method, target, headers=[(b"Host", host), *headers], extensions=extensions
-        )
-    return httpcore.Request(
-        method,
-        target,
-        headers=[(b"Host", host), *headers, length],
-        content=content,
-        extensions=extensions,
-    )
