@@ -349,7 +349,8 @@ class HeldWrites:
 
     Mixed into the drivers' socket streams: ``hold`` takes a write or says it must go
     out now; each stream sends what ``take_held`` returns its own way, before a
-    bigger write, a read or a TLS handshake.
+    bigger write, a read or a TLS handshake, and looks at ``_unsent`` (what is held)
+    to tell whether there is any (an attribute, not a call: it is asked on every read).
     """
 
     _unsent = b""
