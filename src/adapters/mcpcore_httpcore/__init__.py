@@ -269,21 +269,31 @@ def build_request(
     ``Content-Length`` header, or None for no body) last. ``replayable`` is the
     core's ``HttpRequest.replayable``: the pool may send it again (``sent_again_after``).
     """
-    import httpcore  # loaded already: only a driver that uses httpcore calls this
-
+    request = _request_type or _load_request_type()
     target, host = request_target(url)
     extensions = {REPLAYABLE: True} if replayable else None
     if length is None:
-        return httpcore.Request(
-            method, target, headers=[(b"Host", host), *headers], extensions=extensions
-        )
-    return httpcore.Request(
+        return request(method, target, headers=[(b"Host", host), *headers], extensions=extensions)
+    return request(
         method,
         target,
         headers=[(b"Host", host), *headers, length],
         content=content,
         extensions=extensions,
     )
+
+
+# httpcore's Request, found on the first request built (this module loads without
+# httpcore): an import statement on every request costs more than a global's lookup.
+_request_type: type[httpcore.Request] | None = None
+
+
+def _load_request_type() -> type[httpcore.Request]:
+    global _request_type
+    import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+    _request_type = httpcore.Request
+    return _request_type
 
 
 # --- where a response body ends ---------------------------------------------------------------
