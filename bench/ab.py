@@ -10,7 +10,8 @@ checkout. A worker imports the tree it stands for (``PYTHONPATH`` is that tree's
 throughput, each as a ratio to the official client measured in the same rounds,
 the median of B/A over batches run back to back, and the load average before
 and after. Point A and B at checkouts that do not change during the run
-(``git worktree add --detach``), not at a tree being edited.
+(``git worktree add --detach``), not at a tree being edited. For B1, B3, B5 and
+B9 together, paired batch by batch with a confidence interval, see ``bench.ab_all``.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ def _median(xs: list[float]) -> float:
 
 def b2(p: dict[str, Any]) -> dict[str, Any]:
     from mcpcore import SSEDecoder, decode_message
-    from mcpcore._jsonrpc import Result
-    from mcpcore._render import render_result
+    from mcpcore.base._render import render_result
+    from mcpcore.wire._jsonrpc import Result
 
     repeats = p.get("repeats", 7)
     out: dict[str, Any] = {}

@@ -7,8 +7,12 @@ measured: CPU with ``time.process_time()``, memory with ``ru_maxrss``.
 
 Scenarios (arguments in the JSON object):
 
-* ``calls`` {url, seq, conc_calls, conc, batches, text}: per batch, ``seq``
+* ``calls`` {url, seq, conc_calls, conc, batches, text, step}: per batch, ``seq``
   sequential ``echo`` calls, then ``conc_calls`` calls with ``conc`` in flight.
+  With ``step`` true (``bench.ab_all``), once connected and warm it prints
+  ``{"ready": true}``, then runs one batch per line read on stdin and prints it
+  as a JSON line at once, until stdin closes: two such workers, one per tree,
+  take turns batch by batch, so A and B are measured moments apart.
 * ``list`` {url, batches}: connect → ready with every tool listed, per batch.
 * ``resources`` {url, batches}: connect → ready, then every resource listed
   (all pages), per batch (B3).
@@ -33,7 +37,7 @@ import resource
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 MAX_RSS_UNIT = 1024  # ru_maxrss is in KiB on Linux
@@ -51,6 +55,40 @@ def stats_of(samples: list[float]) -> dict[str, float]:
     p99 = ordered[min(n - 1, round(0.99 * (n - 1)))]
     mid = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
     return {"median": mid, "p99": p99}
+
+
+def _say(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _steps(p: dict[str, Any]) -> Iterator[None]:
+    """One turn per batch: ``p["batches"]`` of them, or in step mode one per line on stdin."""
+    if not p.get("step"):
+        yield from (None for _ in range(p["batches"]))
+        return
+    _say({"ready": True})
+    while sys.stdin.readline():
+        yield None
+
+
+async def _asteps(p: dict[str, Any]) -> AsyncIterator[None]:
+    """``_steps`` for an event loop: stdin is read in a thread, so the client's own tasks run."""
+    if not p.get("step"):
+        for _ in range(p["batches"]):
+            yield None
+        return
+    import anyio.to_thread
+
+    _say({"ready": True})
+    while await anyio.to_thread.run_sync(sys.stdin.readline):
+        yield None
+
+
+def _keep(batches: list[dict[str, Any]], batch: dict[str, Any], p: dict[str, Any]) -> None:
+    batches.append(batch)
+    if p.get("step"):
+        _say(batch)
 
 
 # --- async clients: one adapter shape ------------------------------------------------------
@@ -270,7 +308,7 @@ async def _calls_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, An
     async with adapter.session(p["url"]) as call:
         for _ in range(3):  # warm-up
             await call("echo", {"text": text})
-        for _ in range(p["batches"]):
+        async for _ in _asteps(p):
             lat: list[float] = []
             c0, w0 = time.process_time(), time.perf_counter()
             for _ in range(p["seq"]):
@@ -300,7 +338,7 @@ async def _calls_async(adapter: AsyncAdapter, p: dict[str, Any]) -> dict[str, An
                 "throughput": n / (w1 - w0),
                 "lat": stats_of(clat),
             }
-            batches.append({"seq": seq, "conc": conc})
+            _keep(batches, {"seq": seq, "conc": conc}, p)
     return {"batches": batches}
 
 
@@ -623,7 +661,7 @@ def _calls_threaded(p: dict[str, Any], make: Callable[[str], Any] | None = None)
             _check_era(p.get("era"), client.protocol_version)
         for _ in range(3):
             client.call("bench/echo", {"text": text})
-        for _ in range(p["batches"]):
+        for _ in _steps(p):
             lat: list[float] = []
             c0, w0 = time.process_time(), time.perf_counter()
             for _ in range(p["seq"]):
@@ -659,7 +697,7 @@ def _calls_threaded(p: dict[str, Any], make: Callable[[str], Any] | None = None)
                 "throughput": n / (w1 - w0),
                 "lat": stats_of(clat),
             }
-            batches.append({"seq": seq, "conc": conc})
+            _keep(batches, {"seq": seq, "conc": conc}, p)
     return {"batches": batches}
 
 

@@ -1,6 +1,6 @@
 """Shared pieces of the OAuth fuzz harnesses (``fuzz_oauth_*.py``); no atheris here.
 
-``FlowDriver`` runs an ``OAuthFlow`` (``mcpcore._oauth``) through its public
+``FlowDriver`` runs an ``OAuthFlow`` (``mcpcore.auth._oauth``) through its public
 API against a world of canned, valid server answers: every request is answered
 by its method and URL, the authorization URL by a valid redirect, a signing
 request by a signature. Exactly one step is the fuzzed one: the answer to the
@@ -51,10 +51,7 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 import _fuzzlib
 from _fuzzlib import SECRET, Reader
 
-from mcpcore._errors import McpError
-from mcpcore._events import AbortExchange
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._oauth import (
+from mcpcore.auth._oauth import (
     AuthFailed,
     Authorized,
     AuthRequest,
@@ -76,6 +73,9 @@ from mcpcore._oauth import (
     UnlockTokens,
     compact_jws,
 )
+from mcpcore.base._errors import McpError
+from mcpcore.base._events import AbortExchange
+from mcpcore.base._failure import FailureKind, TransportFailure
 
 S = "https://mcp.example.test/mcp"
 ORIGIN = "https://mcp.example.test"

@@ -1,4 +1,4 @@
-"""Fuzz the Streamable HTTP mapping's response consumption (``mcpcore._http``).
+"""Fuzz the Streamable HTTP mapping's response consumption (``mcpcore.wire._http``).
 
 A script read from the input answers the mapping's requests, in order, with
 arbitrary statuses, headers, body chunks and endings (end, connection failure,
@@ -27,11 +27,17 @@ from typing import Any
 import _fuzzlib
 from _fuzzlib import SECRET, Reader
 
-from mcpcore._errors import McpError, RemoteProtocolError, TransportError
-from mcpcore._events import AbortExchange, HttpRequest
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._http import HttpLimits, HttpMapping, MessageArrived, RequestFailed, SessionExpired
-from mcpcore._jsonrpc import Notification, Request, Result
+from mcpcore.base._errors import McpError, RemoteProtocolError, TransportError
+from mcpcore.base._events import AbortExchange, HttpRequest
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.wire._http import (
+    HttpLimits,
+    HttpMapping,
+    MessageArrived,
+    RequestFailed,
+    SessionExpired,
+)
+from mcpcore.wire._jsonrpc import Notification, Request, Result
 
 URL = "https://mcp.example.test/mcp"
 _STATUSES = (200, 200, 200, 200, 202, 204, 201, 301, 307, 400, 401, 404, 405, 409, 500, 503, 100, 999)

@@ -44,11 +44,11 @@ import _fuzzlib
 from _fuzzlib import SECRET, Reader
 
 from mcpcore import ElicitResult, HookFailure, InputOptions, SampleResult
-from mcpcore._errors import LocalProtocolError, McpError
-from mcpcore._events import CallCancelled, CallFailed, CallSucceeded, RequestSucceeded
-from mcpcore._input import AskHost, Elicitation, Sampling
-from mcpcore._jsonrpc import ErrorResponse, Request, Result, encode_message
-from mcpcore._session import ClientSession, SessionOptions
+from mcpcore.base._errors import LocalProtocolError, McpError
+from mcpcore.base._events import CallCancelled, CallFailed, CallSucceeded, RequestSucceeded
+from mcpcore.features._input import AskHost, Elicitation, Sampling
+from mcpcore.session._session import ClientSession, SessionOptions
+from mcpcore.wire._jsonrpc import ErrorResponse, Request, Result, encode_message
 
 _CONTROLS = {chr(c) for c in range(32)} - {"\t", "\n"} | {"\x7f"}
 _METHODS = ("elicitation/create", "roots/list", "sampling/createMessage")

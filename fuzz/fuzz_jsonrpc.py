@@ -1,4 +1,4 @@
-"""Fuzz the JSON-RPC codec (``mcpcore._jsonrpc``).
+"""Fuzz the JSON-RPC codec (``mcpcore.wire._jsonrpc``).
 
 Invariants, for any bytes:
 
@@ -14,8 +14,8 @@ import sys
 
 import _fuzzlib
 
-from mcpcore._errors import RemoteProtocolError
-from mcpcore._jsonrpc import (
+from mcpcore.base._errors import RemoteProtocolError
+from mcpcore.wire._jsonrpc import (
     ErrorResponse,
     Notification,
     Request,

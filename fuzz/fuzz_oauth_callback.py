@@ -45,7 +45,7 @@ from _oauthfuzz import (
     run_guarded,
 )
 
-from mcpcore._oauth import (
+from mcpcore.auth._oauth import (
     AuthFailed,
     AuthorizationDenied,
     AuthorizationResponseRejected,

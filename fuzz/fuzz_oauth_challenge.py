@@ -37,7 +37,7 @@ from _oauthfuzz import (
     secure_url,
 )
 
-from mcpcore._oauth import RETRY, WAIT, Fail, RequestTicket, parse_www_authenticate
+from mcpcore.auth._oauth import RETRY, WAIT, Fail, RequestTicket, parse_www_authenticate
 
 _NAMES = (b"www-authenticate", b"WWW-Authenticate", b"WwW-aUtHeNtIcAtE", b"x-authenticate")
 _SCHEMES = ("Bearer", "bearer", "BEARER", "Basic", "Negotiate", "DPoP", "Bearer2", "")

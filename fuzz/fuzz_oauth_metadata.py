@@ -54,7 +54,7 @@ from _oauthfuzz import (
     template,
 )
 
-from mcpcore._oauth import (
+from mcpcore.auth._oauth import (
     Authorized,
     Purpose,
     RequestTicket,

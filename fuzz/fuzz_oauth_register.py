@@ -42,7 +42,7 @@ from _oauthfuzz import (
     template,
 )
 
-from mcpcore._oauth import AuthRequest, ClientRecord, Purpose, RequestTicket, SaveClient
+from mcpcore.auth._oauth import AuthRequest, ClientRecord, Purpose, RequestTicket, SaveClient
 
 METHOD_LISTS: tuple[list[str] | None, ...] = (
     ["none"],

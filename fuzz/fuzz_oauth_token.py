@@ -49,7 +49,7 @@ from _oauthfuzz import (
     template,
 )
 
-from mcpcore._oauth import (
+from mcpcore.auth._oauth import (
     AuthFailed,
     Authorized,
     AuthRequest,

@@ -1,4 +1,4 @@
-"""Fuzz the session's receive path (``mcpcore._session``) with whole conversations.
+"""Fuzz the session's receive path (``mcpcore.session._session``) with whole conversations.
 
 The input scripts a server: first the handshake (an ``initialize`` result that
 may be valid, refused, malformed or preceded by other messages), then any mix
@@ -37,9 +37,16 @@ from typing import Any
 import _fuzzlib
 from _fuzzlib import Reader
 
-from mcpcore._errors import LocalProtocolError, McpError, RemoteProtocolError, UnknownTool
-from mcpcore._events import CallCancelled, CallFailed, CallSucceeded, RefreshFailed, StartFailed
-from mcpcore._jsonrpc import (
+from mcpcore.base._errors import LocalProtocolError, McpError, RemoteProtocolError, UnknownTool
+from mcpcore.base._events import (
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    RefreshFailed,
+    StartFailed,
+)
+from mcpcore.session._session import ClientSession, SessionOptions, SessionState
+from mcpcore.wire._jsonrpc import (
     ErrorResponse,
     Message,
     Notification,
@@ -49,7 +56,6 @@ from mcpcore._jsonrpc import (
     decode_value,
     encode_message,
 )
-from mcpcore._session import ClientSession, SessionOptions, SessionState
 
 _CONTROLS = {chr(c) for c in range(32)} - {"\t", "\n"} | {"\x7f"}
 _SERVER_METHODS = (
@@ -330,7 +336,7 @@ def fuzz_one_input(data: bytes) -> None:
                 except LocalProtocolError:
                     assert session.state is not SessionState.READY
             elif op == 15 and r.flag() and session.state is SessionState.READY:
-                from mcpcore._tasks import resume_task
+                from mcpcore.features._tasks import resume_task
 
                 try:  # T8: follow a task by id (tasks off: InvalidState)
                     calls.add(resume_task(session, r.choice(("t-1", "other")), now))
@@ -416,7 +422,7 @@ def fuzz_task_input(data: bytes) -> None:
             elif op == 6 and calls:
                 session.cancel(r.choice(sorted(calls)), now)
             elif op == 7:
-                from mcpcore._tasks import resume_task
+                from mcpcore.features._tasks import resume_task
 
                 calls.add(resume_task(session, r.choice(("t-1", "other")), now))
             for out in session.take_outgoing():

@@ -1,4 +1,4 @@
-"""Fuzz the incremental SSE decoder (``mcpcore._sse``).
+"""Fuzz the incremental SSE decoder (``mcpcore.wire._sse``).
 
 Invariants, for any bytes and any limits:
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import _fuzzlib
 
-from mcpcore._errors import LimitExceeded
-from mcpcore._sse import SSEDecoder, SSEEvent
+from mcpcore.base._errors import LimitExceeded
+from mcpcore.wire._sse import SSEDecoder, SSEEvent
 
 _BOM = b"\xef\xbb\xbf"
 _LIMITS = ((1 << 30, 1 << 30), (16, 1 << 30), (1 << 30, 16), (64, 64), (1, 0), (200, 100))

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpcore._config import RemoteServer
-from mcpcore._engine import HttpClientEngine
-from mcpcore._events import AbortExchange, Event, HttpRequest
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._http import HttpLimits
-from mcpcore._session import SessionOptions
+from mcpcore.base._events import AbortExchange, Event, HttpRequest
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.config._config import RemoteServer
+from mcpcore.engine._engine import HttpClientEngine
+from mcpcore.session._session import SessionOptions
+from mcpcore.wire._http import HttpLimits
 
 
 @dataclass

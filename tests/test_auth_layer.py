@@ -39,10 +39,10 @@ from mcpcore import (
     TransportError,
     compact_jws,
 )
-from mcpcore._config import RemoteServer
-from mcpcore._engine import HttpClientEngine
-from mcpcore._events import AbortExchange, HttpRequest
-from mcpcore._session import SessionOptions
+from mcpcore.base._events import AbortExchange, HttpRequest
+from mcpcore.config._config import RemoteServer
+from mcpcore.engine._engine import HttpClientEngine
+from mcpcore.session._session import SessionOptions
 
 AS = "https://as.example.test"
 PRM_URL = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp"
@@ -864,3 +864,16 @@ def test_R6_D2_a_refresh_waiting_for_the_stores_lock_holds_back_no_request() -> 
     later = link.engine.call("srv/echo", {"n": 2}, link.now)
     link.pump()
     assert later in [e.call_id for e in link.of_type(CallSucceeded)]
+
+
+def test_M11_A1_the_probe_check_names_the_module_oauth_errors_live_in() -> None:
+    """M11, A1: the wire layer looks ``OAuthError`` up by module name (auth sits
+    above it); that name is where the class lives, so a move of the module
+    cannot quietly turn a failed sign-in into era evidence."""
+    import importlib
+
+    import mcpcore
+    from mcpcore.wire import _modern
+
+    module = importlib.import_module(_modern.OAUTH_ERRORS_MODULE)
+    assert module.OAuthError is mcpcore.OAuthError

@@ -88,3 +88,58 @@ def test_bench_eras_runs_both_eras() -> None:
                 assert "error" not in rows[client], (table, path, rows[client])
     assert set(res["calls"]) == {"modern", "legacy"}
     assert "## B10" in proc.stdout
+
+
+@pytest.mark.realpeer
+def test_bench_ab_all_pairs_one_tree_against_itself(tmp_path: Path) -> None:
+    """B1, B3, B5 and B9 tree against tree (``python -m bench.ab_all``), tiny, this tree as both:
+    every scenario has paired figures and no sample failed."""
+    out = tmp_path / "ab.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.ab_all",
+            str(ROOT),
+            str(ROOT),
+            "--quick",
+            "--rounds",
+            "1",
+            "--steps",
+            "2",
+            "--seq",
+            "5",
+            "--conc-calls",
+            "32",
+            "--b3-tools",
+            "120",
+            "--b5-runs",
+            "1",
+            "--hub-n",
+            "3",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert set(res["scenarios"]) == {"b1", "b3", "b5", "b9"}
+    for name, scenario in res["scenarios"].items():
+        assert not scenario["errors"], (name, scenario["errors"])
+        assert scenario["measures"], name
+        for label, measure in scenario["measures"].items():
+            assert measure["pairs"] >= 1, (name, label)
+    b1 = res["scenarios"]["b1"]["measures"]
+    assert {"anyio SSE CPU/call seq", "threaded JSON calls/s @32"} <= set(b1)
+    assert b1["anyio SSE CPU/call seq"]["pairs"] == 2  # one round of 2 batch pairs
+    assert res["scenarios"]["b5"]["measures"]["import mcpcore: modules"]["ratio"] == 1.0
+    for line in ("B1 —", "B3 —", "B5 —", "B9 —", "load average"):
+        assert line in proc.stdout

@@ -35,7 +35,7 @@ def anyio_backend(driver: str) -> str:
 
 @given(keys=st.lists(KEY, max_size=5))
 def test_V1_host_keys_pass_unless_they_are_the_clients_own(keys: list[str]) -> None:
-    from mcpcore._tool_requests import host_meta
+    from mcpcore.features._tool_requests import host_meta
 
     meta = {key: index for index, key in enumerate(keys)}
     owned = [k for k in meta if k == "progressToken" or k.startswith("io.modelcontextprotocol/")]

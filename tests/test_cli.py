@@ -634,7 +634,8 @@ def test_save_reports_a_block_it_cannot_write(tmp_path: Path) -> None:
     import io
 
     from mcpcore import render_result
-    from mcpcore_cli._app import Cli, _save_blocks
+    from mcpcore_cli._common import Cli
+    from mcpcore_cli._results import save_blocks
 
     output = render_result(
         {
@@ -645,11 +646,11 @@ def test_save_reports_a_block_it_cannot_write(tmp_path: Path) -> None:
         }
     )
     err = io.StringIO()
-    saved, complete = _save_blocks(Cli(io.StringIO(), err), output, tmp_path / "gone")
+    saved, complete = save_blocks(Cli(io.StringIO(), err), output, tmp_path / "gone")
     assert (saved, complete) == ({}, False)
     assert err.getvalue().count("mcpcore: cannot save block") == 2
     err = io.StringIO()
-    saved, complete = _save_blocks(Cli(io.StringIO(), err), output, tmp_path)
+    saved, complete = save_blocks(Cli(io.StringIO(), err), output, tmp_path)
     assert complete and sorted(Path(p).name for p in saved.values()) == [
         "audio-1.wav",  # numbered among the audio blocks: the first
         "image-1.png",

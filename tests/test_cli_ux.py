@@ -222,7 +222,7 @@ def test_H7_an_html_404_is_summed_up_and_the_path_questioned() -> None:
 
 
 def test_H7_status_reason_words() -> None:
-    from mcpcore._failure import status_reason
+    from mcpcore.base._failure import status_reason
 
     url = "https://example.test/api"
     assert status_reason(url, 500, "boom") == f"{url} answered HTTP 500: boom"
@@ -315,7 +315,7 @@ def test_P6_max_message_size_raises_every_bound_a_message_meets() -> None:
     """A size above the defaults lifts the SSE line and resource-read bounds with it."""
     import argparse
 
-    from mcpcore_cli._app import Cli
+    from mcpcore_cli._common import Cli
     from mcpcore_cli._declared import client_hooks, message_size
 
     size = message_size("200M")

@@ -1,4 +1,4 @@
-"""The drivers' shared, I/O-free client surface (mcpcore._client_base)."""
+"""The drivers' shared, I/O-free client surface (mcpcore.engine._client_base)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import mcpcore_anyio
 import mcpcore_threaded
 from mcpcore import Catalogue, SessionOptions, Tool
-from mcpcore._client_base import ClientBase
-from mcpcore._registry import RegistrationContract
+from mcpcore.engine._client_base import ClientBase
+from mcpcore.features._registry import RegistrationContract
 
 
 @pytest.mark.parametrize("module", [mcpcore_anyio, mcpcore_threaded], ids=["anyio", "threaded"])

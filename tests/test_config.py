@@ -22,7 +22,7 @@ from mcpcore import (
     load_mcp_json,
     parse_server,
 )
-from mcpcore._config import CLIENT_OWNED_HEADERS, LOCAL_NOT_SUPPORTED
+from mcpcore.config._config import CLIENT_OWNED_HEADERS, LOCAL_NOT_SUPPORTED
 
 ENV = {"TOKEN": "tok-value", "HOST": "api.example.com", "EMPTY": ""}
 HOME = "/home/user"

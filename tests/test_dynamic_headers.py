@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from drivers import DRIVERS, backend_of, open_client
 from mcpcore import InvalidValue, TransportFailure, prepare_client
-from mcpcore._http import HttpMapping, RequestFailed
-from mcpcore._jsonrpc import Notification, Request
+from mcpcore.wire._http import HttpMapping, RequestFailed
+from mcpcore.wire._jsonrpc import Notification, Request
 from mcpcore_demo import DemoServer
 from peers import modern_sdk_server, sdk_server
 

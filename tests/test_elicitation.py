@@ -30,8 +30,9 @@ from mcpcore import (
     InputOptions,
     RequestSucceeded,
 )
-from mcpcore._input import check_answer, client_capabilities
-from mcpcore._session import SessionOptions
+from mcpcore.features._input_options import client_capabilities
+from mcpcore.features._questions import check_answer
+from mcpcore.session._session import SessionOptions
 from test_modern import JSON, ModernFake, calls, link_to, rpc
 
 SCHEMA = {

@@ -79,7 +79,7 @@ from input_hooks import (
     report,
 )
 from mcpcore import AskHost, CallTimeout, InputError, InvalidArguments, InvalidState
-from mcpcore._events import (
+from mcpcore.base._events import (
     AbortExchange,
     CallCancelled,
     CallFailed,
@@ -87,12 +87,12 @@ from mcpcore._events import (
     HttpRequest,
     RequestSucceeded,
 )
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._http import HttpLimits
-from mcpcore._prompts import PROMPTS_GET
-from mcpcore._requests import Ask
-from mcpcore._resources import RESOURCES_READ
-from mcpcore._session import SessionOptions
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.features._prompts import PROMPTS_GET
+from mcpcore.features._resources import RESOURCES_READ
+from mcpcore.session._session import SessionOptions
+from mcpcore.wire._http import HttpLimits
+from mcpcore.wire._requests import Ask
 from test_subscriptions import SubscribingServer
 
 SSE = [(b"content-type", b"text/event-stream")]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcpcore import ConfigError, LocalServer, RemoteServer, parse_server
-from mcpcore._setup import prepare_client
+from mcpcore.config._setup import prepare_client
 
 ENV = {"API_TOKEN": "tok-5e1f-secret"}
 

@@ -26,7 +26,7 @@ from mcpcore import (
     backoff_delay,
     escape_text,
 )
-from mcpcore._escape import excerpt
+from mcpcore.base._escape import excerpt
 
 
 @pytest.mark.parametrize(
@@ -251,7 +251,7 @@ def test_H7_an_html_error_page_is_summed_up_from_its_head_alone() -> None:
     sits: a hostile page of unclosed tags cannot make the summary rescan 64 KiB
     from every '<' (seconds of the caller's CPU), and a title past that point is
     never read."""
-    from mcpcore._failure import status_reason
+    from mcpcore.base._failure import status_reason
 
     late = "<html><body>" + "x" * 5000 + "<title>Late</title></body></html>"
     reason = status_reason("https://h.example/mcp", 500, late)

@@ -25,11 +25,16 @@ from mcpcore import (
     Result,
     TransportError,
 )
-from mcpcore._client_base import ClientBase
-from mcpcore._events import CallCancelled, CallFailed, HttpRequest, RequestSucceeded, SessionReady
-from mcpcore._prompts import PROMPTS_GET, PROMPTS_LIST, PromptResult, get_params
-from mcpcore._requests import KINDS, Ask
-from mcpcore._resources import (
+from mcpcore.base._events import (
+    CallCancelled,
+    CallFailed,
+    HttpRequest,
+    RequestSucceeded,
+    SessionReady,
+)
+from mcpcore.engine._client_base import ClientBase
+from mcpcore.features._prompts import PROMPTS_GET, PROMPTS_LIST, PromptResult, get_params
+from mcpcore.features._resources import (
     RESOURCE_TEMPLATES_LIST,
     RESOURCES_LIST,
     RESOURCES_READ,
@@ -38,7 +43,8 @@ from mcpcore._resources import (
     TextContents,
     read_params,
 )
-from mcpcore._session import ClientSession, SessionOptions
+from mcpcore.session._session import ClientSession, SessionOptions
+from mcpcore.wire._requests import KINDS, Ask
 
 NOW = 1000.0
 V = "2026-07-28"
@@ -90,7 +96,7 @@ def resources_ask() -> Ask:
 
 
 def test_F1_every_kind_is_declared_once_with_its_rules() -> None:
-    import mcpcore._handshake  # noqa: F401  (the session's own kinds)
+    import mcpcore.session._handshake  # noqa: F401  (the session's own kinds)
 
     assert KINDS["tools/call"].resend is False and KINDS["tools/call"].input_rounds
     assert KINDS["resources/read"].resend and KINDS["resources/read"].name_param == "uri"
@@ -452,9 +458,9 @@ def test_F1_M50_E3_a_round_re_sent_after_its_stream_broke_keeps_that_rounds_stat
 
 
 def test_F6_a_completion_names_its_ref_and_gives_at_most_100_values() -> None:
-    from mcpcore._completion import Completion, complete_params
-    from mcpcore._prompts import Prompt
-    from mcpcore._resources import ResourceTemplate
+    from mcpcore.features._completion import Completion, complete_params
+    from mcpcore.features._prompts import Prompt
+    from mcpcore.features._resources import ResourceTemplate
 
     session = ready()
     params = complete_params(Prompt(name="review"), "language", "py", {"code": "x"})
@@ -465,7 +471,7 @@ def test_F6_a_completion_names_its_ref_and_gives_at_most_100_values() -> None:
     }
     template = complete_params(ResourceTemplate(uri_template="a://{x}", name="a"), "x", "", None)
     assert template["ref"] == {"type": "ref/resource", "uri": "a://{x}"}
-    from mcpcore._completion import COMPLETE
+    from mcpcore.features._completion import COMPLETE
 
     call_id, request = ask(session, Ask(COMPLETE, params))
     assert request.method == "completion/complete"
@@ -492,7 +498,7 @@ def test_F6_a_completion_names_its_ref_and_gives_at_most_100_values() -> None:
 def test_F6_a_bad_completion_request_is_refused_before_sending(
     ref: Any, argument: Any, value_: Any, context: Any
 ) -> None:
-    from mcpcore._completion import complete_params
+    from mcpcore.features._completion import complete_params
 
     with pytest.raises(InvalidArguments):
         complete_params(ref, argument, value_, context)
@@ -553,7 +559,7 @@ def test_F8_with_on_log_server_messages_become_events_else_they_go_to_logging(
 
 
 def test_F8_M21_the_2026_envelope_carries_the_log_level_only_when_given() -> None:
-    from mcpcore._modern import envelope
+    from mcpcore.wire._modern import envelope
 
     assert "io.modelcontextprotocol/logLevel" not in envelope({}, V, "c", "1")["_meta"]
     assert envelope({}, V, "c", "1", "notice")["_meta"]["io.modelcontextprotocol/logLevel"] == "notice"
@@ -595,7 +601,7 @@ def test_F2_B3_a_listed_resource_is_the_one_its_constructor_builds(raw: dict[str
     resource stays frozen."""
     import dataclasses
 
-    from mcpcore._resources import Resource, _resource
+    from mcpcore.features._resources import Resource, _resource
 
     def text(key: str) -> str | None:
         value = raw.get(key)

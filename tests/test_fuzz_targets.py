@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpcore._failure import FailureKind, TransportFailure
+from mcpcore.base._failure import FailureKind, TransportFailure
 
 FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
 CORPUS = FUZZ / "corpus"
@@ -324,9 +324,9 @@ def test_H4_resume_uses_the_last_dispatched_event_id_not_a_pending_one() -> None
     """H4 (found by fuzz_http): one chunk holding a dispatched event and the id line of an
     event still in flight must resume from the dispatched event, or the in-flight event is
     lost (the server replays only what follows the Last-Event-ID). Whole and byte-wise alike."""
-    from mcpcore._events import HttpRequest
-    from mcpcore._http import HttpLimits, HttpMapping
-    from mcpcore._jsonrpc import Request
+    from mcpcore.base._events import HttpRequest
+    from mcpcore.wire._http import HttpLimits, HttpMapping
+    from mcpcore.wire._jsonrpc import Request
 
     body = (
         b'id: e1\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n'

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpcore._headers import (
+from mcpcore.wire._headers import (
     HEADER_MISMATCH,
     MCP_NAME_SOURCE,
     HeaderParam,

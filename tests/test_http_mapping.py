@@ -32,7 +32,7 @@ from mcpcore import (
     RemoteProtocolError,
     TransportError,
 )
-from mcpcore._events import (
+from mcpcore.base._events import (
     AbortExchange,
     CallCancelled,
     CallFailed,
@@ -43,9 +43,9 @@ from mcpcore._events import (
     StartFailed,
     ToolsListChanged,
 )
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._http import HttpLimits
-from mcpcore._session import SessionOptions, SessionState
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.session._session import SessionOptions, SessionState
+from mcpcore.wire._http import HttpLimits
 
 SSE_CT = [(b"content-type", b"text/event-stream")]
 JSON_CT = [(b"content-type", b"application/json")]
@@ -964,7 +964,7 @@ def test_p6_sse_line_bound_names_max_sse_line() -> None:
 
 def _stalled_read(limits: HttpLimits, status_headers: list[tuple[bytes, bytes]]) -> tuple[Link, int, int]:
     from mcpcore import Ask
-    from mcpcore._resources import RESOURCES_READ, read_params
+    from mcpcore.features._resources import RESOURCES_READ, read_params
 
     server = FakeServer()
     link = connect(server, limits=limits)
@@ -1306,7 +1306,7 @@ def test_X4_debug_trace_of_resumes_expiry_failures_and_timeouts(caplog: pytest.L
 
 def test_X4_debug_trace_over_stdio(caplog: pytest.LogCaptureFixture) -> None:
     """X4: the stdio engine traces each message sent and received by method, id and size."""
-    from mcpcore._engine import StdioClientEngine
+    from mcpcore.engine._engine import StdioClientEngine
 
     engine = StdioClientEngine(options=SessionOptions(server_name="local"))
     with caplog.at_level(logging.DEBUG, logger="mcpcore"):
@@ -1433,7 +1433,7 @@ def test_B3_F1_a_later_page_names_through_owner_of_the_call_it_belongs_to() -> N
     ``engine.owner_of`` names the id the host got for all of them (what lets a driver
     perform the later pages in the caller's task); once the listing ended, none."""
     from mcpcore import Ask, Listing, RequestSucceeded
-    from mcpcore._resources import RESOURCES_LIST
+    from mcpcore.features._resources import RESOURCES_LIST
 
     server = FakeServer()
     link = connect(server)

@@ -146,7 +146,7 @@ def test_Q3_D2_a_bent_sample_result_fails_only_its_call(field: str, value: objec
 @pytest.mark.parametrize("bad", [float("inf"), 10**400], ids=["inf", "huge-int"])
 def test_D2_K2_an_infinite_time_limit_is_refused_naming_it(option: str, bad: object) -> None:
     from mcpcore import InvalidValue, RemoteServer
-    from mcpcore._setup import prepare_client
+    from mcpcore.config._setup import prepare_client
 
     remote = RemoteServer(name="r", url="https://a.example/mcp")
     with pytest.raises(InvalidValue, match=f"^{option} must be a positive number of seconds"):

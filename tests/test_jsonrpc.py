@@ -21,7 +21,7 @@ from mcpcore import (
     decode_message,
     encode_message,
 )
-from mcpcore._jsonrpc import decode_value
+from mcpcore.wire._jsonrpc import decode_value
 
 # --- well-formed messages -------------------------------------------------
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from drivers import DRIVERS, backend_of, open_client
 from mcpcore import Unavailable
-from mcpcore._failure import legacy_sse_reason
+from mcpcore.base._failure import legacy_sse_reason
 from raw_servers import read_request, socket_server
 
 pytestmark = pytest.mark.anyio

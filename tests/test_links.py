@@ -30,7 +30,7 @@ from mcpcore import (
     UrlElicitationRequired,
     link_target,
 )
-from mcpcore._session import SessionOptions
+from mcpcore.session._session import SessionOptions
 from mcpcore_cli._ask import TerminalAsker
 
 ADVERSARIAL = [

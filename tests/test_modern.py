@@ -27,9 +27,9 @@ from mcpcore import (
     StartFailed,
     TransportError,
 )
-from mcpcore._events import AbortExchange, HttpRequest
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._session import SessionOptions
+from mcpcore.base._events import AbortExchange, HttpRequest
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.session._session import SessionOptions
 
 V = "2026-07-28"
 JSON = [(b"content-type", b"application/json")]
@@ -772,7 +772,7 @@ def test_E6_M47_output_validation_resolves_refs_inside_the_schema_and_fetches_no
     import socket
     import threading
 
-    from mcpcore._schema import compile_schema, validate
+    from mcpcore.base._schema import compile_schema, validate
 
     canary = socket.socket()
     canary.bind(("127.0.0.1", 0))

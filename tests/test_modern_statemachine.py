@@ -95,10 +95,10 @@ from mcpcore import (
     RequestSucceeded,
     ResourceUpdated,
 )
-from mcpcore._events import AbortExchange, HttpRequest
-from mcpcore._requests import Ask
-from mcpcore._resources import RESOURCES_READ
-from mcpcore._session import SessionOptions
+from mcpcore.base._events import AbortExchange, HttpRequest
+from mcpcore.features._resources import RESOURCES_READ
+from mcpcore.session._session import SessionOptions
+from mcpcore.wire._requests import Ask
 
 V = "2026-07-28"
 JSON = [(b"content-type", b"application/json")]

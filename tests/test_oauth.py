@@ -19,10 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpcore._errors import InvalidState, InvalidValue, McpError, TransportError
-from mcpcore._events import AbortExchange
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._oauth import (
+from mcpcore.auth._oauth import (
     RETRY,
     WAIT,
     AuthFailed,
@@ -73,6 +70,9 @@ from mcpcore._oauth import (
     prm_candidates,
     resource_matches,
 )
+from mcpcore.base._errors import InvalidState, InvalidValue, McpError, TransportError
+from mcpcore.base._events import AbortExchange
+from mcpcore.base._failure import FailureKind, TransportFailure
 
 S = "https://mcp.example.com/mcp"
 AS = "https://auth.example.com"
@@ -2040,7 +2040,7 @@ def test_O28_a_loopback_redirect_on_another_port_reuses_the_registered_client() 
     """RFC 8252: a native app's loopback listener takes whatever port is free, so a
     client registered for http://127.0.0.1:PORT/callback is reused on another port;
     another host or path is a different redirect."""
-    from mcpcore._oauth import _redirect_registered
+    from mcpcore.auth._oauth import _redirect_registered
 
     registered = ("http://127.0.0.1:50111/callback",)
     assert _redirect_registered("http://127.0.0.1:50999/callback", registered)
@@ -2054,7 +2054,7 @@ def test_O28_a_loopback_redirect_on_another_port_reuses_the_registered_client() 
 
 def test_every_request_of_the_flow_is_read_by_exactly_one_phase() -> None:
     """The PHASES table: each purpose of request is answered to the phase that sends it."""
-    from mcpcore._oauth import PHASES
+    from mcpcore.auth._oauth import PHASES
 
     flow = make_flow()
     purposes = [purpose for _, requests in PHASES for purpose, _ in requests]

@@ -34,19 +34,7 @@ from hypothesis import strategies as st
 
 from fake_peer import FakeServer, Reply, Seen
 from mcpcore import AuthOptions, HttpClientEngine, PreRegisteredClient, RemoteServer
-from mcpcore._authorizing import MemoryTokenStore, apply_to_store
-from mcpcore._errors import McpError
-from mcpcore._events import (
-    AbortExchange,
-    CallCancelled,
-    CallFailed,
-    CallSucceeded,
-    HttpRequest,
-    SessionReady,
-    StartFailed,
-)
-from mcpcore._failure import FailureKind, TransportFailure
-from mcpcore._oauth import (
+from mcpcore.auth._oauth import (
     AuthFailed,
     AuthRequest,
     ClientRecord,
@@ -67,7 +55,19 @@ from mcpcore._oauth import (
     compact_jws,
     parse_www_authenticate,
 )
-from mcpcore._session import SessionOptions
+from mcpcore.auth._store import MemoryTokenStore, apply_to_store
+from mcpcore.base._errors import McpError
+from mcpcore.base._events import (
+    AbortExchange,
+    CallCancelled,
+    CallFailed,
+    CallSucceeded,
+    HttpRequest,
+    SessionReady,
+    StartFailed,
+)
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.session._session import SessionOptions
 
 MCP = "https://mcp.example.test/mcp"
 AS = "https://auth.example.test"
@@ -487,11 +487,15 @@ def _cpu_seconds(*values: bytes) -> list[float]:
         (b"Bearer a =", b" ", b"", 200_000),
     ],
 )
-def test_O4_a_huge_challenge_parses_in_linear_time(prefix: bytes, unit: bytes, suffix: bytes, count: int) -> None:
+def test_O4_a_huge_challenge_parses_in_linear_time(
+    prefix: bytes, unit: bytes, suffix: bytes, count: int
+) -> None:
     """O4: eight times the input costs about eight times the CPU, never the sixty-four
     a quadratic parser would take. Measured as a ratio of CPU times, with a margin of
     four either way, so a loaded machine neither fails it nor hides a quadratic parser."""
-    small, large = _cpu_seconds(prefix + unit * (count // 8) + suffix, prefix + unit * count + suffix)
+    small, large = _cpu_seconds(
+        prefix + unit * (count // 8) + suffix, prefix + unit * count + suffix
+    )
     assert large < 32 * max(small, 0.002), (small, large)
 
 

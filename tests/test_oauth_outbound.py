@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpcore import CallFailed, HookFailure, SessionReady
-from mcpcore._oauth import (
+from mcpcore.auth._oauth import (
     DestinationRefused,
     InvalidMetadata,
     Purpose,
@@ -25,7 +25,7 @@ from mcpcore._oauth import (
     TokenSet,
     fresh_copy,
 )
-from mcpcore._outbound import OutboundPolicy, host_is_local
+from mcpcore.wire._outbound import OutboundPolicy, host_is_local
 from test_auth_layer import AS as LAYER_AS
 from test_auth_layer import _refuse_refresh, make
 from test_oauth import (
@@ -264,7 +264,7 @@ def test_parked_requests_each_get_their_own_copy_of_the_flow_error() -> None:
 
 
 def test_fresh_copy_keeps_type_message_and_attributes() -> None:
-    from mcpcore._oauth import IssuerMismatch
+    from mcpcore.auth._oauth import IssuerMismatch
 
     error = IssuerMismatch("wrong issuer", expected="a", got="b")
     try:
@@ -321,7 +321,7 @@ def test_O63_an_ip_literal_is_read_as_the_resolver_reads_it(host: str) -> None:
     import ipaddress
     import socket
 
-    from mcpcore._outbound import _loose_ipv4
+    from mcpcore.wire._outbound import _loose_ipv4
 
     try:
         expected: ipaddress.IPv4Address | None = ipaddress.IPv4Address(socket.inet_aton(host))

@@ -10,7 +10,7 @@ import json
 from urllib.parse import urlencode
 
 from mcpcore import MemoryTokenStore, SessionReady
-from mcpcore._oauth import ClientRecord, OpenAuthorizationUrl, Purpose, RequestTicket, TokenKey
+from mcpcore.auth._oauth import ClientRecord, OpenAuthorizationUrl, Purpose, RequestTicket, TokenKey
 from test_auth_layer import URL, _bearer, make
 from test_oauth import (
     AS,

@@ -12,7 +12,7 @@ from typing import Any
 
 from fake_peer import FakeServer, Reply, connect
 from mcpcore import RequestEnded, RequestStarted, RequestSucceeded
-from mcpcore._session import SessionOptions
+from mcpcore.session._session import SessionOptions
 from test_subscriptions import URI, SubscribingServer, ended, modern
 
 CARRIER = {"traceparent": "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01"}

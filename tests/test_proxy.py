@@ -32,7 +32,7 @@ import pytest
 
 from drivers import DRIVERS, backend_of, open_client
 from mcpcore import AuthOptions, ConfigError, PreRegisteredClient
-from mcpcore._setup import choose_proxy
+from mcpcore.config._setup import choose_proxy
 from mcpcore_demo import DemoServer
 from mcpcore_httpcore import ProxyTarget, body_end_arrived, redact_proxy
 
@@ -965,7 +965,7 @@ def test_C5_oauth_requests_go_through_the_proxy_chosen_for_the_authorization_ser
 
 def test_C5_the_core_chooses_the_proxy_per_origin() -> None:
     """``OutboundPolicy.proxy_for_origin``: what each driver's pool asks per origin."""
-    from mcpcore._outbound import OutboundPolicy
+    from mcpcore.wire._outbound import OutboundPolicy
 
     env = {"HTTPS_PROXY": "http://corp:3128", "NO_PROXY": "mcp.example", "PATH": "/bin"}
     policy = OutboundPolicy.for_server("https://mcp.example/mcp", env=env)

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from mcpcore import Catalogue, Tool
-from mcpcore._registry import RegistrationContract, register_catalogue, sync_registry
+from mcpcore.features._registry import RegistrationContract, register_catalogue, sync_registry
 
 
 class Reg:

@@ -21,7 +21,7 @@ from mcpcore import (
     _schema,
     render_result,
 )
-from mcpcore._render import (
+from mcpcore.base._render import (
     AudioBlock,
     ImageBlock,
     OtherBlock,

@@ -15,7 +15,7 @@ import pytest
 
 from drivers import DRIVERS, backend_of, open_client
 from mcpcore import InvalidArguments, ReadResult, ResourceBlock, ResourceNotFound, TextContents
-from mcpcore._resources import BlobContents, reader_output, reader_tool, reader_uri
+from mcpcore.features._resources import BlobContents, reader_output, reader_tool, reader_uri
 from peers import Peer, modern_sdk_server
 
 

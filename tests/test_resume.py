@@ -32,9 +32,9 @@ from mcpcore import (
     RemoteServer,
     RequestSucceeded,
 )
-from mcpcore._input import InputOptions
-from mcpcore._modern import MAX_INPUT_ROUNDS
-from mcpcore._session import SessionOptions
+from mcpcore.features._input_options import InputOptions
+from mcpcore.session._session import SessionOptions
+from mcpcore.wire._modern import MAX_INPUT_ROUNDS
 from peers import Peer, modern_sdk_server
 from test_elicitation import ELICIT, URL_ASK, modern_call, outcome
 from test_modern import JSON, ModernFake, calls, link_to, rpc

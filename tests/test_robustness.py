@@ -27,7 +27,7 @@ from mcpcore import (
     ToolsRefreshed,
     TransportFailure,
 )
-from mcpcore._events import CallFailed
+from mcpcore.base._events import CallFailed
 
 SSE_CT = [(b"content-type", b"text/event-stream")]
 

@@ -28,9 +28,9 @@ from mcpcore import (
     SampleResult,
     Sampling,
 )
-from mcpcore._input import client_capabilities
-from mcpcore._roots import check_roots
-from mcpcore._session import SessionOptions
+from mcpcore.features._input_options import client_capabilities
+from mcpcore.features._roots import check_roots
+from mcpcore.session._session import SessionOptions
 from peers import Peer, modern_sdk_server
 from test_elicitation import modern_call, outcome
 from test_modern import calls

@@ -55,9 +55,9 @@ from mcpcore import (
     load_mcp_json,
     parse_server,
 )
-from mcpcore._events import CallFailed, CallSucceeded, HttpRequest
-from mcpcore._http import HttpMapping
-from mcpcore._oauth import ClientRecord, SaveClient, SaveTokens, TokenError, TokenSet
+from mcpcore.auth._oauth import ClientRecord, SaveClient, SaveTokens, TokenError, TokenSet
+from mcpcore.base._events import CallFailed, CallSucceeded, HttpRequest
+from mcpcore.wire._http import HttpMapping
 from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
 from raw_servers import close_at_once, garbage, reset, socket_server
 from test_oauth_layer_props import AS, MCP, REDIRECT, WALL, OAuthWorld, form, js
@@ -197,7 +197,7 @@ def test_C5_C8_X5_header_values_with_edge_whitespace_are_refused_without_the_val
     """C5, X5, C8: a header value with a leading or trailing space or tab (a pasted token) is
     refused by the config layer, literal, through ${env:...}, in an mcp.json document and in a
     RemoteServer a host builds; every refusal names the header and never shows the value."""
-    from mcpcore._setup import prepare_client
+    from mcpcore.config._setup import prepare_client
 
     value = pad[0] + scheme + secret + pad[1]
     env = {"S": value}
@@ -224,7 +224,7 @@ def test_C5_C8_X5_header_values_with_edge_whitespace_are_refused_without_the_val
 @given(secret=secrets)
 def test_C8_http_requests_never_show_header_values(secret: str) -> None:
     """C8: the engine's request actions show header names only."""
-    from mcpcore._jsonrpc import Request
+    from mcpcore.wire._jsonrpc import Request
 
     mapping = HttpMapping("https://example.com/mcp?k=" + secret, [("Authorization", f"Bearer {secret}")])
     mapping.send(Request(id=1, method="initialize", params={}), 0.0)

@@ -30,8 +30,7 @@ from mcpcore import (
     decode_message,
     encode_message,
 )
-from mcpcore._engine import Availability, StdioClientEngine
-from mcpcore._events import (
+from mcpcore.base._events import (
     CallCancelled,
     CallFailed,
     CallSucceeded,
@@ -42,8 +41,10 @@ from mcpcore._events import (
     ToolsListChanged,
     ToolsRefreshed,
 )
-from mcpcore._render import OutputSchemaViolation
-from mcpcore._session import (
+from mcpcore.base._render import OutputSchemaViolation
+from mcpcore.base._tools import SyncReport
+from mcpcore.engine._engine import Availability, StdioClientEngine
+from mcpcore.session._session import (
     SUPPORTED_PROTOCOL_VERSIONS,
     TRANSITIONS,
     ClientSession,
@@ -51,7 +52,6 @@ from mcpcore._session import (
     SessionOptions,
     SessionState,
 )
-from mcpcore._tools import SyncReport
 
 NOW = 1000.0
 INIT_RESULT: dict[str, Any] = {
@@ -333,7 +333,7 @@ def test_t5_empty_cursor_ends_the_listing_and_listing_error_fails_start() -> Non
 
 def test_p6_catalogue_bound_during_start_fails_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """A catalogue that cannot be built (bounded by max_tools) fails the attempt."""
-    from mcpcore import _session
+    from mcpcore.session import _session
 
     def refuse(*args: Any, **kw: Any) -> Any:
         raise LimitExceeded("max_tools", 0, "test")
@@ -550,7 +550,7 @@ def test_t6_refresh_times_out_after_call_timeout() -> None:
 
 
 def test_t6_automatic_refresh_failure_and_bad_catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpcore import _session
+    from mcpcore.session import _session
 
     session = ready(auto_refresh=True)
     session.receive_message(Notification(method="notifications/tools/list_changed"), NOW)

@@ -13,7 +13,7 @@ from typing import Any
 
 from fake_peer import FakeServer, Link, Reply, Seen, connect
 from mcpcore import TransportError
-from mcpcore._events import CallCancelled, CallFailed, CallSucceeded
+from mcpcore.base._events import CallCancelled, CallFailed, CallSucceeded
 
 JSON_CT = [(b"content-type", b"application/json")]
 # server-everything's answer to a session id it does not know: no "id" at all

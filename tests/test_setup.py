@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcpcore import ConfigError, HttpLimits, LocalServer, RemoteServer
-from mcpcore._setup import (
+from mcpcore.config._setup import (
     LOCAL_REFUSED,
     child_environment,
     choose_proxy,
@@ -82,7 +82,7 @@ def test_S2_child_environment_is_minimal() -> None:
 
 def test_L7_C2_C4_hub_entries_name_each_outcome() -> None:
     """L7, C2, C4: every outcome by its key lowercased (its client's name); C1 raises."""
-    from mcpcore._setup import hub_entries
+    from mcpcore.config._setup import hub_entries
 
     text = '{"mcpServers": {"Good": {"url": "https://g.example/mcp"}, "Bad": {"url": "ftp://x"}}}'
     entries = hub_entries(text, {}, env={}, home="/h")
@@ -154,7 +154,7 @@ def test_C4_bad_client_name_is_a_config_error_not_a_raise(name: str, separator: 
 def test_C4_C2_hub_entries_refuse_a_name_holding_the_separator() -> None:
     """C4, C2: an entry whose name holds the separator is a ConfigError on its own; two keys
     equal after lowercasing are one name, refused with the duplicate's error."""
-    from mcpcore._setup import hub_entries
+    from mcpcore.config._setup import hub_entries
 
     text = '{"mcpServers": {"a": {"url": "https://a.example/mcp"}, "A.B": {"url": "https://b.example/mcp"}}}'
     entries = hub_entries(text, {"separator": "."}, env={}, home="/h")
@@ -190,7 +190,7 @@ def test_ClientOptions_is_public_and_documents_every_option() -> None:
     """Every option ``McpClient`` takes is exported as ``mcpcore.ClientOptions`` and its
     docstring says what it means and its default."""
     import mcpcore
-    from mcpcore._setup import ClientOptions
+    from mcpcore.config._setup import ClientOptions
 
     assert mcpcore.ClientOptions is ClientOptions and "ClientOptions" in mcpcore.__all__
     doc = ClientOptions.__doc__ or ""

@@ -41,7 +41,7 @@ from mcpcore import (
     apply_to_store,
     same_tokens,
 )
-from mcpcore._oauth import AuthRequest, Purpose, RequestTicket
+from mcpcore.auth._oauth import AuthRequest, Purpose, RequestTicket
 from mcpcore_cli._tokens import FileTokenStore, StoreView
 from test_cli_auth import LoginRun, _assert_none_shown, _secrets_in, _sign_in_as_the_browser, run
 from test_oauth import (

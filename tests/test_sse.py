@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpcore import LimitExceeded, RemoteProtocolError, SSEDecoder, SSEEvent
-from mcpcore._sse import SSEOverrun
+from mcpcore.wire._sse import SSEOverrun
 
 BOM = b"\xef\xbb\xbf"
 

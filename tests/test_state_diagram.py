@@ -1,4 +1,4 @@
-"""docs/state-diagram.md is drawn from mcpcore._session.TRANSITIONS and kept current."""
+"""docs/state-diagram.md is drawn from mcpcore.session._session.TRANSITIONS and kept current."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_check_fails_on_a_stale_file_and_writing_fixes_it(tmp_path: Path) -> Non
 
 
 def test_diagram_has_every_transition() -> None:
-    from mcpcore._session import TRANSITIONS
+    from mcpcore.session._session import TRANSITIONS
 
     text = DOC.read_text(encoding="utf-8")
     assert "stateDiagram-v2" in text

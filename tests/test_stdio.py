@@ -132,7 +132,7 @@ def test_s1_linear_byte_at_a_time() -> None:
 def test_S1_C8_X1_stderr_tail_words_a_death_escaped_bounded_and_without_env_values() -> None:
     """S1, C8, X1: the reason names the child's last stderr lines — the last five,
     each escaped and cut short, with the values of its env entry replaced."""
-    from mcpcore._stdio import StderrTail
+    from mcpcore.wire._stdio import StderrTail
 
     tail = StderrTail(secrets=["s3cr3t-token", "ab"])  # too short to redact: kept
     assert tail.reason("the server process closed its output") == "the server process closed its output"

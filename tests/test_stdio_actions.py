@@ -29,7 +29,7 @@ from mcpcore import (
     decode_message,
     encode_message,
 )
-from mcpcore._events import CloseInput, KillProcess, StartProcess, TerminateProcess, WriteInput
+from mcpcore.base._events import CloseInput, KillProcess, StartProcess, TerminateProcess, WriteInput
 
 NOW = 1000.0
 SECRET = "tok-123456789"

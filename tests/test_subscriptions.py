@@ -27,7 +27,7 @@ from mcpcore import (
     ResourcesListChanged,
     ResourceUpdated,
 )
-from mcpcore._session import SessionOptions
+from mcpcore.session._session import SessionOptions
 from test_modern import SSE, ModernFake, link_to, rpc
 
 URI = "file:///project/config.json"
@@ -290,7 +290,7 @@ def test_F2_M67_a_lost_stream_is_opened_again_with_the_subscriptions() -> None:
     _, streams, link = modern()
     assert isinstance(ended(link, link.engine.subscribe(URI, link.now)), RequestSucceeded)
     xid = listen_exchange(link, streams.listens[0]["id"])
-    from mcpcore._failure import FailureKind, TransportFailure
+    from mcpcore.base._failure import FailureKind, TransportFailure
 
     link.engine.response_failed(xid, TransportFailure(FailureKind.RESET), link.now)
     link.advance(1.5)
@@ -350,8 +350,8 @@ def test_E7_F9_refresh_within_ttl_is_served_from_the_catalogue_only_when_asked()
 
 def test_E7_M66_M79_a_list_changed_notification_ends_the_freshness() -> None:
     from mcpcore import Notification
-    from mcpcore._requests import Ask
-    from mcpcore._resources import RESOURCES_LIST
+    from mcpcore.features._resources import RESOURCES_LIST
+    from mcpcore.wire._requests import Ask
 
     server = cached_server()
     link = link_to(server, honour_cache_hints=True)
@@ -370,8 +370,8 @@ def test_E7_M66_M79_a_list_changed_notification_ends_the_freshness() -> None:
 
 @pytest.mark.parametrize(("scope", "reused"), [("private", False), ("public", True)])
 def test_F9_M78_with_per_request_credentials_a_private_answer_is_never_reused(scope: str, reused: bool) -> None:
-    from mcpcore._requests import Ask
-    from mcpcore._resources import RESOURCES_LIST
+    from mcpcore.features._resources import RESOURCES_LIST
+    from mcpcore.wire._requests import Ask
 
     server = cached_server(scope=scope)
     link = link_to(server, honour_cache_hints=True, credentials_vary=True)

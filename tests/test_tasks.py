@@ -37,8 +37,8 @@ from mcpcore import (
     TaskStatus,
     TransportError,
 )
-from mcpcore._session import SessionOptions
-from mcpcore._tasks import POLL_MAX, POLL_MIN, TASKS_EXTENSION
+from mcpcore.features._tasks import POLL_MAX, POLL_MIN, TASKS_EXTENSION
+from mcpcore.session._session import SessionOptions
 from test_elicitation import ELICIT, outcome
 from test_modern import JSON, ModernFake, link_to, rpc
 

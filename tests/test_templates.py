@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mcpcore import InvalidArguments, RemoteProtocolError, ResourceTemplate
-from mcpcore._templates import expand_template, template_variables
+from mcpcore.features._templates import expand_template, template_variables
 
 # RFC 6570 section 3.2's variables
 VALUES: dict[str, Any] = {

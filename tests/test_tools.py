@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import mcpcore
 from mcpcore import Catalogue, LimitExceeded, SyncReport, Tool, _schema, is_valid_segment
-from mcpcore._tools import ascii_lower
+from mcpcore.base._tools import ascii_lower
 
 LOGGER = "mcpcore.tools"
 
@@ -625,7 +625,7 @@ def test_t3_a_listed_tool_is_the_tool_the_constructor_builds(
 
 def test_K7_suggestions_for_an_unknown_id() -> None:
     """K7: a different case, a plain tool name, another server's prefix; never the id itself."""
-    from mcpcore._tools import suggest_ids
+    from mcpcore.base._tools import suggest_ids
 
     cat = Catalogue.from_listing("py", [raw("add"), raw("Sub"), raw("a.b")])
     assert cat.ids() == ("py/add", "py/sub", "py/a.b")

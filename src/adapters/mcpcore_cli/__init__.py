@@ -11,14 +11,14 @@ by the server; 130 interrupted.
 
 from __future__ import annotations
 
-from ._app import (
+from ._app import main
+from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TOOL_ERROR,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     exit_status,
-    main,
 )
 
 __all__ = [

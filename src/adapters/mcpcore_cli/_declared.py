@@ -30,7 +30,7 @@ from ._ask import TerminalAsker
 from ._term import isatty, one_line
 
 if TYPE_CHECKING:
-    from ._app import Cli
+    from ._common import Cli
 
 __all__ = [
     "LOG_LEVELS",

@@ -27,15 +27,23 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcore import BackendError, ConfigError, TaskHandle, ToolOutput
 
+from ._common import EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, Cli, UsageError
+from ._connect import (
+    chosen_servers,
+    client_for,
+    command_for,
+    ensure_ready,
+    invalid_entry,
+    split_operands,
+)
+from ._results import Progress, print_output
 from ._term import dumps, one_line, quote, show
 
 if TYPE_CHECKING:
     from mcpcore import InputRequired, LocalServer, RemoteServer
     from mcpcore_threaded import McpClient
 
-    from ._app import Cli, _Progress
-
-__all__ = ["cmd_task", "follow_call"]
+__all__ = ["cmd_task", "follow_call", "shown_id"]
 
 #: How much of a task id is shown (ids are server text).
 _ID_SHOWN = 80
@@ -94,7 +102,7 @@ class _StatusLines:
     """A task's status changes: to the progress line, and on stderr (one line per
     change) when stderr is not a terminal."""
 
-    def __init__(self, cli: Cli, progress: _Progress, task_id: str) -> None:
+    def __init__(self, cli: Cli, progress: Progress, task_id: str) -> None:
         self.cli = cli
         self.progress = progress
         self.task = shown_id(task_id)
@@ -115,7 +123,7 @@ def follow_call(
     client: McpClient,
     tool_id: str,
     arguments: dict[str, Any],
-    progress: _Progress,
+    progress: Progress,
     resume_command: Callable[[str], str],
 ) -> ToolOutput:
     """Call ``tool_id``; when the server runs the call as a task, follow it (see the
@@ -133,7 +141,7 @@ def follow_task(
     cli: Cli,
     client: McpClient,
     task: TaskHandle | str,
-    progress: _Progress,
+    progress: Progress,
     resume_command: Callable[[str], str],
 ) -> ToolOutput:
     """Follow a task to its end with the progress line; Ctrl-C leaves it running."""
@@ -167,33 +175,31 @@ def _output(value: object) -> ToolOutput:
 
 
 def cmd_task(cli: Cli, args: argparse.Namespace) -> int:
-    from . import _app, _features
-
-    url, operands = _features._operands(args, 1, "TASK_ID")
+    url, operands = split_operands(args, 1, "TASK_ID")
     if not operands:
-        raise _app.UsageError("give the id of the task (as 'mcpcore call' printed it)")
+        raise UsageError("give the id of the task (as 'mcpcore call' printed it)")
     [task_id] = operands
     if not task_id or len(task_id) > 256 or not task_id.isprintable():
-        raise _app.UsageError("a task id is 1 to 256 printable characters")
-    [(name, outcome)] = _features._servers(cli, args, url, single=True).items()
+        raise UsageError("a task id is 1 to 256 printable characters")
+    [(name, outcome)] = chosen_servers(cli, args, url, single=True).items()
     if isinstance(outcome, ConfigError):
-        raise cli.fail(_app.EXIT_USAGE, _app._invalid(name, outcome, args))
+        raise cli.fail(EXIT_USAGE, invalid_entry(name, outcome, args))
     server: RemoteServer | LocalServer = outcome
     config = args.config
 
     def resume_command(tid: str) -> str:
-        return _app._command(args, server, config, "task", tid)
+        return command_for(args, server, config, "task", tid)
 
-    with _app._client(cli, server, name, args) as client:
-        _app._ensure_ready(cli, client, args.timeout, args=args, server=server, config=config)
+    with client_for(cli, server, name, args) as client:
+        ensure_ready(cli, client, args.timeout, args=args, server=server, config=config)
         if args.cancel:
             client.cancel_task(task_id)
             if args.json:
                 cli.out(dumps({"task_id": task_id, "cancelled": True}))
             else:
                 cli.out(f"asked the server to cancel task {shown_id(task_id)}")
-            return _app.EXIT_OK
-        progress = _app._Progress(cli, f"task {shown_id(task_id)}")
+            return EXIT_OK
+        progress = Progress(cli, f"task {shown_id(task_id)}")
         failed = False
         try:
             output = follow_task(cli, client, task_id, progress, resume_command)
@@ -201,9 +207,9 @@ def cmd_task(cli: Cli, args: argparse.Namespace) -> int:
             kept = getattr(exc, "output", None)
             output = kept if isinstance(kept, ToolOutput) else ToolOutput(exc.text, None, True)
             failed = True
-        _app._print_output(cli, output, args.json)
+        print_output(cli, output, args.json)
         if failed:
             raise cli.fail(
-                _app.EXIT_TOOL_ERROR, f"the task {quote(shown_id(task_id))} reported an error"
+                EXIT_TOOL_ERROR, f"the task {quote(shown_id(task_id))} reported an error"
             )
-    return _app.EXIT_OK
+    return EXIT_OK

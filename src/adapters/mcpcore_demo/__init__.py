@@ -19,21 +19,20 @@ Blocking (background thread)::
 Command line: ``python -m mcpcore_demo --port 8000 [--json] [--stateless]``.
 """
 
+from ._context import DemoTool, ToolContext, ToolHandler, ToolResult
 from ._main import main
-from ._server import DemoServer, RunningServer, ToolContext
+from ._server import DemoServer, RunningServer
 from ._tasks import DemoTask
-from ._tools import AUDIO_WAV, IMAGE_PNG, LOG_LEVELS, default_tools
+from ._tools import AUDIO_WAV, IMAGE_PNG, default_tools
 from ._types import (
     LATEST_PROTOCOL_VERSION,
+    LOG_LEVELS,
     SUPPORTED_PROTOCOL_VERSIONS,
-    DemoTool,
     FaultHook,
     FaultResponse,
     JsonRpcError,
     ReceivedRequest,
     RequestId,
-    ToolHandler,
-    ToolResult,
 )
 
 __all__ = [

@@ -11,11 +11,11 @@ import base64
 from typing import Any
 from urllib.parse import unquote
 
+from ._jsonrpc import INVALID_PARAMS
 from ._tools import IMAGE_PNG
 
 __all__ = ["get_prompt", "list_prompts", "list_resources", "list_templates", "read_resource"]
 
-INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
 
 README = "# The mcpcore demo server\n\nTools for every content type, resources and prompts.\n"

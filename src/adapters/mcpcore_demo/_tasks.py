@@ -8,8 +8,9 @@ progress becomes the task's ``statusMessage``. ``tasks/get`` returns the task,
 ``tasks/cancel`` stops it, ``tasks/list`` lists them. Tasks belong to the
 server, not to a session, so a new client can pick one up by its id.
 
-This module owns the task records and those four methods; the server routes
-requests here and starts the background work in its task group.
+This module owns the task records, those four methods and the context of a
+tool running as a task; the server routes requests here and starts the
+background work in its task group.
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
-from ._types import JsonRpcError, ToolResult
+from ._context import ToolContext, ToolResult, ToolServer
+from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from ._streams import EventStream, Session
+from ._types import JsonRpcError, RequestId
 
 if TYPE_CHECKING:
-    from ._server import ToolContext
-    from ._types import DemoTool
+    from ._context import DemoTool
 
-__all__ = ["DemoTask", "TaskBook", "task_support"]
+__all__ = ["TASKS_CAPABILITY", "DemoTask", "TaskBook", "TaskToolContext", "task_support"]
 
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 # The capability the server declares in the 2025-11-25 handshake.
@@ -206,3 +207,32 @@ class TaskBook:
         meta = result.get("_meta")
         result["_meta"] = {**(meta if isinstance(meta, dict) else {}), **related}
         return result
+
+
+class TaskToolContext(ToolContext):
+    """A tool running as a task: its progress becomes the task's status message;
+    nothing reaches the client but through ``tasks/get`` and ``tasks/result``."""
+
+    def __init__(
+        self,
+        server: ToolServer,
+        request_id: RequestId,
+        params: dict[str, Any],
+        stream: EventStream,
+        session: Session | None,
+        task: DemoTask,
+    ) -> None:
+        super().__init__(server, request_id, params, stream, session)
+        self.task = task
+
+    @property
+    def can_stream(self) -> bool:
+        return False
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        shown = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        self.task.update("working", message or shown)
+        self.server._touch()
+        await anyio.lowlevel.checkpoint()

@@ -13,23 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._types import DemoTool, ToolResult
+from ._context import DemoTool, ToolResult
+from ._types import LOG_LEVELS
 
 if TYPE_CHECKING:
-    from ._server import ToolContext
+    from ._context import ToolContext
 
-__all__ = ["AUDIO_WAV", "IMAGE_PNG", "LOG_LEVELS", "default_tools"]
-
-LOG_LEVELS: tuple[str, ...] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
+__all__ = ["AUDIO_WAV", "IMAGE_PNG", "default_tools"]
 
 
 def _png_1x1() -> bytes:

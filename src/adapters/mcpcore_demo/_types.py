@@ -1,31 +1,38 @@
-"""Public data types of the demo server: recorded requests, faults, tools."""
+"""Public data types of the demo server: protocol versions and log levels,
+recorded requests, faults and JSON-RPC errors. The bottom of the package: it
+imports none of its modules."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from ._server import ToolContext
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
+    "LOG_LEVELS",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "Body",
-    "DemoTool",
     "FaultHook",
     "FaultResponse",
     "JsonRpcError",
     "ReceivedRequest",
     "RequestId",
-    "ToolHandler",
-    "ToolResult",
 ]
 
 LATEST_PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26")
+LOG_LEVELS: tuple[str, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
 
 RequestId = str | int
 """A JSON-RPC request id as it appeared on the wire."""
@@ -184,23 +191,3 @@ class JsonRpcError(Exception):
         if self.data is not _NO_JSON:
             error["data"] = self.data
         return error
-
-
-ToolResult = dict[str, Any] | str
-"""A raw ``tools/call`` result object, or a string (one text block)."""
-
-ToolHandler = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolResult]]
-"""``async def handler(arguments, ctx) -> result``. An exception other than
-``JsonRpcError`` becomes a result with ``isError: true``."""
-
-
-@dataclass(frozen=True)
-class DemoTool:
-    """One tool: its raw ``tools/list`` object (``name`` is required) and handler."""
-
-    definition: Mapping[str, Any]
-    handler: ToolHandler = field(repr=False)
-
-    @property
-    def name(self) -> str:
-        return str(self.definition["name"])

@@ -1,0 +1,94 @@
+"""The core in layers: no import circle, imports only run downward, the drawing is current.
+
+docs/layers.md is drawn from the imports of src/mcpcore by scripts/draw_layers.py;
+every import counts, at a module's top, under ``TYPE_CHECKING`` and inside a
+function.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "draw_layers.py"
+DOC = ROOT / "docs" / "layers.md"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import draw_layers  # noqa: E402
+
+
+def test_the_core_has_no_import_circle_and_imports_only_downward() -> None:
+    """No module of the core reaches itself through imports, and no folder imports
+    one above it (LAYERS, bottom first)."""
+    graph = draw_layers.imports(draw_layers.CORE)
+    assert len(graph) > 50  # every module was read
+    assert draw_layers.problems(graph) == []
+
+
+def test_the_core_is_in_at_least_four_layer_folders() -> None:
+    folders = {p.name for p in draw_layers.CORE.iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(draw_layers.LAYERS) and len(folders) >= 4
+    assert [p.name for p in draw_layers.CORE.glob("*.py")] == ["__init__.py"]  # none left flat
+    for folder in folders:  # each folder says what it owns
+        doc = (draw_layers.CORE / folder / "__init__.py").read_text(encoding="utf-8")
+        assert doc.startswith('"""') and "owns" in doc
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    core = tmp_path / "mcpcore"
+    for name, text in {"__init__.py": "", **files}.items():
+        path = core / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return core
+
+
+def test_a_circle_through_a_type_checking_or_function_import_is_caught(tmp_path: Path) -> None:
+    """The check is not vacuous: a circle closed by an import under TYPE_CHECKING,
+    or by one inside a function, is found."""
+    core = _package(
+        tmp_path,
+        {
+            "base/__init__.py": "",
+            "base/_a.py": "from ._b import x\n",
+            "base/_b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._c import y\n",
+            "base/_c.py": "def f():\n    from ._a import z\n",
+        },
+    )
+    found = draw_layers.problems(draw_layers.imports(core))
+    assert found == ["import circle among: mcpcore.base._a, mcpcore.base._b, mcpcore.base._c"]
+
+
+def test_an_upward_import_is_caught(tmp_path: Path) -> None:
+    core = _package(
+        tmp_path,
+        {
+            "base/__init__.py": "",
+            "wire/__init__.py": "",
+            "base/_errors.py": "def f():\n    from ..wire._http import g\n",
+            "wire/_http.py": "g = 1\n",
+        },
+    )
+    found = draw_layers.problems(draw_layers.imports(core))
+    assert found == ["upward import: mcpcore.base._errors (base) imports mcpcore.wire._http (wire)"]
+
+
+def test_committed_layers_drawing_is_current() -> None:
+    """The committed docs/layers.md matches the imports (run the script to refresh it)."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_check_fails_on_a_stale_file_and_writing_fixes_it(tmp_path: Path) -> None:
+    target = tmp_path / "layers.md"
+    target.write_text("stale\n", encoding="utf-8")
+    run = [sys.executable, str(SCRIPT), "--output", str(target)]
+    stale = subprocess.run([*run, "--check"], capture_output=True, text=True, timeout=60)
+    assert stale.returncode == 1 and "stale" in stale.stderr
+    subprocess.run(run, check=True, timeout=60)
+    assert target.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8")
+    assert subprocess.run([*run, "--check"], timeout=60).returncode == 0
