@@ -28,16 +28,14 @@ import anyio
 import httpcore
 
 from mcpcore_httpcore import (
-    COALESCE_LIMIT,
-    REPLAYABLE,
     BodyEnd,
-    Connections,
-    ProxyRoutes,
+    HeldWrites,
+    PoolBase,
+    PooledBody,
     Route,
     Waiter,
     body_end_arrived,
-    request_target,
-    sent_again_after,
+    build_request,
     wait_readable,
 )
 
@@ -51,30 +49,19 @@ def http_request(
     framed: tuple[int, AsyncIterable[bytes]] | None,
     replayable: bool = False,
 ) -> httpcore.Request:
-    """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
+    """The request httpcore's ``stream(method, url, headers=, content=)`` would build
+    (``mcpcore_httpcore.build_request``).
 
     ``framed``: the body's length and the body as one chunk (an iterable that
     starts over each time it is iterated: the pool may send it again), or None
     for no body. ``replayable`` is the core's ``HttpRequest.replayable``: the
     pool may send it again (``AsyncPool``).
-    Built here because ``stream`` parses the URL and checks every header
-    twice on each request; the core never sets ``Host``, ``Content-Length``
-    or ``Transfer-Encoding`` itself (C5 refuses them in configured headers),
-    so they are added as httpcore adds them.
     """
-    target, host = request_target(url)
-    extensions = {REPLAYABLE: True} if replayable else None
     if framed is None:
-        return httpcore.Request(
-            method, target, headers=[(b"Host", host), *headers], extensions=extensions
-        )
+        return build_request(method, url, headers, None, None, replayable)
     length, content = framed
-    return httpcore.Request(
-        method,
-        target,
-        headers=[(b"Host", host), *headers, (b"content-length", b"%d" % length)],
-        content=content,
-        extensions=extensions,
+    return build_request(
+        method, url, headers, content, (b"content-length", b"%d" % length), replayable
     )
 
 
@@ -95,154 +82,7 @@ def connection_pool(
     forwarded. ``ssl_context`` is for the servers; an https proxy is checked
     with httpcore's default context.
     """
-    return AsyncPool(
-        ssl_context,
-        max_connections,
-        _NetworkBackend(),
-        proxy,
-    )
-
-
-class AsyncPool(httpcore.AsyncConnectionInterface):
-    """The client's connections: HTTP/1.1, one request per connection at a time.
-
-    ``_http11.Http11`` does each exchange (on a ``Connection``);
-    which connection takes which request is ``mcpcore_httpcore.Connections``'s, with no await
-    in between (one event loop: no lock). A request that breaks on a
-    kept-alive connection goes once more, on a new connection, when
-    ``sent_again_after`` allows it (D3). With a proxy, httpcore's
-    ``AsyncHTTPProxy`` pool does it all instead (its tunnels are not public
-    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's.
-    """
-
-    def __init__(
-        self,
-        ssl_context: ssl.SSLContext | None,
-        max_connections: int,
-        backend: httpcore.AsyncNetworkBackend,
-        proxy: Route | str | None = None,
-    ) -> None:
-        self._book: Connections[Connection] = Connections(
-            max_connections, lambda origin: Connection(origin, ssl_context, backend)
-        )
-        # the proxy pools, one per proxy URL the core chooses for an origin
-        self._via: ProxyRoutes[httpcore.AsyncHTTPProxy] = ProxyRoutes(
-            proxy,
-            lambda target: httpcore.AsyncHTTPProxy(
-                proxy_url=target.url,
-                proxy_auth=target.auth,
-                ssl_context=ssl_context,
-                max_connections=max_connections,
-                retries=0,
-                network_backend=backend,
-            ),
-        )
-
-    @property
-    def connections(self) -> list[httpcore.AsyncConnectionInterface]:
-        proxied = [c for via in self._via.pools for c in via.connections]
-        return [*self._book.all, *proxied]
-
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        via = self._via.via(request.url)
-        if via is not None:
-            return await via.handle_async_request(request)
-        if request.url.scheme not in (b"http", b"https"):
-            raise httpcore.UnsupportedProtocol(
-                f"the URL's scheme is {request.url.scheme.decode(errors='replace')!r},"
-                " not http or https"
-            )
-        timeouts = request.extensions.get("timeout", {})
-        again = False
-        while True:
-            connection = await self._take(request.url.origin, timeouts.get("pool"), again)
-            kept_alive = connection.is_idle()  # it served a request before: the server
-            # may have closed it since, its close not here yet when the pool checked
-            try:
-                response = await connection.handle_async_request(request)
-            except httpcore.ConnectionNotAvailable:
-                await self._give_back(connection)  # not idle after all: closed, another tried
-                continue
-            except Exception as exc:
-                await self._give_back(connection)
-                if again or not kept_alive:
-                    raise
-                if not sent_again_after(exc, connection.network_stream, request):
-                    raise
-                again = True  # once, on a new connection
-                continue
-            except BaseException:  # cancelled (an abort, a deadline): never sent again
-                await self._give_back(connection)
-                raise
-            # its body gives the connection back when closed; the response itself is
-            # httpcore's (a new one would check every header again)
-            response.stream = _Body(response.stream, self, connection)
-            return response
-
-    async def _take(
-        self, origin: httpcore.Origin, timeout: float | None, fresh: bool = False
-    ) -> Connection:
-        connection, closing = self._book.take(origin, fresh=fresh)
-        if closing:
-            await _close(closing)
-        if connection is not None:
-            return connection
-        handed = anyio.Event()
-        waiter: Waiter[Connection] = Waiter(origin, handed.set)
-        self._book.waiting.append(waiter)
-        try:
-            with anyio.fail_after(timeout):
-                await handed.wait()
-        except BaseException as exc:
-            closing = self._book.withdraw(waiter)
-            if closing:
-                await _close(closing)
-            if isinstance(exc, TimeoutError):
-                raise httpcore.PoolTimeout(f"no connection within {timeout} s") from None
-            raise
-        assert waiter.connection is not None
-        return waiter.connection
-
-    async def _give_back(self, connection: Connection) -> None:
-        closing = self._book.give_back(connection)
-        if closing:
-            await _close(closing)
-
-    async def aclose(self) -> None:
-        for via in self._via.pools:
-            await via.aclose()
-        await _close(self._book.close_all())
-
-    async def __aenter__(self) -> AsyncPool:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        if self._via.pools:
-            return f"<AsyncPool {len(self.connections)} connections, some through a proxy>"
-        return f"<AsyncPool {len(self._book.all)} connections, {len(self._book.idle)} idle>"
-
-    # What httpcore's interface asks of a connection, for the pool as a whole.
-
-    def info(self) -> str:
-        return repr(self)
-
-    def can_handle_request(self, origin: httpcore.Origin) -> bool:
-        return True
-
-    def is_available(self) -> bool:
-        return True
-
-    def has_expired(self) -> bool:
-        return False
-
-    def is_idle(self) -> bool:
-        return not self.connections
-
-    def is_closed(self) -> bool:
-        return False
+    return AsyncPool(ssl_context, max_connections, _NetworkBackend(), proxy)
 
 
 class Connection(httpcore.AsyncConnectionInterface):
@@ -329,6 +169,91 @@ class Connection(httpcore.AsyncConnectionInterface):
         return f"<Connection [{self.info()}]>"
 
 
+class AsyncPool(
+    PoolBase[Connection, httpcore.AsyncHTTPProxy, httpcore.AsyncNetworkBackend],
+    httpcore.AsyncConnectionInterface,
+):
+    """The client's connections: HTTP/1.1, one request per connection at a time.
+
+    ``_http11.Http11`` does each exchange (on a ``Connection``);
+    which connection takes which request is ``mcpcore_httpcore.Connections``'s, with no await
+    in between (one event loop: no lock). A request that breaks on a
+    kept-alive connection goes once more, on a new connection, when
+    ``sent_again_after`` allows it (D3). With a proxy, httpcore's
+    ``AsyncHTTPProxy`` pool does it all instead (its tunnels are not public
+    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's;
+    what does not wait is ``mcpcore_httpcore.PoolBase``'s.
+    """
+
+    _connection_type = Connection
+    _proxy_type = httpcore.AsyncHTTPProxy
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        via = self._proxy_for(request)
+        if via is not None:
+            return await via.handle_async_request(request)
+        timeouts = request.extensions.get("timeout", {})
+        again = False
+        while True:
+            connection = await self._take(request.url.origin, timeouts.get("pool"), again)
+            kept_alive = connection.is_idle()  # it served a request before
+            try:
+                response = await connection.handle_async_request(request)
+            except BaseException as exc:
+                await self._give_back(connection)
+                retry = self._again_after(
+                    exc, request, connection.network_stream, again=again, kept_alive=kept_alive
+                )
+                if retry is None:
+                    raise
+                again = retry
+                continue
+            # its body gives the connection back when closed; the response itself is
+            # httpcore's (a new one would check every header again)
+            response.stream = _Body(response.stream, self, connection)
+            return response
+
+    async def _take(
+        self, origin: httpcore.Origin, timeout: float | None, fresh: bool = False
+    ) -> Connection:
+        connection, closing = self._book.take(origin, fresh=fresh)
+        if closing:
+            await _close(closing)
+        if connection is not None:
+            return connection
+        handed = anyio.Event()
+        waiter: Waiter[Connection] = Waiter(origin, handed.set)
+        self._book.waiting.append(waiter)
+        try:
+            with anyio.fail_after(timeout):
+                await handed.wait()
+        except BaseException as exc:
+            closing = self._book.withdraw(waiter)
+            if closing:
+                await _close(closing)
+            if isinstance(exc, TimeoutError):
+                raise httpcore.PoolTimeout(f"no connection within {timeout} s") from None
+            raise
+        assert waiter.connection is not None
+        return waiter.connection
+
+    async def _give_back(self, connection: Connection) -> None:
+        closing = self._book.give_back(connection)
+        if closing:
+            await _close(closing)
+
+    async def aclose(self) -> None:
+        for via in self._via.pools:
+            await via.aclose()
+        await _close(self._book.close_all())
+
+    async def __aenter__(self) -> AsyncPool:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 async def _close(connections: list[Connection]) -> None:
     # shielded: a connection left half closed by a cancellation would leak its socket
     with anyio.CancelScope(shield=True):
@@ -336,22 +261,17 @@ async def _close(connections: list[Connection]) -> None:
             await connection.aclose()
 
 
-class _Body:
+class _Body(PooledBody[AsyncPool, Connection]):
     """A response body that gives its connection back to the pool when closed."""
 
-    __slots__ = ("_connection", "_pool", "_stream")
-
-    def __init__(self, stream: Any, pool: AsyncPool, connection: Connection) -> None:
-        self._stream = stream
-        self._pool = pool
-        self._connection: Connection | None = connection
+    __slots__ = ()
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         stream: AsyncIterable[bytes] = self._stream
         return stream.__aiter__()
 
     async def aclose(self) -> None:
-        connection, self._connection = self._connection, None
+        connection = self.release()
         if connection is None:
             return
         try:
@@ -463,7 +383,7 @@ def _socket_readable(sock: socket.socket | None) -> bool:
     return sock is None or wait_readable(sock, 0)
 
 
-class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
+class _AsyncioStream(BodyEnd, HeldWrites, httpcore.AsyncNetworkStream):
     """A connection straight on asyncio's transport and protocol.
 
     httpcore's own anyio stream spends an event-loop turn (a checkpoint) and a
@@ -478,7 +398,6 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
     def __init__(self, transport: asyncio.Transport, inbound: _Inbound) -> None:
         self._transport = transport
         self._inbound = inbound
-        self._unsent = b""
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         inbound = self._inbound
@@ -515,8 +434,7 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(str(inbound.failure or "the connection is closed"))
         # A request's head and body come as separate writes and its response is
         # read next: small ones are held and go out together on that read.
-        if len(self._unsent) + len(buffer) <= COALESCE_LIMIT:
-            self._unsent += buffer
+        if self.hold(buffer):
             return
         if self._unsent:
             self._send_unsent()
@@ -533,8 +451,7 @@ class _AsyncioStream(BodyEnd, httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(str(inbound.failure)) from inbound.failure
 
     def _send_unsent(self) -> None:
-        unsent, self._unsent = self._unsent, b""
-        self._transmit(unsent)  # within the transport's buffer limit: no waiting
+        self._transmit(self.take_held())  # within the transport's buffer limit: no waiting
 
     def _transmit(self, data: bytes) -> None:
         transport = self._transport

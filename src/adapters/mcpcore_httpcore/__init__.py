@@ -5,8 +5,15 @@ This module owns:
 - ``Connections``: the I/O-free bookkeeping of both drivers' connection pools
   (which connections there are, which are idle, who waits for one), over
   httpcore's public connection classes;
-- ``COALESCE_LIMIT``: the size below which the drivers' streams hold a
-  request's writes until its response is read;
+- ``PoolBase`` and ``PooledBody``: the half of both drivers' pools that
+  neither waits nor does I/O (the connections and proxy pools, where a request
+  goes, whether a failed one goes again, httpcore's interface answers for the
+  pool as a whole), and what a response body holds to give its connection back;
+  each driver writes only the waiting and the I/O;
+- ``build_request``: an ``HttpRequest`` as httpcore's ``Request``, built as
+  httpcore's ``stream()`` would build it (``request_target`` below);
+- ``COALESCE_LIMIT`` and ``HeldWrites``: the size below which the drivers'
+  streams hold a request's writes until its response is read, and the holding;
 - ``REPLAYABLE`` and ``sent_again_after``: whether a request that failed on a
   kept-alive connection goes once more on a new one (a server, or a load
   balancer, closes idle connections; the close may be on its way when a
@@ -15,7 +22,7 @@ This module owns:
   arrived, told from what the drivers' own network streams saw (they see
   every byte httpcore reads), never from httpcore's private state;
 - ``request_target``: a request URL parsed for httpcore once, with its ``Host``
-  header value (the drivers build httpcore's ``Request`` themselves: its
+  header value (``build_request`` builds httpcore's ``Request`` with it:
   ``stream()`` parses the URL and checks every header twice per request);
 - ``wait_readable`` and ``wait_writable``: the socket readiness checks
   (``poll``, or ``selectors`` where there is no ``poll``; never
@@ -39,12 +46,15 @@ from __future__ import annotations
 import select
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:  # names for annotations only: importing this loads neither httpcore nor ssl
     import socket
+    import ssl
+    from collections.abc import AsyncIterable, Iterable
 
     import httpcore
 
@@ -53,10 +63,14 @@ __all__ = [
     "REPLAYABLE",
     "BodyEnd",
     "Connections",
+    "HeldWrites",
+    "PoolBase",
+    "PooledBody",
     "ProxyRoutes",
     "ProxyTarget",
     "Waiter",
     "body_end_arrived",
+    "build_request",
     "redact_proxy",
     "request_target",
     "sent_again_after",
@@ -238,6 +252,50 @@ def request_target(url: str) -> tuple[httpcore.URL, bytes]:
     return parsed, b"%b:%d" % (parsed.host, port)
 
 
+def build_request(
+    method: str,
+    url: str,
+    headers: list[tuple[bytes, bytes]],
+    content: bytes | Iterable[bytes] | AsyncIterable[bytes] | None,
+    length: tuple[bytes, bytes] | None,
+    replayable: bool,
+) -> httpcore.Request:
+    """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
+
+    Built here because ``stream`` parses the URL and checks every header twice on
+    each request; the core never sets ``Host``, ``Content-Length`` or
+    ``Transfer-Encoding`` itself (C5 refuses them in configured headers), so they
+    are added as httpcore adds them: ``Host`` first, ``length`` (the driver's
+    ``Content-Length`` header, or None for no body) last. ``replayable`` is the
+    core's ``HttpRequest.replayable``: the pool may send it again (``sent_again_after``).
+    """
+    request = _request_type or _load_request_type()
+    target, host = request_target(url)
+    extensions = {REPLAYABLE: True} if replayable else None
+    if length is None:
+        return request(method, target, headers=[(b"Host", host), *headers], extensions=extensions)
+    return request(
+        method,
+        target,
+        headers=[(b"Host", host), *headers, length],
+        content=content,
+        extensions=extensions,
+    )
+
+
+# httpcore's Request, found on the first request built (this module loads without
+# httpcore): an import statement on every request costs more than a global's lookup.
+_request_type: type[httpcore.Request] | None = None
+
+
+def _load_request_type() -> type[httpcore.Request]:
+    global _request_type
+    import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+    _request_type = httpcore.Request
+    return _request_type
+
+
 # --- where a response body ends ---------------------------------------------------------------
 
 # The last chunk of a chunked body with no extension and no trailer, after the
@@ -293,6 +351,31 @@ class BodyEnd:
     def read_tail(self) -> bytes:
         """The last bytes of the response being read, as far as it has arrived."""
         return self._tail
+
+
+class HeldWrites:
+    """Writes held until the response is read, while they stay under ``COALESCE_LIMIT``:
+    a request's head and body (two writes from httpcore) then leave in one send.
+
+    Mixed into the drivers' socket streams: ``hold`` takes a write or says it must go
+    out now; each stream sends what ``take_held`` returns its own way, before a
+    bigger write, a read or a TLS handshake, and looks at ``_unsent`` (what is held)
+    to tell whether there is any (an attribute, not a call: it is asked on every read).
+    """
+
+    _unsent = b""
+
+    def hold(self, data: bytes) -> bool:
+        """Whether ``data`` is held, after what is held already."""
+        if len(self._unsent) + len(data) <= COALESCE_LIMIT:
+            self._unsent += data
+            return True
+        return False
+
+    def take_held(self) -> bytes:
+        """What is held, to be sent now; nothing is held after."""
+        held, self._unsent = self._unsent, b""
+        return held
 
 
 def sent_again_after(error: BaseException, stream: object, request: httpcore.Request) -> bool:
@@ -488,3 +571,162 @@ class ProxyRoutes(Generic[P]):
     @property
     def pools(self) -> list[P]:
         return list(self._pools.values())
+
+
+# --- what both pools write alike ----------------------------------------------------------------
+
+
+class _ProxyPool(Protocol):
+    """What a pool asks of httpcore's proxy pool, beside sending and closing."""
+
+    @property
+    def connections(self) -> list[Any]: ...
+
+
+PP = TypeVar("PP", bound=_ProxyPool)
+B = TypeVar("B")  # the network backend: httpcore's sync or async one
+
+
+class PoolBase(Generic[C, PP, B]):
+    """The half of both drivers' pools (``AsyncPool``, ``Pool``) that neither waits nor
+    does I/O: which connections and proxy pools there are, where a request goes, whether
+    a failed one goes again, and the answers httpcore's connection interface asks of the
+    pool as a whole.
+
+    A driver's pool derives from this and from httpcore's connection interface, and
+    names its connection class (``_connection_type``), httpcore's proxy pool class
+    (``_proxy_type``) and, with threads, a lock (``_lock_type``; one event loop needs
+    none); it writes only what waits: taking a connection, a request on it, closing.
+    """
+
+    _connection_type: Callable[[httpcore.Origin, ssl.SSLContext | None, B], C]
+    _proxy_type: Callable[..., PP]
+    _lock_type: Callable[[], AbstractContextManager[object]] = nullcontext
+
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext | None,
+        max_connections: int,
+        backend: B,
+        proxy: Route | str | None = None,
+    ) -> None:
+        self._lock = self._lock_type()
+        self._proxied = proxy is not None  # else every request goes direct: no lock to ask
+        connection = self._connection_type
+        self._book: Connections[C] = Connections(
+            max_connections, lambda origin: connection(origin, ssl_context, backend)
+        )
+        # the proxy pools, one per proxy URL the core chooses for an origin
+        proxy_pool = self._proxy_type
+        self._via: ProxyRoutes[PP] = ProxyRoutes(
+            proxy,
+            lambda target: proxy_pool(
+                proxy_url=target.url,
+                proxy_auth=target.auth,
+                ssl_context=ssl_context,
+                max_connections=max_connections,
+                retries=0,
+                network_backend=backend,
+            ),
+        )
+
+    @property
+    def connections(self) -> list[Any]:
+        with self._lock:
+            direct, vias = list(self._book.all), self._via.pools
+        return [*direct, *(c for via in vias for c in via.connections)]
+
+    def _proxy_for(self, request: httpcore.Request) -> PP | None:
+        """The proxy pool ``request`` goes through, or None: it goes direct, to an http
+        or https URL (any other scheme fails here, as httpcore's pool fails it)."""
+        if self._proxied:
+            with self._lock:  # the proxy pools are made on first use, by any thread
+                via = self._via.via(request.url)
+            if via is not None:
+                return via
+        scheme = request.url.scheme
+        if scheme not in (b"http", b"https"):
+            import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+            raise httpcore.UnsupportedProtocol(
+                f"the URL's scheme is {scheme.decode(errors='replace')!r}, not http or https"
+            )
+        return None
+
+    @staticmethod
+    def _again_after(
+        error: BaseException,
+        request: httpcore.Request,
+        stream: object,
+        *,
+        again: bool,
+        kept_alive: bool,
+        aborted: bool = False,
+    ) -> bool | None:
+        """Whether ``request``, which failed with ``error`` on a connection whose stream
+        is ``stream`` (given back to the pool already), goes round again: None when it
+        does not (the caller raises ``error``), else whether on a new connection.
+
+        A connection that was not idle after all (closed, or another request tried it)
+        is round again as before. A connection that broke goes again on a new one (D3)
+        only once (not ``again``), only when it served a request before
+        (``kept_alive``: the server may have closed it since, its close not here yet
+        when the pool checked), never once the exchange was aborted (``aborted``, D1),
+        and when ``sent_again_after`` allows it. A cancellation (an abort, a deadline)
+        never goes again.
+        """
+        import httpcore  # loaded already: only a driver that uses httpcore calls this
+
+        if isinstance(error, httpcore.ConnectionNotAvailable):
+            return again
+        if again or not kept_alive or aborted or not sent_again_after(error, stream, request):
+            return None
+        return True  # once, on a new connection
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        if self._via.pools:
+            return f"<{name} {len(self.connections)} connections, some through a proxy>"
+        with self._lock:
+            return f"<{name} {len(self._book.all)} connections, {len(self._book.idle)} idle>"
+
+    # What httpcore's interface asks of a connection, for the pool as a whole.
+
+    def info(self) -> str:
+        return repr(self)
+
+    def can_handle_request(self, origin: httpcore.Origin) -> bool:
+        return True
+
+    def is_available(self) -> bool:
+        return True
+
+    def has_expired(self) -> bool:
+        return False
+
+    def is_idle(self) -> bool:
+        return not self.connections
+
+    def is_closed(self) -> bool:
+        return False
+
+
+PL = TypeVar("PL")
+
+
+class PooledBody(Generic[PL, C]):
+    """A response body that gives its connection back to its pool when closed: what
+    both drivers' bodies hold. Iterating and closing are each driver's own (``_Body``);
+    ``release`` hands the connection over once, however often the body is closed."""
+
+    __slots__ = ("_connection", "_pool", "_stream")
+
+    def __init__(self, stream: Any, pool: PL, connection: C) -> None:
+        self._stream = stream
+        self._pool = pool
+        self._connection: C | None = connection
+
+    def release(self) -> C | None:
+        """The connection to give back, the first time; None after."""
+        connection, self._connection = self._connection, None
+        return connection

@@ -33,16 +33,14 @@ from typing import TYPE_CHECKING, Any
 import httpcore
 
 from mcpcore_httpcore import (
-    COALESCE_LIMIT,
-    REPLAYABLE,
     BodyEnd,
-    Connections,
-    ProxyRoutes,
+    HeldWrites,
+    PoolBase,
+    PooledBody,
     Route,
     Waiter,
     body_end_arrived,
-    request_target,
-    sent_again_after,
+    build_request,
     wait_readable,
     wait_writable,
 )
@@ -82,23 +80,15 @@ def http_request(
     body: bytes | None,
     replayable: bool = False,
 ) -> httpcore.Request:
-    """The request httpcore's ``stream(method, url, headers=, content=)`` would build.
-
-    Built here because ``stream`` parses the URL and checks every header
-    twice on each request; the core never sets ``Host``, ``Content-Length``
-    or ``Transfer-Encoding`` itself (C5 refuses them in configured headers),
-    so they are added as httpcore adds them. ``replayable`` is the core's
+    """The request httpcore's ``stream(method, url, headers=, content=)`` would build
+    (``mcpcore_httpcore.build_request``). ``replayable`` is the core's
     ``HttpRequest.replayable``: the pool may send it again (``Pool``).
     """
-    target, host = request_target(url)
-    framed = [(b"Host", host), *headers]
-    if body is not None:
-        framed.append((b"Content-Length", b"%d" % len(body)))
-    extensions = {REPLAYABLE: True} if replayable else None
-    return httpcore.Request(method, target, headers=framed, content=body, extensions=extensions)
+    length = None if body is None else (b"Content-Length", b"%d" % len(body))
+    return build_request(method, url, headers, body, length, replayable)
 
 
-class AbortableStream(BodyEnd, httpcore.NetworkStream):
+class AbortableStream(BodyEnd, HeldWrites, httpcore.NetworkStream):
     """A connection on a socket of its own (plain TCP, or TLS on it) that an abort can end.
 
     Every blocking step (connect, TLS handshake, a write that waits, a read)
@@ -120,7 +110,6 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
         self._sock = sock  # what is read and written: the TCP socket, or the TLS one on it
         self._performing = performing
         self._timeout: object = _UNSET
-        self._unsent = b""
         self._unsent_timeout: float | None = None
         self._read_bytes = 0  # every byte read from a plain TCP socket (idle_readable)
         self.upgraded: AbortableStream | None = None  # the TLS stream start_tls made on it
@@ -167,8 +156,7 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self.saw_written()
-        if len(self._unsent) + len(buffer) <= COALESCE_LIMIT:
-            self._unsent += buffer
+        if self.hold(buffer):
             self._unsent_timeout = timeout
             return
         abort = self.begin_step(httpcore.WriteError)
@@ -181,8 +169,7 @@ class AbortableStream(BodyEnd, httpcore.NetworkStream):
                 abort.leave()
 
     def _send_unsent(self) -> None:
-        unsent, self._unsent = self._unsent, b""
-        self._send(unsent, self._unsent_timeout)
+        self._send(self.take_held(), self._unsent_timeout)
 
     def _send(self, buffer: bytes, timeout: float | None) -> None:
         try:
@@ -553,15 +540,62 @@ def connection_pool(
     forwarded. ``ssl_context`` is for the servers; an https proxy is checked
     with httpcore's default context.
     """
-    return Pool(
-        ssl_context,
-        max_connections,
-        AbortableBackend(performing),
-        proxy,
-    )
+    return Pool(ssl_context, max_connections, AbortableBackend(performing), proxy)
 
 
-class Pool(httpcore.ConnectionInterface):
+class _Link(httpcore.NetworkBackend):
+    """One connection's way to the pool's backend: it keeps the stream it connected,
+    so that the pool can ask it, after a failure, whether the request may go again."""
+
+    def __init__(self, backend: httpcore.NetworkBackend) -> None:
+        self._backend = backend
+        self._tcp: httpcore.NetworkStream | None = None
+
+    @property
+    def stream(self) -> httpcore.NetworkStream | None:
+        """The stream requests go over: the TCP one, or the TLS one made on it."""
+        tcp = self._tcp
+        if isinstance(tcp, AbortableStream) and tcp.upgraded is not None:
+            return tcp.upgraded
+        return tcp
+
+    def aborted(self) -> bool:
+        """Whether the exchange this thread performs was aborted (D1): not sent again."""
+        backend = self._backend
+        return isinstance(backend, AbortableBackend) and backend.aborted()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        self._tcp = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return self._tcp
+
+    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries only
+        self._backend.sleep(seconds)
+
+
+class _Connection(httpcore.HTTPConnection):
+    """httpcore's connection over a ``_Link`` of its own (``link``)."""
+
+    def __init__(
+        self,
+        origin: httpcore.Origin,
+        ssl_context: ssl.SSLContext | None,
+        backend: httpcore.NetworkBackend,
+    ) -> None:
+        self.link = _Link(backend)
+        super().__init__(origin, ssl_context=ssl_context, network_backend=self.link)
+
+
+class Pool(
+    PoolBase[_Connection, httpcore.HTTPProxy, httpcore.NetworkBackend],
+    httpcore.ConnectionInterface,
+):
     """The client's connections: HTTP/1.1, one request per connection at a time.
 
     httpcore's ``HTTPConnection`` does each exchange; which connection takes
@@ -570,74 +604,40 @@ class Pool(httpcore.ConnectionInterface):
     connection, when ``sent_again_after`` allows it (D3); each connection's
     ``_Link`` keeps its stream for that question. With a proxy, httpcore's
     ``HTTPProxy`` pool does it all instead (its tunnels are not public
-    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's.
+    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's;
+    what does not wait is ``mcpcore_httpcore.PoolBase``'s.
     """
 
-    def __init__(
-        self,
-        ssl_context: ssl.SSLContext | None,
-        max_connections: int,
-        backend: httpcore.NetworkBackend,
-        proxy: Route | str | None = None,
-    ) -> None:
-        self._lock = threading.Lock()
-        self._proxied = proxy is not None  # else every request goes direct: no lock to ask
-        self._book: Connections[_Connection] = Connections(
-            max_connections, lambda origin: _Connection(origin, ssl_context, backend)
-        )
-        # the proxy pools, one per proxy URL the core chooses for an origin
-        self._via: ProxyRoutes[httpcore.HTTPProxy] = ProxyRoutes(
-            proxy,
-            lambda target: httpcore.HTTPProxy(
-                proxy_url=target.url,
-                proxy_auth=target.auth,
-                ssl_context=ssl_context,
-                max_connections=max_connections,
-                retries=0,
-                network_backend=backend,
-            ),
-        )
-
-    @property
-    def connections(self) -> list[httpcore.ConnectionInterface]:
-        with self._lock:
-            direct, vias = list(self._book.all), self._via.pools
-        return [*direct, *(c for via in vias for c in via.connections)]
+    _connection_type = _Connection
+    _proxy_type = httpcore.HTTPProxy
+    _lock_type = threading.Lock
 
     def handle_request(self, request: httpcore.Request) -> httpcore.Response:
-        via = None
-        if self._proxied:
-            with self._lock:  # the proxy pools are made on first use, by any thread
-                via = self._via.via(request.url)
+        via = self._proxy_for(request)
         if via is not None:
             return via.handle_request(request)
-        if request.url.scheme not in (b"http", b"https"):
-            raise httpcore.UnsupportedProtocol(
-                f"the URL's scheme is {request.url.scheme.decode(errors='replace')!r},"
-                " not http or https"
-            )
         timeouts = request.extensions.get("timeout", {})
         again = False
         while True:
             connection = self._take(request.url.origin, timeouts.get("pool"), fresh=again)
-            kept_alive = connection.is_idle()  # it served a request before: the server
-            # may have closed it since, its close not here yet when the pool checked
+            kept_alive = connection.is_idle()  # it served a request before
             try:
                 response = connection.handle_request(request)
-            except httpcore.ConnectionNotAvailable:
-                self._give_back(connection)  # not idle after all: closed, and another tried
-                continue
-            except Exception as exc:
+            except BaseException as exc:
                 self._give_back(connection)
-                if again or not kept_alive or connection.link.aborted():
+                link = connection.link
+                retry = self._again_after(
+                    exc,
+                    request,
+                    link.stream,
+                    again=again,
+                    kept_alive=kept_alive,
+                    aborted=link.aborted(),
+                )
+                if retry is None:
                     raise
-                if not sent_again_after(exc, connection.link.stream, request):
-                    raise
-                again = True  # once, on a new connection
+                again = retry
                 continue
-            except BaseException:
-                self._give_back(connection)
-                raise
             return httpcore.Response(
                 status=response.status,
                 headers=response.headers,
@@ -705,81 +705,6 @@ class Pool(httpcore.ConnectionInterface):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        if self._via.pools:
-            return f"<Pool {len(self.connections)} connections, some through a proxy>"
-        with self._lock:
-            return f"<Pool {len(self._book.all)} connections, {len(self._book.idle)} idle>"
-
-    # What httpcore's interface asks of a connection, for the pool as a whole.
-
-    def info(self) -> str:
-        return repr(self)
-
-    def can_handle_request(self, origin: httpcore.Origin) -> bool:
-        return True
-
-    def is_available(self) -> bool:
-        return True
-
-    def has_expired(self) -> bool:
-        return False
-
-    def is_idle(self) -> bool:
-        return not self.connections
-
-    def is_closed(self) -> bool:
-        return False
-
-
-class _Link(httpcore.NetworkBackend):
-    """One connection's way to the pool's backend: it keeps the stream it connected,
-    so that the pool can ask it, after a failure, whether the request may go again."""
-
-    def __init__(self, backend: httpcore.NetworkBackend) -> None:
-        self._backend = backend
-        self._tcp: httpcore.NetworkStream | None = None
-
-    @property
-    def stream(self) -> httpcore.NetworkStream | None:
-        """The stream requests go over: the TCP one, or the TLS one made on it."""
-        tcp = self._tcp
-        if isinstance(tcp, AbortableStream) and tcp.upgraded is not None:
-            return tcp.upgraded
-        return tcp
-
-    def aborted(self) -> bool:
-        """Whether the exchange this thread performs was aborted (D1): not sent again."""
-        backend = self._backend
-        return isinstance(backend, AbortableBackend) and backend.aborted()
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        self._tcp = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
-        return self._tcp
-
-    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries only
-        self._backend.sleep(seconds)
-
-
-class _Connection(httpcore.HTTPConnection):
-    """httpcore's connection over a ``_Link`` of its own (``link``)."""
-
-    def __init__(
-        self,
-        origin: httpcore.Origin,
-        ssl_context: ssl.SSLContext | None,
-        backend: httpcore.NetworkBackend,
-    ) -> None:
-        self.link = _Link(backend)
-        super().__init__(origin, ssl_context=ssl_context, network_backend=self.link)
-
 
 class _Waiting(Waiter[_Connection]):
     """A request waiting in a ``Pool`` for a connection; ``handed`` is set once it has one."""
@@ -796,22 +721,17 @@ def _close(connections: list[_Connection]) -> None:
         connection.close()
 
 
-class _Body:
+class _Body(PooledBody[Pool, _Connection]):
     """A response body that gives its connection back to the pool when closed."""
 
-    __slots__ = ("_connection", "_pool", "_stream")
-
-    def __init__(self, stream: Any, pool: Pool, connection: _Connection) -> None:
-        self._stream = stream
-        self._pool = pool
-        self._connection: _Connection | None = connection
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[bytes]:
         stream: Iterable[bytes] = self._stream
         return iter(stream)
 
     def close(self) -> None:
-        connection, self._connection = self._connection, None
+        connection = self.release()
         if connection is None:
             return
         try:
