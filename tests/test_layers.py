@@ -92,3 +92,15 @@ def test_check_fails_on_a_stale_file_and_writing_fixes_it(tmp_path: Path) -> Non
     subprocess.run(run, check=True, timeout=60)
     assert target.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8")
     assert subprocess.run([*run, "--check"], timeout=60).returncode == 0
+
+
+def test_no_source_file_is_over_1000_lines_nor_a_driver_client_over_800() -> None:
+    """Small parts: no file under src/ is over 1,000 lines, and each driver's
+    ``_client.py`` (what is left of a client once its public surface is written
+    once) is 800 lines or fewer."""
+    src = ROOT / "src"
+    sizes = {p: len(p.read_text(encoding="utf-8").splitlines()) for p in src.rglob("*.py")}
+    assert len(sizes) > 100
+    assert {str(p.relative_to(src)): n for p, n in sizes.items() if n > 1000} == {}
+    for driver in ("mcpcore_anyio", "mcpcore_threaded"):
+        assert sizes[src / "adapters" / driver / "_client.py"] <= 800
