@@ -12,6 +12,7 @@ drivers); this module is the I/O under them: the primitives they call.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import (
     AsyncIterator,
@@ -112,6 +113,7 @@ class McpClient(ClientSurface):
     """
 
     _START_FIRST = "start the client first (async with, or start(task_group))"
+    _turn = contextlib.nullcontext()  # one task at a time runs the engine: no lock
 
     def __init__(
         self,
@@ -377,10 +379,7 @@ class McpClient(ClientSurface):
                 self._hook_scopes.discard(scope)
         if scope.cancelled_caught:
             return  # closed meanwhile: nothing waits for the answer
-        engine = self._engine
-        assert engine is not None
-        call.report(engine, self._now(), value=value, error=error)
-        await self._dispatch()
+        await self._report_hook(call, value, error)
 
     def _dispatch_soon(self) -> None:
         """Dispatch from synchronous code: the main task picks it up at once."""
@@ -423,10 +422,6 @@ class McpClient(ClientSurface):
                     _log.exception("%s callback failed", call.option)
 
             self._task_group.start_soon(finish)
-
-    def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
-        waiter = self._calls.get(call_id)
-        return None if waiter is None else waiter.on_progress
 
     async def _exchange(
         self, request: HttpRequest, scope: anyio.CancelScope, caller: _CallWaiter | None = None
@@ -598,15 +593,6 @@ class McpClient(ClientSurface):
             raise waiter.error
         assert waiter.report is not None
         return waiter.report
-
-    async def _act(self, step: Callable[[float], _T]) -> _T:
-        result = step(self._now())
-        await self._dispatch()
-        return result
-
-    def _act_soon(self, step: Callable[[float], bool]) -> None:
-        if step(self._now()):
-            self._dispatch_soon()
 
     async def _wait_for(
         self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False

@@ -344,6 +344,9 @@ class McpClient(ClientSurface):
             self._timer.notify()
         return here
 
+    def _dispatch_soon(self) -> None:
+        self._dispatch()  # under the lock already: at once
+
     def _perform_auth(self, action: AuthAction | AskHost) -> None:
         """D2: each hook (a person, a signer, a store method) on a thread of its own,
         never under the lock and never joined: a person may take minutes, and an
@@ -362,11 +365,7 @@ class McpClient(ClientSurface):
             value = call.invoke()
         except Exception as exc:  # the hook's own failure: the engine decides (D2)
             error = exc
-        with self._turn:
-            engine = self._engine
-            assert engine is not None
-            call.report(engine, self._now(), value=value, error=error)
-            self._dispatch()
+        self._report_hook(call, value, error)
 
     def _abort(self, xid: int) -> None:
         exchange = self._exchanges.pop(xid, None)
@@ -602,10 +601,6 @@ class McpClient(ClientSurface):
     def _wake_state(self) -> None:
         pass  # ``_dispatch`` wakes the waiters when the availability changed
 
-    def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
-        handle = self._calls.get(call_id)
-        return None if handle is None else handle.on_progress
-
     def _deliver(self) -> None:
         """Run what ``_route_events`` queued, in order, one thread at a time, unlocked."""
         if not self._deliveries:
@@ -649,17 +644,6 @@ class McpClient(ClientSurface):
             raise outcome
         assert isinstance(outcome, SyncReport)
         return outcome
-
-    def _act(self, step: Callable[[float], _T]) -> _T:
-        with self._turn:
-            result = step(self._now())
-            self._dispatch()
-        return result
-
-    def _act_soon(self, step: Callable[[float], bool]) -> None:
-        with self._turn:
-            if step(self._now()):
-                self._dispatch()
 
     def _wait_for(
         self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False

@@ -17,7 +17,8 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast, overload
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, cast, overload
 
 from mcpcore import (
     Availability,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
         Continuation,
         Elicitation,
         ElicitResult,
+        HookCall,
         InputRequired,
         Listing,
         Prompt,
@@ -79,6 +81,13 @@ ProgressCallback = Callable[[float, "float | None", "str | None"], "None"]
 # What starts one request in the engine (given the time) and returns its call id.
 Begin = Callable[["HttpClientEngine | StdioClientEngine", float], int]
 _T = TypeVar("_T")
+
+
+class _Waiting(Protocol):
+    """What the surface reads of a driver's waiting call."""
+
+    @property
+    def on_progress(self) -> ProgressCallback | None: ...
 
 
 class ToolRegistration:
@@ -123,6 +132,8 @@ class ClientSurface(ClientBase):
     """The public methods of ``McpClient``, over the driver's primitives."""
 
     _START_FIRST: ClassVar[str]  # what ready() says to a caller who did not start the client
+    _turn: AbstractContextManager[object]  # one turn of the engine (the threads' lock)
+    _calls: Mapping[int, _Waiting]  # the calls waiting for their outcome, by call id
 
     def _setup(
         self,
@@ -248,7 +259,8 @@ class ClientSurface(ClientBase):
 
     def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
         """The ``on_progress`` of the call ``call_id``, if it still waits and gave one."""
-        raise NotImplementedError
+        waiter = self._calls.get(call_id)
+        return None if waiter is None else waiter.on_progress
 
     def _wake_call(self, step: WakeCall) -> None:
         """Hand the caller of the call ``step`` names its outcome, if it still waits."""
@@ -275,14 +287,35 @@ class ClientSurface(ClientBase):
         """Re-list the tools in the engine and wait for the report."""
         raise NotImplementedError
 
+    def _dispatch(self, perform_here: int | None = None) -> object:
+        """Perform the engine's actions and route its events (in a turn)."""
+        raise NotImplementedError
+
+    def _dispatch_soon(self) -> None:
+        """Have the engine's actions performed from synchronous code (in a turn)."""
+        raise NotImplementedError
+
     def _act(self, step: Callable[[float], _T]) -> _T:
         """Run ``step(now)`` on the engine, then perform what it asks."""
-        raise NotImplementedError
+        with self._turn:
+            result = step(self._now())
+            self._dispatch()
+        return result
 
     def _act_soon(self, step: Callable[[float], bool]) -> None:
         """Run ``step(now)`` on the engine at once; what it asks (when it returns
         True) is performed without waiting for it."""
-        raise NotImplementedError
+        with self._turn:
+            if step(self._now()):
+                self._dispatch_soon()
+
+    def _report_hook(self, call: HookCall, value: object, error: Exception | None) -> None:
+        """D2: what a host hook returned (or raised), told to the engine."""
+        with self._turn:
+            engine = self._engine
+            assert engine is not None
+            call.report(engine, self._now(), value=value, error=error)
+            self._dispatch()
 
     def _wait_for(
         self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False
