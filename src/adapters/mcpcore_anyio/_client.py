@@ -16,14 +16,11 @@ import contextlib
 import logging
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
-    Mapping,
-    Sequence,
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -31,15 +28,11 @@ import anyio.abc
 from mcpcore import (
     AbortExchange,
     Availability,
-    ClientOptions,
-    ConfigError,
     HostCallback,
     HttpClientEngine,
     HttpRequest,
     InvalidState,
-    LocalServer,
     McpError,
-    RemoteServer,
     SyncReport,
     TransportFailure,
     WakeCall,
@@ -57,23 +50,16 @@ from ._surface import ResourceReader as ResourceReader
 from ._surface import ToolRegistration as ToolRegistration
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpcore
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         AskHost,
         AuthAction,
-        Elicitation,
-        ElicitResult,
         HookCall,
-        SampleResult,
-        Sampling,
-        SignAssertion,
     )
 
-    from ._asgi import AsgiApp, AsgiPool, AsgiResponse
+    from ._asgi import AsgiPool, AsgiResponse
     from ._children import _Children
     from ._network import AsyncPool
 
@@ -115,48 +101,8 @@ class McpClient(ClientSurface):
     _START_FIRST = "start the client first (async with, or start(task_group))"
     _turn = contextlib.nullcontext()  # one task at a time runs the engine: no lock
 
-    def __init__(
-        self,
-        name: str,
-        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        asgi_app: AsgiApp | None = None,
-        authorize: Callable[[str, str], Awaitable[str]] | None = None,
-        sign_assertion: Callable[[SignAssertion], Awaitable[str]] | None = None,
-        elicit: Callable[[Elicitation], Awaitable[ElicitResult]] | None = None,
-        on_elicitation_complete: Callable[[str, str], Awaitable[None] | None] | None = None,
-        roots: Sequence[str | Mapping[str, str]]
-        | Callable[[], Awaitable[Sequence[str | Mapping[str, str]]]]
-        | None = None,
-        sample: Callable[[Sampling], Awaitable[SampleResult]] | None = None,
-        **options: Unpack[ClientOptions],
-    ) -> None:
-        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
-        full URL the authorization server redirected them to (with ``auth=``);
-        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
-        ``elicit(question)``: put a server's question (``Elicitation``) to the
-        person and return their ``ElicitResult`` (Q1). Given, it is declared to
-        the server; left out, the client declares nothing and refuses questions.
-        ``on_elicitation_complete(server, elicitation_id)``: the server says a URL
-        question is done (Q2, with ``elicit_url=True``). ``roots``: the host's
-        roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a coroutine
-        function returning them; ``sample(request)``: a completion from the host's
-        model for a ``Sampling`` request, as a ``SampleResult`` (Q3). Each is
-        declared only when given."""
-        self._asgi_app = asgi_app
-        self._setup(
-            name,
-            server,
-            options,
-            ssl_context=ssl_context,
-            authorize=authorize,
-            sign_assertion=sign_assertion,
-            elicit=elicit,
-            on_elicitation_complete=on_elicitation_complete,
-            roots=roots,
-            sample=sample,
-        )
+    def _init_io(self) -> None:
+        """The state of this driver's I/O (no I/O yet)."""
         self._pool: AsyncPool | AsgiPool | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._own_task_group: anyio.abc.TaskGroup | None = None

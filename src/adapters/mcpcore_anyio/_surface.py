@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, Unpack, cast, overload
 
 from mcpcore import (
     Availability,
@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         TaskStatus,
     )
 
+    from ._asgi import AsgiApp  # anyio only
     from ._client import McpClient
 
 __all__ = ["ClientSurface", "ProgressCallback", "ResourceReader", "ToolRegistration"]
@@ -135,6 +136,54 @@ class ClientSurface(ClientBase):
     _START_FIRST: ClassVar[str]  # what ready() says to a caller who did not start the client
     _turn: AbstractContextManager[object]  # one turn of the engine (the threads' lock)
     _calls: Mapping[int, _Waiting]  # the calls waiting for their outcome, by call id
+
+    def __init__(
+        self,
+        name: str,
+        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        asgi_app: AsgiApp | None = None,  # anyio only
+        authorize: Callable[[str, str], Awaitable[str]] | None = None,
+        sign_assertion: Callable[[SignAssertion], Awaitable[str]] | None = None,
+        elicit: Callable[[Elicitation], Awaitable[ElicitResult]] | None = None,
+        on_elicitation_complete: Callable[[str, str], Awaitable[None] | None] | None = None,
+        roots: Sequence[str | Mapping[str, str]]
+        | Callable[[], Awaitable[Sequence[str | Mapping[str, str]]]]
+        | None = None,
+        sample: Callable[[Sampling], Awaitable[SampleResult]] | None = None,
+        **options: Unpack[ClientOptions],
+    ) -> None:
+        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
+        full URL the authorization server redirected them to (with ``auth=``);
+        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
+        ``elicit(question)``: put a server's question (``Elicitation``) to the
+        person and return their ``ElicitResult`` (Q1). Given, it is declared to
+        the server; left out, the client declares nothing and refuses questions.
+        ``on_elicitation_complete(server, elicitation_id)``: the server says a URL
+        question is done (Q2, with ``elicit_url=True``). ``roots``: the host's
+        roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a coroutine
+        function returning them; ``sample(request)``: a completion from the host's
+        model for a ``Sampling`` request, as a ``SampleResult`` (Q3). Each is
+        declared only when given."""
+        self._asgi_app = asgi_app  # anyio only
+        self._setup(
+            name,
+            server,
+            options,
+            ssl_context=ssl_context,
+            authorize=authorize,
+            sign_assertion=sign_assertion,
+            elicit=elicit,
+            on_elicitation_complete=on_elicitation_complete,
+            roots=roots,
+            sample=sample,
+        )
+        self._init_io()
+
+    def _init_io(self) -> None:
+        """The state of the driver's I/O (no I/O yet)."""
+        raise NotImplementedError
 
     def _setup(
         self,

@@ -18,23 +18,19 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcpcore import (
     AbortExchange,
     Availability,
-    ClientOptions,
-    ConfigError,
     HostCallback,
     HttpClientEngine,
     HttpRequest,
     InvalidState,
-    LocalServer,
     McpError,
-    RemoteServer,
     SyncReport,
     TransportFailure,
     Unavailable,
@@ -56,20 +52,13 @@ from ._threads import _Performing as _Performing
 from ._threads import _Permits, _Workers
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpcore
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         AskHost,
         AuthAction,
-        Elicitation,
-        ElicitResult,
         HookCall,
-        SampleResult,
-        Sampling,
-        SignAssertion,
     )
 
     from ._children import _Children
@@ -125,47 +114,8 @@ class McpClient(ClientSurface):
 
     _START_FIRST = "start the client first (with, or start())"
 
-    def __init__(
-        self,
-        name: str,
-        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        authorize: Callable[[str, str], str] | None = None,
-        sign_assertion: Callable[[SignAssertion], str] | None = None,
-        elicit: Callable[[Elicitation], ElicitResult] | None = None,
-        on_elicitation_complete: Callable[[str, str], None] | None = None,
-        roots: Sequence[str | Mapping[str, str]]
-        | Callable[[], Sequence[str | Mapping[str, str]]]
-        | None = None,
-        sample: Callable[[Sampling], SampleResult] | None = None,
-        **options: Unpack[ClientOptions],
-    ) -> None:
-        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
-        full URL the authorization server redirected them to (with ``auth=``);
-        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
-        ``elicit(question)``: put a server's question (``Elicitation``) to the
-        person and return their ``ElicitResult`` (Q1; given, it is declared to the
-        server); ``on_elicitation_complete(server, elicitation_id)``: the server
-        says a URL question is done (Q2, with ``elicit_url=True``); ``roots``: the
-        host's roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a
-        function returning them; ``sample(request)``: a completion from the host's
-        model for a ``Sampling`` request, as a ``SampleResult`` (Q3; each declared
-        only when given). All block;
-        each hook runs on a thread of its own, never under the client's lock, as
-        does each method of the token store (D2)."""
-        self._setup(
-            name,
-            server,
-            options,
-            ssl_context=ssl_context,
-            authorize=authorize,
-            sign_assertion=sign_assertion,
-            elicit=elicit,
-            on_elicitation_complete=on_elicitation_complete,
-            roots=roots,
-            sample=sample,
-        )
+    def _init_io(self) -> None:
+        """The state of this driver's I/O (no I/O yet)."""
         self._pool: Pool | None = None
         self._performing = _Performing()
         # Never more requests handed to the pool than it has connections: waiters

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, Unpack, cast, overload
 
 from mcpcore import (
     Availability,
@@ -134,6 +134,53 @@ class ClientSurface(ClientBase):
     _START_FIRST: ClassVar[str]  # what ready() says to a caller who did not start the client
     _turn: AbstractContextManager[object]  # one turn of the engine (the threads' lock)
     _calls: Mapping[int, _Waiting]  # the calls waiting for their outcome, by call id
+
+    def __init__(
+        self,
+        name: str,
+        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        authorize: Callable[[str, str], str] | None = None,
+        sign_assertion: Callable[[SignAssertion], str] | None = None,
+        elicit: Callable[[Elicitation], ElicitResult] | None = None,
+        on_elicitation_complete: Callable[[str, str], None] | None = None,
+        roots: Sequence[str | Mapping[str, str]]
+        | Callable[[], Sequence[str | Mapping[str, str]]]
+        | None = None,
+        sample: Callable[[Sampling], SampleResult] | None = None,
+        **options: Unpack[ClientOptions],
+    ) -> None:
+        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
+        full URL the authorization server redirected them to (with ``auth=``);
+        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
+        ``elicit(question)``: put a server's question (``Elicitation``) to the
+        person and return their ``ElicitResult`` (Q1; given, it is declared to the
+        server); ``on_elicitation_complete(server, elicitation_id)``: the server
+        says a URL question is done (Q2, with ``elicit_url=True``); ``roots``: the
+        host's roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a
+        function returning them; ``sample(request)``: a completion from the host's
+        model for a ``Sampling`` request, as a ``SampleResult`` (Q3; each declared
+        only when given). All block;
+        each hook runs on a thread of its own, never under the client's lock, as
+        does each method of the token store (D2)."""
+        self._setup(
+            name,
+            server,
+            options,
+            ssl_context=ssl_context,
+            authorize=authorize,
+            sign_assertion=sign_assertion,
+            elicit=elicit,
+            on_elicitation_complete=on_elicitation_complete,
+            roots=roots,
+            sample=sample,
+        )
+        self._init_io()
+
+    def _init_io(self) -> None:
+        """The state of the driver's I/O (no I/O yet)."""
+        raise NotImplementedError
 
     def _setup(
         self,
