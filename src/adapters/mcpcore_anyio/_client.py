@@ -26,7 +26,6 @@ import anyio
 import anyio.abc
 
 from mcpcore import (
-    AbortExchange,
     Availability,
     HostCallback,
     HttpClientEngine,
@@ -259,29 +258,7 @@ class McpClient(ClientSurface):
         engine = self._engine
         if engine is None:
             return None
-        here: tuple[HttpRequest, anyio.CancelScope] | None = None
-        if isinstance(engine, HttpClientEngine):
-            for action in engine.take_actions():
-                if isinstance(action, AbortExchange):
-                    scope = self._scopes.pop(action.exchange_id, None)
-                    if scope is not None:
-                        scope.cancel()
-                elif not isinstance(action, HttpRequest):
-                    self._perform_auth(action)
-                elif not self._closed and self._task_group is not None:
-                    scope = anyio.CancelScope()
-                    self._scopes[action.exchange_id] = scope
-                    if perform_here is not None and action.request_id == perform_here:
-                        here = (action, scope)
-                    elif (caller := self._performer(engine, action)) is not None:
-                        caller.then = (action, scope)  # B3: its caller's task takes it next
-                    else:
-                        self._task_group.start_soon(self._exchange, action, scope)
-        elif self._children is not None:
-            self._children.perform(engine.take_actions())
-        for question in engine.take_input():
-            self._perform_auth(question)
-        self._route_events(engine.take_events())
+        here = self._perform_actions(engine, perform_here, self._start_exchange)
         availability = engine.availability
         if availability is not self._availability and availability != self._availability:
             # L5, L8: a new session set up or refused wakes whoever waits in ready().
@@ -300,6 +277,29 @@ class McpClient(ClientSurface):
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._wakeup.set()
         return here
+
+    def _start_exchange(
+        self, action: HttpRequest, perform_here: int | None
+    ) -> tuple[HttpRequest, anyio.CancelScope] | None:
+        """A task for the exchange ``action``, or ``(action, its scope)`` when the
+        caller of ``perform_here`` performs it itself."""
+        engine = self._engine
+        if self._task_group is None or not isinstance(engine, HttpClientEngine):
+            return None
+        scope = anyio.CancelScope()
+        self._scopes[action.exchange_id] = scope
+        if perform_here is not None and action.request_id == perform_here:
+            return (action, scope)
+        if (caller := self._performer(engine, action)) is not None:
+            caller.then = (action, scope)  # B3: its caller's task takes it next
+        else:
+            self._task_group.start_soon(self._exchange, action, scope)
+        return None
+
+    def _abort(self, xid: int) -> None:
+        scope = self._scopes.pop(xid, None)
+        if scope is not None:
+            scope.cancel()
 
     def _perform_auth(self, action: AuthAction | AskHost) -> None:
         """D2: each hook (sign-in or input) in a task of its own, cancelled on close; a store method

@@ -24,7 +24,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcpcore import (
-    AbortExchange,
     Availability,
     HostCallback,
     HttpClientEngine,
@@ -258,29 +257,7 @@ class McpClient(ClientSurface):
         engine = self._engine
         if engine is None:
             return None
-        here: tuple[HttpRequest, _Exchange] | None = None
-        if isinstance(engine, HttpClientEngine):
-            for action in engine.take_actions():
-                if isinstance(action, AbortExchange):
-                    self._abort(action.exchange_id)
-                elif self._closed:
-                    pass
-                elif not isinstance(action, HttpRequest):
-                    self._perform_auth(action)
-                elif perform_here is not None and action.request_id == perform_here:
-                    here = (action, _Exchange(thread=threading.current_thread()))
-                    self._exchanges[action.exchange_id] = here[1]
-                else:
-                    self._submit_exchange(action)
-        elif self._children is not None:
-            for process_action in engine.take_actions():
-                self._children.perform(process_action)
-        if not self._closed:
-            for question in engine.take_input():
-                self._perform_auth(question)
-        events = engine.take_events()
-        if events:
-            self._route_events(events)
+        here = self._perform_actions(engine, perform_here, self._start_exchange)
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
         availability = engine.availability
@@ -324,10 +301,19 @@ class McpClient(ClientSurface):
         exchange.aborted = True
         exchange.abort.abort()
 
-    def _submit_exchange(self, request: HttpRequest) -> None:
+    def _start_exchange(
+        self, request: HttpRequest, perform_here: int | None
+    ) -> tuple[HttpRequest, _Exchange] | None:
+        """A worker for the exchange ``request``, or ``(request, its exchange)``
+        when the thread of the call ``perform_here`` performs it itself."""
+        if perform_here is not None and request.request_id == perform_here:
+            here = _Exchange(thread=threading.current_thread())
+            self._exchanges[request.exchange_id] = here
+            return (request, here)
         exchange = _Exchange()
         self._exchanges[request.exchange_id] = exchange
         self._workers.submit(lambda: self._exchange(request, exchange))
+        return None
 
     def _exchange(
         self, request: HttpRequest, exchange: _Exchange, caller: CallHandle | None = None

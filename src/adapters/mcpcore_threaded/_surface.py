@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, Unpack, cast, overload
 
 from mcpcore import (
+    AbortExchange,
     Availability,
     ClientBase,
     ClientOptions,
@@ -28,6 +29,7 @@ from mcpcore import (
     Event,
     HostCallback,
     HttpClientEngine,
+    HttpRequest,
     InvalidState,
     InvalidValue,
     LocalServer,
@@ -50,6 +52,8 @@ if TYPE_CHECKING:
 
     from mcpcore import (
         Ask,
+        AskHost,
+        AuthAction,
         Completion,
         Continuation,
         Elicitation,
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
         HookCall,
         InputRequired,
         Listing,
+        ProcessAction,
         Prompt,
         PromptResult,
         ReadResult,
@@ -81,6 +86,7 @@ ProgressCallback = Callable[[float, "float | None", "str | None"], "None"]
 # What starts one request in the engine (given the time) and returns its call id.
 Begin = Callable[["HttpClientEngine | StdioClientEngine", float], int]
 _T = TypeVar("_T")
+_H = TypeVar("_H")  # a driver's exchange for the calling task or thread to perform
 
 
 class _Waiting(Protocol):
@@ -88,6 +94,12 @@ class _Waiting(Protocol):
 
     @property
     def on_progress(self) -> ProgressCallback | None: ...
+
+
+class _ProcessPerformer(Protocol):
+    """What the surface hands a local server's process actions to."""
+
+    def perform(self, action: ProcessAction) -> None: ...
 
 
 class ToolRegistration:
@@ -134,6 +146,7 @@ class ClientSurface(ClientBase):
     _START_FIRST: ClassVar[str]  # what ready() says to a caller who did not start the client
     _turn: AbstractContextManager[object]  # one turn of the engine (the threads' lock)
     _calls: Mapping[int, _Waiting]  # the calls waiting for their outcome, by call id
+    _children: _ProcessPerformer | None  # a local server's child processes, once started
 
     def __init__(
         self,
@@ -340,6 +353,46 @@ class ClientSurface(ClientBase):
 
     def _dispatch_soon(self) -> None:
         """Have the engine's actions performed from synchronous code (in a turn)."""
+        raise NotImplementedError
+
+    def _perform_actions(
+        self,
+        engine: HttpClientEngine | StdioClientEngine,
+        perform_here: int | None,
+        start: Callable[[HttpRequest, int | None], _H | None],
+    ) -> _H | None:
+        """In a turn: sort what the engine asks into aborts, hooks, exchanges
+        (``start(request, perform_here)``, which returns the one the caller of
+        ``perform_here`` performs itself) and process actions; then route its
+        events. Once closed, nothing new starts."""
+        here: _H | None = None
+        if isinstance(engine, HttpClientEngine):
+            for action in engine.take_actions():
+                if isinstance(action, AbortExchange):
+                    self._abort(action.exchange_id)
+                elif self._closed:
+                    pass
+                elif not isinstance(action, HttpRequest):
+                    self._perform_auth(action)
+                elif (started := start(action, perform_here)) is not None:
+                    here = started
+        elif self._children is not None:
+            for process_action in engine.take_actions():
+                self._children.perform(process_action)
+        if not self._closed:
+            for question in engine.take_input():
+                self._perform_auth(question)
+        events = engine.take_events()
+        if events:
+            self._route_events(events)
+        return here
+
+    def _abort(self, xid: int) -> None:
+        """End the exchange ``xid`` wherever it stands (D1)."""
+        raise NotImplementedError
+
+    def _perform_auth(self, action: AuthAction | AskHost) -> None:
+        """D2: run a host hook (sign-in, store or input) off the engine's turn."""
         raise NotImplementedError
 
     def _act(self, step: Callable[[float], _T]) -> _T:
