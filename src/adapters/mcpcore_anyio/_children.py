@@ -62,10 +62,9 @@ class _Children:
         self._performer_done = anyio.Event()
         task_group.start_soon(self._perform_all, inbox, name=f"mcpcore:{client.name}:child")
 
-    def perform(self, actions: list[ProcessAction]) -> None:
-        for action in actions:
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._queue.send_nowait(action)
+    def perform(self, action: ProcessAction) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._queue.send_nowait(action)
 
     def _engine(self) -> StdioClientEngine:
         engine = self.client._engine

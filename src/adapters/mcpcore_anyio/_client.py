@@ -12,33 +12,26 @@ drivers); this module is the I/O under them: the primitives they call.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
-    Mapping,
-    Sequence,
 )
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from mcpcore import (
-    AbortExchange,
     Availability,
-    ClientOptions,
-    ConfigError,
     HostCallback,
     HttpClientEngine,
     HttpRequest,
     InvalidState,
-    LocalServer,
     McpError,
-    RemoteServer,
     SyncReport,
     TransportFailure,
     WakeCall,
@@ -56,23 +49,16 @@ from ._surface import ResourceReader as ResourceReader
 from ._surface import ToolRegistration as ToolRegistration
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpcore
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         AskHost,
         AuthAction,
-        Elicitation,
-        ElicitResult,
         HookCall,
-        SampleResult,
-        Sampling,
-        SignAssertion,
     )
 
-    from ._asgi import AsgiApp, AsgiPool, AsgiResponse
+    from ._asgi import AsgiPool, AsgiResponse
     from ._children import _Children
     from ._network import AsyncPool
 
@@ -112,49 +98,10 @@ class McpClient(ClientSurface):
     """
 
     _START_FIRST = "start the client first (async with, or start(task_group))"
+    _turn = contextlib.nullcontext()  # one task at a time runs the engine: no lock
 
-    def __init__(
-        self,
-        name: str,
-        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        asgi_app: AsgiApp | None = None,
-        authorize: Callable[[str, str], Awaitable[str]] | None = None,
-        sign_assertion: Callable[[SignAssertion], Awaitable[str]] | None = None,
-        elicit: Callable[[Elicitation], Awaitable[ElicitResult]] | None = None,
-        on_elicitation_complete: Callable[[str, str], Awaitable[None] | None] | None = None,
-        roots: Sequence[str | Mapping[str, str]]
-        | Callable[[], Awaitable[Sequence[str | Mapping[str, str]]]]
-        | None = None,
-        sample: Callable[[Sampling], Awaitable[SampleResult]] | None = None,
-        **options: Unpack[ClientOptions],
-    ) -> None:
-        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
-        full URL the authorization server redirected them to (with ``auth=``);
-        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
-        ``elicit(question)``: put a server's question (``Elicitation``) to the
-        person and return their ``ElicitResult`` (Q1). Given, it is declared to
-        the server; left out, the client declares nothing and refuses questions.
-        ``on_elicitation_complete(server, elicitation_id)``: the server says a URL
-        question is done (Q2, with ``elicit_url=True``). ``roots``: the host's
-        roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a coroutine
-        function returning them; ``sample(request)``: a completion from the host's
-        model for a ``Sampling`` request, as a ``SampleResult`` (Q3). Each is
-        declared only when given."""
-        self._asgi_app = asgi_app
-        self._setup(
-            name,
-            server,
-            options,
-            ssl_context=ssl_context,
-            authorize=authorize,
-            sign_assertion=sign_assertion,
-            elicit=elicit,
-            on_elicitation_complete=on_elicitation_complete,
-            roots=roots,
-            sample=sample,
-        )
+    def _init_io(self) -> None:
+        """The state of this driver's I/O (no I/O yet)."""
         self._pool: AsyncPool | AsgiPool | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._own_task_group: anyio.abc.TaskGroup | None = None
@@ -311,29 +258,7 @@ class McpClient(ClientSurface):
         engine = self._engine
         if engine is None:
             return None
-        here: tuple[HttpRequest, anyio.CancelScope] | None = None
-        if isinstance(engine, HttpClientEngine):
-            for action in engine.take_actions():
-                if isinstance(action, AbortExchange):
-                    scope = self._scopes.pop(action.exchange_id, None)
-                    if scope is not None:
-                        scope.cancel()
-                elif not isinstance(action, HttpRequest):
-                    self._perform_auth(action)
-                elif not self._closed and self._task_group is not None:
-                    scope = anyio.CancelScope()
-                    self._scopes[action.exchange_id] = scope
-                    if perform_here is not None and action.request_id == perform_here:
-                        here = (action, scope)
-                    elif (caller := self._performer(engine, action)) is not None:
-                        caller.then = (action, scope)  # B3: its caller's task takes it next
-                    else:
-                        self._task_group.start_soon(self._exchange, action, scope)
-        elif self._children is not None:
-            self._children.perform(engine.take_actions())
-        for question in engine.take_input():
-            self._perform_auth(question)
-        self._route_events(engine.take_events())
+        here = self._perform_actions(engine, perform_here, self._start_exchange)
         availability = engine.availability
         if availability is not self._availability and availability != self._availability:
             # L5, L8: a new session set up or refused wakes whoever waits in ready().
@@ -352,6 +277,29 @@ class McpClient(ClientSurface):
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._wakeup.set()
         return here
+
+    def _start_exchange(
+        self, action: HttpRequest, perform_here: int | None
+    ) -> tuple[HttpRequest, anyio.CancelScope] | None:
+        """A task for the exchange ``action``, or ``(action, its scope)`` when the
+        caller of ``perform_here`` performs it itself."""
+        engine = self._engine
+        if self._task_group is None or not isinstance(engine, HttpClientEngine):
+            return None
+        scope = anyio.CancelScope()
+        self._scopes[action.exchange_id] = scope
+        if perform_here is not None and action.request_id == perform_here:
+            return (action, scope)
+        if (caller := self._performer(engine, action)) is not None:
+            caller.then = (action, scope)  # B3: its caller's task takes it next
+        else:
+            self._task_group.start_soon(self._exchange, action, scope)
+        return None
+
+    def _abort(self, xid: int) -> None:
+        scope = self._scopes.pop(xid, None)
+        if scope is not None:
+            scope.cancel()
 
     def _perform_auth(self, action: AuthAction | AskHost) -> None:
         """D2: each hook (sign-in or input) in a task of its own, cancelled on close; a store method
@@ -377,10 +325,7 @@ class McpClient(ClientSurface):
                 self._hook_scopes.discard(scope)
         if scope.cancelled_caught:
             return  # closed meanwhile: nothing waits for the answer
-        engine = self._engine
-        assert engine is not None
-        call.report(engine, self._now(), value=value, error=error)
-        await self._dispatch()
+        await self._report_hook(call, value, error)
 
     def _dispatch_soon(self) -> None:
         """Dispatch from synchronous code: the main task picks it up at once."""
@@ -423,10 +368,6 @@ class McpClient(ClientSurface):
                     _log.exception("%s callback failed", call.option)
 
             self._task_group.start_soon(finish)
-
-    def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
-        waiter = self._calls.get(call_id)
-        return None if waiter is None else waiter.on_progress
 
     async def _exchange(
         self, request: HttpRequest, scope: anyio.CancelScope, caller: _CallWaiter | None = None
@@ -598,15 +539,6 @@ class McpClient(ClientSurface):
             raise waiter.error
         assert waiter.report is not None
         return waiter.report
-
-    async def _act(self, step: Callable[[float], _T]) -> _T:
-        result = step(self._now())
-        await self._dispatch()
-        return result
-
-    def _act_soon(self, step: Callable[[float], bool]) -> None:
-        if step(self._now()):
-            self._dispatch_soon()
 
     async def _wait_for(
         self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False

@@ -16,9 +16,11 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast, overload
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, Unpack, cast, overload
 
 from mcpcore import (
+    AbortExchange,
     Availability,
     ClientBase,
     ClientOptions,
@@ -26,6 +28,7 @@ from mcpcore import (
     Event,
     HostCallback,
     HttpClientEngine,
+    HttpRequest,
     InvalidState,
     InvalidValue,
     LocalServer,
@@ -48,12 +51,16 @@ if TYPE_CHECKING:
 
     from mcpcore import (
         Ask,
+        AskHost,
+        AuthAction,
         Completion,
         Continuation,
         Elicitation,
         ElicitResult,
+        HookCall,
         InputRequired,
         Listing,
+        ProcessAction,
         Prompt,
         PromptResult,
         ReadResult,
@@ -67,6 +74,7 @@ if TYPE_CHECKING:
         TaskStatus,
     )
 
+    from ._asgi import AsgiApp  # anyio only
     from ._client import McpClient
 
 __all__ = ["ClientSurface", "ProgressCallback", "ResourceReader", "ToolRegistration"]
@@ -78,6 +86,20 @@ ProgressCallback = Callable[[float, "float | None", "str | None"], "Awaitable[No
 # What starts one request in the engine (given the time) and returns its call id.
 Begin = Callable[["HttpClientEngine | StdioClientEngine", float], int]
 _T = TypeVar("_T")
+_H = TypeVar("_H")  # a driver's exchange for the calling task or thread to perform
+
+
+class _Waiting(Protocol):
+    """What the surface reads of a driver's waiting call."""
+
+    @property
+    def on_progress(self) -> ProgressCallback | None: ...
+
+
+class _ProcessPerformer(Protocol):
+    """What the surface hands a local server's process actions to."""
+
+    def perform(self, action: ProcessAction) -> None: ...
 
 
 class ToolRegistration:
@@ -124,6 +146,57 @@ class ClientSurface(ClientBase):
     """The public methods of ``McpClient``, over the driver's primitives."""
 
     _START_FIRST: ClassVar[str]  # what ready() says to a caller who did not start the client
+    _turn: AbstractContextManager[object]  # one turn of the engine (the threads' lock)
+    _calls: Mapping[int, _Waiting]  # the calls waiting for their outcome, by call id
+    _children: _ProcessPerformer | None  # a local server's child processes, once started
+
+    def __init__(
+        self,
+        name: str,
+        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        asgi_app: AsgiApp | None = None,  # anyio only
+        authorize: Callable[[str, str], Awaitable[str]] | None = None,
+        sign_assertion: Callable[[SignAssertion], Awaitable[str]] | None = None,
+        elicit: Callable[[Elicitation], Awaitable[ElicitResult]] | None = None,
+        on_elicitation_complete: Callable[[str, str], Awaitable[None] | None] | None = None,
+        roots: Sequence[str | Mapping[str, str]]
+        | Callable[[], Awaitable[Sequence[str | Mapping[str, str]]]]
+        | None = None,
+        sample: Callable[[Sampling], Awaitable[SampleResult]] | None = None,
+        **options: Unpack[ClientOptions],
+    ) -> None:
+        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
+        full URL the authorization server redirected them to (with ``auth=``);
+        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
+        ``elicit(question)``: put a server's question (``Elicitation``) to the
+        person and return their ``ElicitResult`` (Q1). Given, it is declared to
+        the server; left out, the client declares nothing and refuses questions.
+        ``on_elicitation_complete(server, elicitation_id)``: the server says a URL
+        question is done (Q2, with ``elicit_url=True``). ``roots``: the host's
+        roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a coroutine
+        function returning them; ``sample(request)``: a completion from the host's
+        model for a ``Sampling`` request, as a ``SampleResult`` (Q3). Each is
+        declared only when given."""
+        self._asgi_app = asgi_app  # anyio only
+        self._setup(
+            name,
+            server,
+            options,
+            ssl_context=ssl_context,
+            authorize=authorize,
+            sign_assertion=sign_assertion,
+            elicit=elicit,
+            on_elicitation_complete=on_elicitation_complete,
+            roots=roots,
+            sample=sample,
+        )
+        self._init_io()
+
+    def _init_io(self) -> None:
+        """The state of the driver's I/O (no I/O yet)."""
+        raise NotImplementedError
 
     def _setup(
         self,
@@ -249,7 +322,8 @@ class ClientSurface(ClientBase):
 
     def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
         """The ``on_progress`` of the call ``call_id``, if it still waits and gave one."""
-        raise NotImplementedError
+        waiter = self._calls.get(call_id)
+        return None if waiter is None else waiter.on_progress
 
     def _wake_call(self, step: WakeCall) -> None:
         """Hand the caller of the call ``step`` names its outcome, if it still waits."""
@@ -276,14 +350,75 @@ class ClientSurface(ClientBase):
         """Re-list the tools in the engine and wait for the report."""
         raise NotImplementedError
 
+    async def _dispatch(self, perform_here: int | None = None) -> object:
+        """Perform the engine's actions and route its events (in a turn)."""
+        raise NotImplementedError
+
+    def _dispatch_soon(self) -> None:
+        """Have the engine's actions performed from synchronous code (in a turn)."""
+        raise NotImplementedError
+
+    def _perform_actions(
+        self,
+        engine: HttpClientEngine | StdioClientEngine,
+        perform_here: int | None,
+        start: Callable[[HttpRequest, int | None], _H | None],
+    ) -> _H | None:
+        """In a turn: sort what the engine asks into aborts, hooks, exchanges
+        (``start(request, perform_here)``, which returns the one the caller of
+        ``perform_here`` performs itself) and process actions; then route its
+        events. Once closed, nothing new starts."""
+        here: _H | None = None
+        if isinstance(engine, HttpClientEngine):
+            for action in engine.take_actions():
+                if isinstance(action, AbortExchange):
+                    self._abort(action.exchange_id)
+                elif self._closed:
+                    pass
+                elif not isinstance(action, HttpRequest):
+                    self._perform_auth(action)
+                elif (started := start(action, perform_here)) is not None:
+                    here = started
+        elif self._children is not None:
+            for process_action in engine.take_actions():
+                self._children.perform(process_action)
+        if not self._closed:
+            for question in engine.take_input():
+                self._perform_auth(question)
+        events = engine.take_events()
+        if events:
+            self._route_events(events)
+        return here
+
+    def _abort(self, xid: int) -> None:
+        """End the exchange ``xid`` wherever it stands (D1)."""
+        raise NotImplementedError
+
+    def _perform_auth(self, action: AuthAction | AskHost) -> None:
+        """D2: run a host hook (sign-in, store or input) off the engine's turn."""
+        raise NotImplementedError
+
     async def _act(self, step: Callable[[float], _T]) -> _T:
         """Run ``step(now)`` on the engine, then perform what it asks."""
-        raise NotImplementedError
+        with self._turn:
+            result = step(self._now())
+            await self._dispatch()
+        return result
 
     def _act_soon(self, step: Callable[[float], bool]) -> None:
         """Run ``step(now)`` on the engine at once; what it asks (when it returns
         True) is performed without waiting for it."""
-        raise NotImplementedError
+        with self._turn:
+            if step(self._now()):
+                self._dispatch_soon()
+
+    async def _report_hook(self, call: HookCall, value: object, error: Exception | None) -> None:
+        """D2: what a host hook returned (or raised), told to the engine."""
+        with self._turn:
+            engine = self._engine
+            assert engine is not None
+            call.report(engine, self._now(), value=value, error=error)
+            await self._dispatch()
 
     async def _wait_for(
         self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False

@@ -18,23 +18,18 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcpcore import (
-    AbortExchange,
     Availability,
-    ClientOptions,
-    ConfigError,
     HostCallback,
     HttpClientEngine,
     HttpRequest,
     InvalidState,
-    LocalServer,
     McpError,
-    RemoteServer,
     SyncReport,
     TransportFailure,
     Unavailable,
@@ -56,20 +51,13 @@ from ._threads import _Performing as _Performing
 from ._threads import _Permits, _Workers
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpcore
 
     # OAuth's names load only when a client uses it (B5: import time).
     from mcpcore import (
         AskHost,
         AuthAction,
-        Elicitation,
-        ElicitResult,
         HookCall,
-        SampleResult,
-        Sampling,
-        SignAssertion,
     )
 
     from ._children import _Children
@@ -125,47 +113,8 @@ class McpClient(ClientSurface):
 
     _START_FIRST = "start the client first (with, or start())"
 
-    def __init__(
-        self,
-        name: str,
-        server: RemoteServer | LocalServer | ConfigError | Mapping[str, Any],
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        authorize: Callable[[str, str], str] | None = None,
-        sign_assertion: Callable[[SignAssertion], str] | None = None,
-        elicit: Callable[[Elicitation], ElicitResult] | None = None,
-        on_elicitation_complete: Callable[[str, str], None] | None = None,
-        roots: Sequence[str | Mapping[str, str]]
-        | Callable[[], Sequence[str | Mapping[str, str]]]
-        | None = None,
-        sample: Callable[[Sampling], SampleResult] | None = None,
-        **options: Unpack[ClientOptions],
-    ) -> None:
-        """``authorize(url, redirect_uri)``: send a person to ``url`` and return the
-        full URL the authorization server redirected them to (with ``auth=``);
-        ``sign_assertion(request)``: a signed JWT for ``private_key_jwt`` (A3, A5);
-        ``elicit(question)``: put a server's question (``Elicitation``) to the
-        person and return their ``ElicitResult`` (Q1; given, it is declared to the
-        server); ``on_elicitation_complete(server, elicitation_id)``: the server
-        says a URL question is done (Q2, with ``elicit_url=True``); ``roots``: the
-        host's roots, ``file://`` URIs (or ``{"uri", "name"}`` mappings), or a
-        function returning them; ``sample(request)``: a completion from the host's
-        model for a ``Sampling`` request, as a ``SampleResult`` (Q3; each declared
-        only when given). All block;
-        each hook runs on a thread of its own, never under the client's lock, as
-        does each method of the token store (D2)."""
-        self._setup(
-            name,
-            server,
-            options,
-            ssl_context=ssl_context,
-            authorize=authorize,
-            sign_assertion=sign_assertion,
-            elicit=elicit,
-            on_elicitation_complete=on_elicitation_complete,
-            roots=roots,
-            sample=sample,
-        )
+    def _init_io(self) -> None:
+        """The state of this driver's I/O (no I/O yet)."""
         self._pool: Pool | None = None
         self._performing = _Performing()
         # Never more requests handed to the pool than it has connections: waiters
@@ -308,29 +257,7 @@ class McpClient(ClientSurface):
         engine = self._engine
         if engine is None:
             return None
-        here: tuple[HttpRequest, _Exchange] | None = None
-        if isinstance(engine, HttpClientEngine):
-            for action in engine.take_actions():
-                if isinstance(action, AbortExchange):
-                    self._abort(action.exchange_id)
-                elif self._closed:
-                    pass
-                elif not isinstance(action, HttpRequest):
-                    self._perform_auth(action)
-                elif perform_here is not None and action.request_id == perform_here:
-                    here = (action, _Exchange(thread=threading.current_thread()))
-                    self._exchanges[action.exchange_id] = here[1]
-                else:
-                    self._submit_exchange(action)
-        elif self._children is not None:
-            for process_action in engine.take_actions():
-                self._children.perform(process_action)
-        if not self._closed:
-            for question in engine.take_input():
-                self._perform_auth(question)
-        events = engine.take_events()
-        if events:
-            self._route_events(events)
+        here = self._perform_actions(engine, perform_here, self._start_exchange)
         # Wake only whoever needs it: waking the timer thread and every waiter
         # after each input cost a thread switch per HTTP chunk.
         availability = engine.availability
@@ -343,6 +270,9 @@ class McpClient(ClientSurface):
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._timer.notify()
         return here
+
+    def _dispatch_soon(self) -> None:
+        self._dispatch()  # under the lock already: at once
 
     def _perform_auth(self, action: AuthAction | AskHost) -> None:
         """D2: each hook (a person, a signer, a store method) on a thread of its own,
@@ -362,11 +292,7 @@ class McpClient(ClientSurface):
             value = call.invoke()
         except Exception as exc:  # the hook's own failure: the engine decides (D2)
             error = exc
-        with self._turn:
-            engine = self._engine
-            assert engine is not None
-            call.report(engine, self._now(), value=value, error=error)
-            self._dispatch()
+        self._report_hook(call, value, error)
 
     def _abort(self, xid: int) -> None:
         exchange = self._exchanges.pop(xid, None)
@@ -375,10 +301,19 @@ class McpClient(ClientSurface):
         exchange.aborted = True
         exchange.abort.abort()
 
-    def _submit_exchange(self, request: HttpRequest) -> None:
+    def _start_exchange(
+        self, request: HttpRequest, perform_here: int | None
+    ) -> tuple[HttpRequest, _Exchange] | None:
+        """A worker for the exchange ``request``, or ``(request, its exchange)``
+        when the thread of the call ``perform_here`` performs it itself."""
+        if perform_here is not None and request.request_id == perform_here:
+            here = _Exchange(thread=threading.current_thread())
+            self._exchanges[request.exchange_id] = here
+            return (request, here)
         exchange = _Exchange()
         self._exchanges[request.exchange_id] = exchange
         self._workers.submit(lambda: self._exchange(request, exchange))
+        return None
 
     def _exchange(
         self, request: HttpRequest, exchange: _Exchange, caller: CallHandle | None = None
@@ -602,10 +537,6 @@ class McpClient(ClientSurface):
     def _wake_state(self) -> None:
         pass  # ``_dispatch`` wakes the waiters when the availability changed
 
-    def _progress_callback(self, call_id: int) -> Callable[..., object] | None:
-        handle = self._calls.get(call_id)
-        return None if handle is None else handle.on_progress
-
     def _deliver(self) -> None:
         """Run what ``_route_events`` queued, in order, one thread at a time, unlocked."""
         if not self._deliveries:
@@ -649,17 +580,6 @@ class McpClient(ClientSurface):
             raise outcome
         assert isinstance(outcome, SyncReport)
         return outcome
-
-    def _act(self, step: Callable[[float], _T]) -> _T:
-        with self._turn:
-            result = step(self._now())
-            self._dispatch()
-        return result
-
-    def _act_soon(self, step: Callable[[float], bool]) -> None:
-        with self._turn:
-            if step(self._now()):
-                self._dispatch()
 
     def _wait_for(
         self, check: Callable[[], _T | None], timeout: float | None, *, login: bool = False
