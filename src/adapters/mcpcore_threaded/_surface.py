@@ -89,17 +89,18 @@ _T = TypeVar("_T")
 _H = TypeVar("_H")  # a driver's exchange for the calling task or thread to perform
 
 
-class _Waiting(Protocol):
-    """What the surface reads of a driver's waiting call."""
+if TYPE_CHECKING:  # annotations only: a Protocol class costs import time (B5)
 
-    @property
-    def on_progress(self) -> ProgressCallback | None: ...
+    class _Waiting(Protocol):
+        """What the surface reads of a driver's waiting call."""
 
+        @property
+        def on_progress(self) -> ProgressCallback | None: ...
 
-class _ProcessPerformer(Protocol):
-    """What the surface hands a local server's process actions to."""
+    class _ProcessPerformer(Protocol):
+        """What the surface hands a local server's process actions to."""
 
-    def perform(self, action: ProcessAction) -> None: ...
+        def perform(self, action: ProcessAction) -> None: ...
 
 
 class ToolRegistration:

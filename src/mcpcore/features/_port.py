@@ -159,179 +159,177 @@ def positive_seconds(value: object, what: str = "a call timeout") -> float:
 # --- the port ------------------------------------------------------------------------
 
 
-class ToolsPort(Protocol):
-    """The tools feature (``_tool_requests``), as other features use it."""
+if TYPE_CHECKING:  # annotations only: a Protocol class costs import time (B5)
 
-    @property
-    def catalogue(self) -> Catalogue | None: ...
+    class ToolsPort(Protocol):
+        """The tools feature (``_tool_requests``), as other features use it."""
 
-    def queue_refresh(self, refresh_id: int, now: float) -> None: ...
+        @property
+        def catalogue(self) -> Catalogue | None: ...
 
-    def resume(
-        self,
-        tool: Tool,
-        params: dict[str, Any],
-        extra: dict[str, Any],
-        now: float,
-        budget: float,
-        *,
-        rounds: int,
-        capabilities: dict[str, Any] | None,
-        firm: bool = False,
-    ) -> int: ...
+        def queue_refresh(self, refresh_id: int, now: float) -> None: ...
 
+        def resume(
+            self,
+            tool: Tool,
+            params: dict[str, Any],
+            extra: dict[str, Any],
+            now: float,
+            budget: float,
+            *,
+            rounds: int,
+            capabilities: dict[str, Any] | None,
+            firm: bool = False,
+        ) -> int: ...
 
-class CachePort(Protocol):
-    """The session's list cache (E7), as the listings use it."""
+    class CachePort(Protocol):
+        """The session's list cache (E7), as the listings use it."""
 
-    def listed(
-        self, method: str, ttl_ms: object, scope: object, value: object, now: float
-    ) -> None: ...
+        def listed(
+            self, method: str, ttl_ms: object, scope: object, value: object, now: float
+        ) -> None: ...
 
-    def fresh(self, method: str, now: float) -> bool: ...
+        def fresh(self, method: str, now: float) -> bool: ...
 
-    def forget(self, method: str | None = None) -> None: ...
+        def forget(self, method: str | None = None) -> None: ...
 
+    class InputDeskPort(Protocol):
+        """The input desk (``_input``), made on first use, as other features use it."""
 
-class InputDeskPort(Protocol):
-    """The input desk (``_input``), made on first use, as other features use it."""
+        @property
+        def endpoint(self) -> str: ...
 
-    @property
-    def endpoint(self) -> str: ...
+        @property
+        def used(self) -> set[str]: ...
 
-    @property
-    def used(self) -> set[str]: ...
+        @property
+        def pausing(self) -> set[int]: ...
 
-    @property
-    def pausing(self) -> set[int]: ...
+        def on_call(self, call_id: int, on_input: str) -> int: ...
 
-    def on_call(self, call_id: int, on_input: str) -> int: ...
+        def pause(self, call_id: int) -> None: ...
 
-    def pause(self, call_id: int) -> None: ...
+        def pause_capabilities(self) -> dict[str, Any]: ...
 
-    def pause_capabilities(self) -> dict[str, Any]: ...
+        def input_round(
+            self,
+            pending: Pending,
+            requests: object,
+            state: str | None,
+            now: float,
+            finish: Finish | None = None,
+        ) -> None: ...
 
-    def input_round(
-        self,
-        pending: Pending,
-        requests: object,
-        state: str | None,
-        now: float,
-        finish: Finish | None = None,
-    ) -> None: ...
+        def refusal(self, pending: Pending, message: ErrorResponse) -> McpError | None: ...
 
-    def refusal(self, pending: Pending, message: ErrorResponse) -> McpError | None: ...
+        def cancel(self, call_id: int) -> bool: ...
 
-    def cancel(self, call_id: int) -> bool: ...
+    class InputDeskView(Protocol):
+        """The input desk or its stand-in: read without making the desk."""
 
+        @property
+        def call_ids(self) -> Sequence[int]: ...
 
-class InputDeskView(Protocol):
-    """The input desk or its stand-in: read without making the desk."""
+    class TaskDeskPort(Protocol):
+        """The task desk (``_tasks``), made on first use, as the features use it."""
 
-    @property
-    def call_ids(self) -> Sequence[int]: ...
+        def follow(
+            self,
+            call_id: int,
+            handle: TaskHandle,
+            tool: Tool | None,
+            now: float,
+            *,
+            timeout: float | None = None,
+        ) -> None: ...
 
+        def answer(
+            self, task_id: str, rounds: int, tool: Tool, extra: dict[str, Any], now: float
+        ) -> int: ...
 
-class TaskDeskPort(Protocol):
-    """The task desk (``_tasks``), made on first use, as the features use it."""
+    class TaskDeskView(Protocol):
+        """The task desk or its stand-in (tasks off): read without making the desk."""
 
-    def follow(
-        self,
-        call_id: int,
-        handle: TaskHandle,
-        tool: Tool | None,
-        now: float,
-        *,
-        timeout: float | None = None,
-    ) -> None: ...
+        @property
+        def calls(self) -> Mapping[int, object]: ...
 
-    def answer(
-        self, task_id: str, rounds: int, tool: Tool, extra: dict[str, Any], now: float
-    ) -> int: ...
+        def declare(self, capabilities: dict[str, Any]) -> dict[str, Any]: ...
 
+        def task_param(self, tool: Tool, *, chosen: bool = False) -> dict[str, Any] | None: ...
 
-class TaskDeskView(Protocol):
-    """The task desk or its stand-in (tasks off): read without making the desk."""
+    class SessionPort(Protocol):
+        """What the features use of the session (see the module docstring)."""
 
-    @property
-    def calls(self) -> Mapping[int, object]: ...
+        @property
+        def options(self) -> SessionOptions: ...
 
-    def declare(self, capabilities: dict[str, Any]) -> dict[str, Any]: ...
+        @property
+        def tag(self) -> str:
+            """How debug records name this server (X4)."""
+            ...
 
-    def task_param(self, tool: Tool, *, chosen: bool = False) -> dict[str, Any] | None: ...
+        @property
+        def state(self) -> SessionState: ...
 
+        @property
+        def era(self) -> Literal["modern", "legacy"] | None: ...
 
-class SessionPort(Protocol):
-    """What the features use of the session (see the module docstring)."""
+        @property
+        def modern(self) -> bool: ...
 
-    @property
-    def options(self) -> SessionOptions: ...
+        @property
+        def ready(self) -> bool: ...
 
-    @property
-    def tag(self) -> str:
-        """How debug records name this server (X4)."""
-        ...
+        @property
+        def accepts_refresh(self) -> bool: ...
 
-    @property
-    def state(self) -> SessionState: ...
+        @property
+        def server_capabilities(self) -> Mapping[str, Any]: ...
 
-    @property
-    def era(self) -> Literal["modern", "legacy"] | None: ...
+        @property
+        def endpoint_url(self) -> str | None: ...
 
-    @property
-    def modern(self) -> bool: ...
+        @property
+        def events(self) -> list[Event]:
+            """Where a feature emits its events, in order."""
+            ...
 
-    @property
-    def ready(self) -> bool: ...
+        @property
+        def path(self) -> RequestPath:
+            """The request path: requests of a kind sent, their deadlines, their ends."""
+            ...
 
-    @property
-    def accepts_refresh(self) -> bool: ...
+        @property
+        def cache(self) -> CachePort: ...
 
-    @property
-    def server_capabilities(self) -> Mapping[str, Any]: ...
+        @property
+        def tools(self) -> ToolsPort: ...
 
-    @property
-    def endpoint_url(self) -> str | None: ...
+        @property
+        def input(self) -> InputDeskPort: ...
 
-    @property
-    def events(self) -> list[Event]:
-        """Where a feature emits its events, in order."""
-        ...
+        @property
+        def input_desk(self) -> InputDeskView: ...
 
-    @property
-    def path(self) -> RequestPath:
-        """The request path: requests of a kind sent, their deadlines, their ends."""
-        ...
+        @property
+        def tasks(self) -> TaskDeskPort: ...
 
-    @property
-    def cache(self) -> CachePort: ...
+        @property
+        def task_desk(self) -> TaskDeskView: ...
 
-    @property
-    def tools(self) -> ToolsPort: ...
+        def begin_host_request(self) -> None:
+            """A request of the host's is begun (the lifecycle says whether it may be)."""
 
-    @property
-    def input(self) -> InputDeskPort: ...
+        def host_failed(self, pending: Pending, error: McpError, now: float) -> None: ...
 
-    @property
-    def input_desk(self) -> InputDeskView: ...
+        def fail_request(
+            self, pending: Pending, error: McpError, now: float, reason: str
+        ) -> None: ...
 
-    @property
-    def tasks(self) -> TaskDeskPort: ...
+        def abandon(self, pending: Pending, reason: str) -> None: ...
 
-    @property
-    def task_desk(self) -> TaskDeskView: ...
+        def fail_start(self, error: McpError, now: float) -> None: ...
 
-    def begin_host_request(self) -> None:
-        """A request of the host's is begun (the lifecycle says whether it may be)."""
+        def listed_at_start(self, catalogue: Catalogue, pages: int, now: float) -> None: ...
 
-    def host_failed(self, pending: Pending, error: McpError, now: float) -> None: ...
-
-    def fail_request(self, pending: Pending, error: McpError, now: float, reason: str) -> None: ...
-
-    def abandon(self, pending: Pending, reason: str) -> None: ...
-
-    def fail_start(self, error: McpError, now: float) -> None: ...
-
-    def listed_at_start(self, catalogue: Catalogue, pages: int, now: float) -> None: ...
-
-    def relisted(self) -> None: ...
+        def relisted(self) -> None: ...

@@ -20,7 +20,7 @@ from ..base._errors import CallTimeout, HandshakeError, McpError
 from ..base._escape import excerpt
 from ..base._events import SessionReady, StartFailed
 from ..base._tools import Catalogue
-from ..features._port import SessionPort, SessionState
+from ..features._port import SessionState
 from ..features._tool_requests import TOOLS_LIST
 from ..wire._jsonrpc import ErrorResponse, Notification
 from ..wire._modern import (
@@ -37,6 +37,7 @@ from ._lifecycle import SessionInput
 
 if TYPE_CHECKING:
     from ..features._desks import NoTasks
+    from ..features._port import SessionPort
     from ..features._subscriptions import Listener, ResourceSubscriptions
     from ..features._tasks import TaskDesk
     from ..features._tool_requests import ToolsFeature
@@ -60,38 +61,40 @@ INITIALIZE = register(
 SET_LEVEL = register(RequestKind(method="logging/setLevel"))
 
 
-class HandshakeHost(SessionPort, Protocol):
-    """The session as its handshake sees it: the features' port, and what the
-    handshake writes on the session (the era, the protocol version, the server's
-    info and capabilities, the start-up's failures), the lifecycle table's input,
-    and the features it sets up again on a new session."""
+if TYPE_CHECKING:  # annotations only: a Protocol class costs import time (B5)
 
-    era: Literal["modern", "legacy"] | None
-    protocol_version: str | None
-    server_capabilities: dict[str, Any]
-    server_info: dict[str, Any]
-    instructions: str | None
-    failures: int
-    last_error: McpError | None
-    reconnecting: bool
+    class HandshakeHost(SessionPort, Protocol):
+        """The session as its handshake sees it: the features' port, and what the
+        handshake writes on the session (the era, the protocol version, the server's
+        info and capabilities, the start-up's failures), the lifecycle table's input,
+        and the features it sets up again on a new session."""
 
-    @property
-    def tools(self) -> ToolsFeature: ...
+        era: Literal["modern", "legacy"] | None
+        protocol_version: str | None
+        server_capabilities: dict[str, Any]
+        server_info: dict[str, Any]
+        instructions: str | None
+        failures: int
+        last_error: McpError | None
+        reconnecting: bool
 
-    @property
-    def listener(self) -> Listener: ...
+        @property
+        def tools(self) -> ToolsFeature: ...
 
-    @property
-    def subscriptions(self) -> ResourceSubscriptions: ...
+        @property
+        def listener(self) -> Listener: ...
 
-    @property
-    def task_desk(self) -> TaskDesk | NoTasks: ...
+        @property
+        def subscriptions(self) -> ResourceSubscriptions: ...
 
-    def transition(self, event: SessionInput) -> None: ...
+        @property
+        def task_desk(self) -> TaskDesk | NoTasks: ...
 
-    def retry_now(self, now: float) -> None: ...
+        def transition(self, event: SessionInput) -> None: ...
 
-    def session_expired(self, resend: list[Request], now: float) -> None: ...
+        def retry_now(self, now: float) -> None: ...
+
+        def session_expired(self, resend: list[Request], now: float) -> None: ...
 
 
 class Handshake:

@@ -267,36 +267,38 @@ def sse_limit(limits: HttpLimits, ex: _Exchange, exc: LimitExceeded) -> LimitExc
     return exc
 
 
-class MappingState(Protocol):
-    """What ``ResponseReader`` reads and calls of its ``HttpMapping``.
+if TYPE_CHECKING:  # annotations only: a Protocol class costs import time (B5)
 
-    The reader is the response half of the mapping, with no state of its own:
-    it works on the mapping's exchanges, timers and queues directly. Naming
-    that here lets the reader's module sit beside the mapping's without
-    importing it (``HttpMapping`` implements this; mypy checks it where the
-    mapping makes its reader).
-    """
+    class MappingState(Protocol):
+        """What ``ResponseReader`` reads and calls of its ``HttpMapping``.
 
-    display_url: str
-    limits: HttpLimits
-    modern: bool
-    protocol_version: str | None
-    session_id: str | None
-    redact: Callable[[str], str]
-    _actions: list[Action]
-    _awaiting_session: bool
-    _closing_at: float | None
-    _exchanges: dict[int, _Exchange]
-    _last_now: float
-    _listen_refused_for: str | None
-    _listening: bool
-    _resent: set[int]
-    _tag: str
-    _upward: list[Upward]
+        The reader is the response half of the mapping, with no state of its own:
+        it works on the mapping's exchanges, timers and queues directly. Naming
+        that here lets the reader's module sit beside the mapping's without
+        importing it (``HttpMapping`` implements this; mypy checks it where the
+        mapping makes its reader).
+        """
 
-    def send(self, message: Message, now: float) -> None: ...
-    def abandon(self, request_id: int) -> None: ...
-    def _bound_exchange(self, xid: int, at: float) -> None: ...
-    def _schedule(self, timer: _Timer) -> None: ...
-    def _finish(self, ex: _Exchange) -> None: ...
-    def _fail(self, ex: _Exchange, error: McpError, now: float) -> None: ...
+        display_url: str
+        limits: HttpLimits
+        modern: bool
+        protocol_version: str | None
+        session_id: str | None
+        redact: Callable[[str], str]
+        _actions: list[Action]
+        _awaiting_session: bool
+        _closing_at: float | None
+        _exchanges: dict[int, _Exchange]
+        _last_now: float
+        _listen_refused_for: str | None
+        _listening: bool
+        _resent: set[int]
+        _tag: str
+        _upward: list[Upward]
+
+        def send(self, message: Message, now: float) -> None: ...
+        def abandon(self, request_id: int) -> None: ...
+        def _bound_exchange(self, xid: int, at: float) -> None: ...
+        def _schedule(self, timer: _Timer) -> None: ...
+        def _finish(self, ex: _Exchange) -> None: ...
+        def _fail(self, ex: _Exchange, error: McpError, now: float) -> None: ...

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..base._errors import LimitExceeded, McpError, RemoteProtocolError, TransportError
 from ..base._escape import excerpt
@@ -27,7 +28,6 @@ from ._http_exchange import (
     _DEBUG,
     _ERROR_EXCERPT_BYTES,
     _ERROR_JSON_BYTES,
-    MappingState,
     MessageArrived,
     RequestFailed,
     SessionExpired,
@@ -48,6 +48,9 @@ from ._http_exchange import (
 )
 from ._jsonrpc import ErrorResponse, Message, Request, Result, decode_message, describe_message
 from ._sse import SSEDecoder, SSEEvent, SSEOverrun
+
+if TYPE_CHECKING:
+    from ._http_exchange import MappingState
 
 __all__ = ["ResponseReader"]
 

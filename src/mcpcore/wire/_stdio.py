@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..base._errors import LimitExceeded, LocalProtocolError
 from ..base._escape import excerpt
@@ -30,26 +30,27 @@ from ..base._events import (
 )
 from ..base._failure import FailureKind, TransportFailure
 
+if TYPE_CHECKING:  # annotations only: a Protocol class costs import time (B5)
 
-class LocalCommand(Protocol):
-    """What stdio reads of a local server's entry (``mcpcore.LocalServer``, which
-    the config layer above makes): the command line, its directory and its
-    environment."""
+    class LocalCommand(Protocol):
+        """What stdio reads of a local server's entry (``mcpcore.LocalServer``, which
+        the config layer above makes): the command line, its directory and its
+        environment."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def command(self) -> str: ...
-    @property
-    def args(self) -> tuple[str, ...]: ...
-    @property
-    def env(self) -> Mapping[str, str]: ...
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def plugin_root(self) -> str: ...
-    @property
-    def plugin_data(self) -> str | None: ...
+        @property
+        def name(self) -> str: ...
+        @property
+        def command(self) -> str: ...
+        @property
+        def args(self) -> tuple[str, ...]: ...
+        @property
+        def env(self) -> Mapping[str, str]: ...
+        @property
+        def cwd(self) -> str: ...
+        @property
+        def plugin_root(self) -> str: ...
+        @property
+        def plugin_data(self) -> str | None: ...
 
 
 __all__ = [
