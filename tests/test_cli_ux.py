@@ -326,3 +326,23 @@ def test_P6_max_message_size_raises_every_bound_a_message_meets() -> None:
     limits = hooks["limits"]
     assert limits.max_message_size == size
     assert limits.max_sse_line > size and limits.max_read_size >= size
+
+
+def test_F8_a_message_below_the_asked_level_is_not_printed_even_when_the_server_sends_it() -> None:
+    """F8: ``--log-level error`` prints error and above only. A server may send a
+    message before the client's ``logging/setLevel`` reached it (the call can
+    overtake it), so what is below the asked level is left out on the client."""
+    import types
+
+    from mcpcore import LogMessage
+    from mcpcore_cli._declared import _LogPrinter
+
+    err = io.StringIO()
+    cli = types.SimpleNamespace(stderr=err, redact=lambda text: text)
+    printer = _LogPrinter(cli, "error")  # type: ignore[arg-type]
+    printer(LogMessage(server="s", level="info", logger=None, data="early"))
+    printer(LogMessage(server="s", level="critical", logger=None, data="late"))
+    printer(LogMessage(server="s", level="whatever", logger=None, data="odd"))
+    assert err.getvalue() == (
+        "mcpcore: server 's' log critical: late\nmcpcore: server 's' log whatever: odd\n"
+    )

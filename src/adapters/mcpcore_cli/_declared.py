@@ -95,7 +95,7 @@ def client_hooks(cli: Cli, args: argparse.Namespace, asker: TerminalAsker | None
     level = getattr(args, "log_level", None)
     if level is not None:
         hooks["log_level"] = level
-        hooks["on_log"] = _LogPrinter(cli)
+        hooks["on_log"] = _LogPrinter(cli, level)
     size = getattr(args, "max_message_size", None)
     if size is not None:
         defaults = HttpLimits()
@@ -111,11 +111,16 @@ def client_hooks(cli: Cli, args: argparse.Namespace, asker: TerminalAsker | None
 class _LogPrinter:
     """``on_log``: each log message of a server as one escaped line on stderr."""
 
-    def __init__(self, cli: Cli) -> None:
+    def __init__(self, cli: Cli, level: str) -> None:
         self.cli = cli
+        # F8: what was asked for, and nothing below it. A server may send a message
+        # before the logging/setLevel the client sends once ready has reached it.
+        self._below = frozenset(LOG_LEVELS[: LOG_LEVELS.index(level)])
         self._lock = threading.Lock()  # one line at a time from the hook threads
 
     def __call__(self, message: LogMessage) -> None:
+        if message.level in self._below:
+            return
         data = message.data
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         origin = f" {one_line(message.logger)}" if message.logger else ""
