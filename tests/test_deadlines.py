@@ -130,6 +130,7 @@ class Relay:
         self._stop = threading.Event()
         self._sockets: list[socket.socket] = []
         self._fillers: list[socket.socket] = []
+        self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._accept, name="relay-accept")]
         self._threads[0].start()
 
@@ -144,8 +145,12 @@ class Relay:
                 continue
             except OSError:
                 return
-            server = socket.create_connection(("127.0.0.1", self._target_port))
-            self._sockets += [client, server]
+            with self._lock:  # drop_packets sees this connection whole, or not at all
+                if not self._accepting:  # accepted as the packets began to drop: never answered
+                    self._fillers.append(client)
+                    continue
+                server = socket.create_connection(("127.0.0.1", self._target_port))
+                self._sockets += [client, server]
             for source, sink, limit in ((client, server, self._limit), (server, client, None)):
                 thread = threading.Thread(
                     target=self._pipe, args=(source, sink, limit), name="relay-pipe"
@@ -168,11 +173,14 @@ class Relay:
             sink.shutdown(socket.SHUT_WR)
 
     def drop_packets(self) -> None:
-        self._accepting = False
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        self._fillers = _fill_accept_queue(self._listener)
+        # Under the lock: a connection the accept thread has just taken is either
+        # relayed already (and cut here) or left unanswered; none slips through.
+        with self._lock:
+            self._accepting = False
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        self._fillers += _fill_accept_queue(self._listener)
 
     def close(self) -> None:
         self._stop.set()
