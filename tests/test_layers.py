@@ -104,3 +104,33 @@ def test_no_source_file_is_over_1000_lines_nor_a_driver_client_over_800() -> Non
     assert {str(p.relative_to(src)): n for p, n in sizes.items() if n > 1000} == {}
     for driver in ("mcpcore_anyio", "mcpcore_threaded"):
         assert sizes[src / "adapters" / driver / "_client.py"] <= 800
+
+
+def test_the_blocking_driver_copies_at_most_15_percent_of_the_async_one() -> None:
+    """Code written twice is a run of lines written twice: at most 15% of the async
+    driver's code lines stand again, in a run of 3 or more, in the blocking driver's
+    hand-written files (its generated ones are written by scripts/unasync.py)."""
+    import shared_lines
+
+    _, total, threaded = shared_lines.measure_tree(ROOT)
+    assert {path.name for path in threaded.files} >= {"_client.py", "_network.py"}
+    assert total.total > 1500  # the whole driver was read
+    assert 100 * total.copied / total.total <= shared_lines.LIMIT
+
+
+def test_a_copied_run_is_counted_and_bare_syntax_is_not(tmp_path: Path) -> None:
+    import shared_lines
+
+    for driver in ("mcpcore_anyio", "mcpcore_threaded"):
+        (tmp_path / "src" / "adapters" / driver).mkdir(parents=True)
+    copied = "    x = compute(a)\n    y = x + 1\n    return y\n"
+    (tmp_path / "src/adapters/mcpcore_anyio/_client.py").write_text(
+        f"def f(a):\n    try:\n        pass\n    finally:\n        pass\n{copied}"
+    )
+    (tmp_path / "src/adapters/mcpcore_threaded/_client.py").write_text(
+        f"def g(a):\n    try:\n        z = 1\n    finally:\n        z = 2\n{copied}"
+    )
+    _, total, _ = shared_lines.measure_tree(tmp_path)
+    assert (total.copied, total.total) == (3, 8)
+    assert total.any_line == 5  # try: and finally: (and the copied three) stand in g too
+    assert (total.logic_shared, total.logic_total) == (3, 4)  # f's def is its own
