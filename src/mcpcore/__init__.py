@@ -219,6 +219,11 @@ _EXPORTS: dict[str, str] = {
     "ToolFilter": "base._filters",
     "tool_filter": "base._filters",
     "SyncReport": "base._tools",
+    "Pin": "base._pins",
+    "PinChanged": "base._pins",
+    "ToolChanged": "base._pins",
+    "PinStore": "features._pins",
+    "MemoryPinStore": "features._pins",
     "Tool": "base._tools",
     "is_valid_segment": "base._tools",
     "suggest_ids": "base._tools",
@@ -307,6 +312,7 @@ __all__ = [
     "LogMessage",
     "MalformedResponse",
     "McpError",
+    "MemoryPinStore",
     "MemoryTokenStore",
     "Message",
     "NotOffered",
@@ -317,6 +323,9 @@ __all__ = [
     "OtherBlock",
     "OutputSchemaViolation",
     "Parameter",
+    "Pin",
+    "PinChanged",
+    "PinStore",
     "PkceNotSupported",
     "PreRegisteredClient",
     "ProcessAction",
@@ -383,6 +392,7 @@ __all__ = [
     "TokenSet",
     "TokenStore",
     "Tool",
+    "ToolChanged",
     "ToolFilter",
     "ToolOutput",
     "ToolsListChanged",
@@ -556,6 +566,7 @@ if TYPE_CHECKING:
     from .base._failure import FailureKind, TransportFailure
     from .base._filters import ToolFilter, tool_filter
     from .base._observe import RequestEnded, RequestObserver, RequestStarted
+    from .base._pins import Pin, PinChanged, ToolChanged
     from .base._render import (
         AudioBlock,
         ContentBlock,
@@ -607,6 +618,7 @@ if TYPE_CHECKING:
     from .features._input_options import InputOptions
     from .features._links import LinkTarget, link_target
     from .features._listing import Listing
+    from .features._pins import MemoryPinStore, PinStore
     from .features._prompts import Prompt, PromptArgument, PromptMessage, PromptResult
     from .features._questions import (
         AskHost,

@@ -38,6 +38,7 @@ from ._config import (
 if TYPE_CHECKING:
     from ..auth._authorizing import AuthOptions
     from ..base._filters import ToolFilter
+    from ..features._pins import PinStore
 
 __all__ = [
     "LOCAL_REFUSED",
@@ -230,6 +231,20 @@ class ClientOptions(TypedDict, total=False):
     ``cancel_tasks_on_close`` (False)
         Closing the client cancels the tasks its calls follow (``tasks/cancel``);
         left off, they run on and may be picked up with ``resume_task()``.
+    ``pins`` (``"warn"``)
+        What a tool whose definition (name, title, description, schemas,
+        annotations) changed since it was first listed does (U1): ``"warn"``
+        logs it and reports it in the sync report's ``pins``; ``"block"``
+        also withholds the tool (out of ``tools`` and ``register_into``;
+        calling it raises ``ToolChanged``) until ``accept_change(tool_id)``.
+    ``pin_store`` (a ``MemoryPinStore`` of the client's own)
+        Where pins outlive the client (a ``PinStore``, such as
+        ``mcpcore_stores.SqlitePinStore``): read when the client starts,
+        written as tools are pinned and changes accepted, always off the
+        event loop. A hub's clients may share one: pins are per server.
+    ``pin_subject`` (``"default"``)
+        Whose pins these are (the host's user or tenant): pins are kept per
+        server and per subject.
     """
 
     call_timeout: float
@@ -268,6 +283,9 @@ class ClientOptions(TypedDict, total=False):
     tasks: bool | Mapping[str, bool]
     task_timeout: float
     cancel_tasks_on_close: bool
+    pins: Literal["warn", "block"]
+    pin_store: PinStore | None
+    pin_subject: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +318,9 @@ class ClientSetup:
     tracing: bool = False
     # V3: the headers= callable for this server (its repr may hold a secret: never shown).
     headers: HeaderSource | None = field(default=None, repr=False)
+    # U1: where pins outlive the client (None: in memory only), and whose they are.
+    pin_store: PinStore | None = None
+    pin_subject: str = "default"
 
 
 def prepare_client(
@@ -345,6 +366,7 @@ def prepare_client(
         tasks=_per_server_flag(options.get("tasks", False), lowered, "tasks"),
         task_timeout=positive_seconds(options.get("task_timeout", 3600.0), "task_timeout"),
         cancel_tasks_on_close=bool(options.get("cancel_tasks_on_close", False)),
+        pins=_pins_policy(options.get("pins", "warn")),
     )
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")
@@ -419,7 +441,25 @@ def prepare_client(
         close_grace=positive_seconds(options.get("close_grace", DEFAULT_GRACE), "close_grace"),
         tracing=_flag(options.get("tracing", False), "tracing"),
         headers=_header_source(options.get("headers"), lowered),
+        pin_store=options.get("pin_store"),
+        pin_subject=_pin_subject(options.get("pin_subject")),
     )
+
+
+def _pins_policy(value: object) -> Literal["warn", "block"]:
+    """U1: the ``pins=`` option (``InvalidValue`` for anything but its two words)."""
+    if value == "warn" or value == "block":
+        return value
+    raise InvalidValue('pins must be "warn" or "block"')
+
+
+def _pin_subject(value: object) -> str:
+    """U1: whose pins (``"default"``, mcpcore's default subject, when left out)."""
+    if value is None:
+        return "default"
+    if not isinstance(value, str) or not value:
+        raise InvalidValue("pin_subject must be a non-empty string")
+    return value
 
 
 def _header_source(value: object, server: str) -> HeaderSource | None:
