@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, Unpack, cast, overload
 
 from mcpcore import (
@@ -242,6 +243,8 @@ class ClientSurface(ClientBase):
         self._server = setup.server
         self._observer = _tracing() if setup.tracing else None
         self._header_source = setup.headers  # V3: headers computed per request
+        self._pin_store = setup.pin_store  # U1
+        self._pin_subject = setup.pin_subject
         self._auth = setup.auth
         if authorize is None and setup.auth is not None:
             # A ready sign-in brings its own hook; one of the wrong kind is the
@@ -389,10 +392,18 @@ class ClientSurface(ClientBase):
         events = engine.take_events()
         if events:
             self._route_events(events)
+        store_pins = self._pin_writes()
+        if store_pins is not None:
+            self._store_pins(store_pins)  # U1: even while closing (an accepted change)
         return here
 
     def _abort(self, xid: int) -> None:
         """End the exchange ``xid`` wherever it stands (D1)."""
+        raise NotImplementedError
+
+    def _store_pins(self, store_pins: Callable[[], None]) -> None:
+        """U1: run ``store_pins`` (blocking: the host's pin store) off the engine's
+        turn and off the event loop; closing waits for it."""
         raise NotImplementedError
 
     def _perform_auth(self, action: AuthAction | AskHost) -> None:
@@ -733,9 +744,26 @@ class ClientSurface(ClientBase):
         return await self._ask(self._ask_prompt(name, arguments), timeout)  # type: ignore[no-any-return]
 
     async def refresh(self) -> SyncReport:
-        """Re-list the tools (T6) → what changed since the last listing."""
+        """Re-list the tools (T6) → what changed since the last listing; its ``pins``
+        names each tool whose definition differs from its pin, first seen now (U1)."""
         await self._ensure_ready()
         return await self._perform_refresh()
+
+    def accept_change(self, tool_id: str) -> bool:
+        """U1: pin the listed definition of ``tool_id``, a tool in ``pin_changes``: it
+        is no longer reported and, under ``pins="block"``, no longer withheld
+        (``sync_into`` or ``register_into`` puts it into a registry again). The pin
+        goes to the ``pin_store`` off the engine's turn. False when that tool has no
+        change waiting."""
+        accepted = False
+
+        def accept(now: float) -> bool:
+            nonlocal accepted
+            accepted = self._accept(tool_id)
+            return accepted
+
+        self._act_soon(accept)
+        return accepted
 
     # --- a host's tool registry ----------------------------------------------------------------
 
@@ -751,8 +779,9 @@ class ClientSurface(ClientBase):
         """Re-list the tools and bring ``registry`` (filled by ``register_into``) up to
         date: new tools are added, removed ones taken out, changed ones replaced;
         registrations of unchanged tools are kept. Returns what changed."""
-        await self.refresh()
-        return self._mirror_into(registry)
+        report = await self.refresh()
+        mirrored = self._mirror_into(registry)
+        return replace(mirrored, pins=report.pins) if report.pins else mirrored
 
 
 def _call_begin(

@@ -226,6 +226,11 @@ class McpClient(ClientSurface):
         """The timer thread: sleep until the engine's next deadline, then fire it."""
         engine = self._engine
         assert engine is not None
+        read_pins = self._pins_to_read()
+        if read_pins is not None:
+            pins = read_pins()  # U1, D2: the host's pin store, off the lock
+            with self._turn:
+                self._pins_read(pins)
         with self._turn:
             if self._closing:
                 return
@@ -284,6 +289,20 @@ class McpClient(ClientSurface):
             name=f"mcpcore:{self.name}:hook",
             daemon=True,
         ).start()
+
+    def _store_pins(self, store_pins: Callable[[], None]) -> None:
+        """U1: on a thread of its own, never under the lock; closing joins it."""
+
+        def run() -> None:
+            try:
+                store_pins()
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        thread = threading.Thread(target=run, name=f"mcpcore:{self.name}:pins", daemon=True)
+        self._threads.add(thread)
+        thread.start()
 
     def _run_hook(self, call: HookCall) -> None:
         value: object = None
