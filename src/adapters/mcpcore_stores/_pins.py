@@ -62,6 +62,8 @@ class SqlitePinStore:
             yield connection
 
     def get_pins(self, server: str, subject: str) -> Mapping[str, Pin]:
+        if not self._ready and not self.path.exists():
+            return {}  # reading makes no file: the first pin does
         with self._connect() as connection:
             rows = connection.execute(
                 "SELECT name, fingerprint, definition FROM mcpcore_pins "
