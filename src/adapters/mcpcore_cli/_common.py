@@ -91,6 +91,7 @@ COMMANDS = (
     "prompts",
     "prompt",
     "check",
+    "pins",
     "login",
     "logout",
     "auth",

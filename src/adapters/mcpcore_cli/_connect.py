@@ -14,7 +14,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -217,7 +217,10 @@ def client_for(
     args: argparse.Namespace,
     *,
     elicit: TerminalAsker | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> McpClient:
+    """The client of one server for a command; ``extra``: options of the command's own
+    (the pins of ``pins`` and ``check``, U1)."""
     from mcpcore_threaded import McpClient  # imported when needed: a quick --help
 
     timeout: float | None = args.timeout
@@ -242,6 +245,7 @@ def client_for(
     # The same capabilities for every command (Q6: call's questions are asked, or
     # declined), --log-level and --max-message-size: decided in one place.
     options.update(client_hooks(cli, args, elicit))
+    options.update(extra or {})
     return McpClient(name, server, **options)
 
 
