@@ -304,8 +304,8 @@ class DemoServer(JsonRpcSide):
                 finally:
                     # The listener first: closing it stops the event loop watching it before
                     # its pending accept is cancelled. Cancelled in a loop turn that found a
-                    # connection waiting, asyncio's accept (_sock_accept: CPython gh-153761,
-                    # fixed after 3.11) takes that connection into the cancelled future and
+                    # connection waiting, asyncio's accept (BaseSelectorEventLoop._sock_accept
+                    # on Python 3.11) takes that connection into the cancelled future and
                     # drops it unclosed.
                     await anyio.aclose_forcefully(listener)
                     tg.cancel_scope.cancel()
