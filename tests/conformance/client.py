@@ -122,7 +122,7 @@ def _auth_for(scenario: str) -> tuple[AuthOptions, dict[str, Any]]:
         client = PreRegisteredClient(client_id=context["client_id"], auth_method="none")
         options = AuthOptions(client=client, grant="jwt_bearer", assertion=workload_token)
         return options, {}
-    if scenario == "auth/enterprise-managed-authorization":
+    if scenario in ("auth/enterprise-managed-authorization", "auth/cross-app-access-complete-flow"):
         # N2: the person's ID token from the enterprise IdP, exchanged there for an ID-JAG.
         async def identity(request: ProvideAssertion) -> str:
             return str(context["idp_id_token"])
