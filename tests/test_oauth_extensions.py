@@ -107,7 +107,7 @@ def dpop_header(request: AuthRequest) -> bytes | None:
 
 
 def test_N1_the_token_request_carries_a_proof_and_the_token_is_bound_to_the_key() -> None:
-    """N1: typ dpop+jwt, the public JWK, htm/htu/iat/jti and no ath at the token
+    """N1, O75: typ dpop+jwt, the public JWK, htm/htu/iat/jti and no ath at the token
     endpoint; a DPoP token comes back bound (its thumbprint kept with it)."""
     world = dpop_world()
     flow = dpop_flow()
@@ -391,7 +391,7 @@ def start(flow: Any, world: World, host: Host) -> list[object]:
 
 
 def test_N2_token_exchange_at_the_idp_then_a_jwt_bearer_grant_at_the_as() -> None:
-    """N2: the exact forms of both requests, and no browser."""
+    """N2, O73: the exact forms of both requests, and no browser."""
     world = grant_world()
     host = Host("the-id-token")
     flow = enterprise_flow()
@@ -569,3 +569,47 @@ def test_N1_prepare_waits_the_same_way_with_headers() -> None:
     flow.challenge(RequestTicket(), 401, [], NOW)
     ticket = RequestTicket()
     assert isinstance(flow.prepare_headers(ticket, "POST", S, NOW), Wait)
+
+
+def test_N1_N2_N3_the_guides_programs_use_names_that_exist() -> None:
+    """docs/authorization.md: the DPoP, enterprise and workload identity programs
+    compile, and every name they import from mcpcore's packages exists."""
+    import ast
+    import importlib
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "authorization.md").read_text()
+    start = doc.index("### DPoP: tokens bound to a key (N1)")
+    section = doc[start : doc.index("## Command line", start)]
+    programs = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(programs) == 3
+    for program in programs:
+        tree = ast.parse(program)
+        compile(tree, "authorization.md", "exec")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and "mcpcore" in node.module:
+                module = importlib.import_module(node.module)
+                for alias in node.names:
+                    assert hasattr(module, alias.name), (node.module, alias.name)
+
+
+def test_N1_the_token_file_keeps_the_keys_thumbprint(tmp_path: Any) -> None:
+    """N1: ``mcpcore_signin.FileTokenStore`` keeps a DPoP token's binding, so a
+    later run with the same key uses it (and one with another key does not)."""
+    from mcpcore import TokenKey
+    from mcpcore_signin import FileTokenStore
+
+    bound = TokenSet(
+        access_token="at-0",
+        token_type="DPoP",
+        issuer=AS,
+        token_endpoint=AS + "/token",
+        resource=S,
+        client_id="app",
+        dpop_jkt=jwk_thumbprint(JWK),
+    )
+    FileTokenStore(tmp_path / "tokens.json").set_tokens(TokenKey(server_url=S, issuer=AS), bound)
+    again = FileTokenStore(tmp_path / "tokens.json").get_tokens(S)
+    assert again == bound
+    assert dpop_flow(tokens=again).tokens == bound

@@ -155,7 +155,7 @@ class FlowBase:
             self.dpop = Dpop(config.dpop, config.dpop_key, self._checked_entropy(token_bytes))
         if (
             tokens is not None
-            and tokens.dpop_jkt is not None
+            and (tokens.dpop_jkt is not None or tokens.token_type.lower() == "dpop")
             and (self.dpop is None or tokens.dpop_jkt != self.dpop.jkt)
         ):
             tokens = None  # N1: a token bound to a key this client does not hold is of no use
