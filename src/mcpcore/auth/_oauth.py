@@ -70,8 +70,8 @@ redirects off, body capped, then report), ``AbortExchange`` (stop an
 exchange whose body overran the cap), ``OpenAuthorizationUrl`` (host hook:
 browser or paste, then ``receive_callback``), ``SignAssertion`` (host signer,
 then ``receive_assertion``), ``ProvideAssertion`` (the host's assertion for
-the ``jwt_bearer`` and ``enterprise`` grants, then ``receive_identity``), ``SaveTokens`` / ``DeleteTokens`` /
-``SaveClient`` / ``DeleteClient`` (the store, O67; perform them before
+the ``jwt_bearer`` and ``enterprise`` grants, then ``receive_identity``),
+``SaveTokens`` / ``DeleteTokens`` / ``SaveClient`` / ``DeleteClient`` (the store, O67; perform them before
 acting on the event that follows them, O48), ``LockTokens`` /
 ``UnlockTokens`` (hold the store's refresh lock around a refresh; answer a
 lock with ``lock_answered``). ``take_events()`` returns
@@ -289,12 +289,14 @@ PHASES: Final[tuple[tuple[str, tuple[tuple[Purpose, str], ...]], ...]] = (
     ("authorization", ()),  # the person signs in; the redirect comes to receive_callback
     (
         "token_requests",
-        ((Purpose.TOKEN_CODE, "on_response"), (Purpose.TOKEN_CLIENT_CREDENTIALS, "on_response")),
+        (
+            (Purpose.TOKEN_CODE, "on_response"),
+            (Purpose.TOKEN_CLIENT_CREDENTIALS, "on_response"),
+            (Purpose.TOKEN_JWT_BEARER, "on_response"),  # N2, N3: a token answer
+        ),
     ),
     ("refresh", ((Purpose.TOKEN_REFRESH, "on_response"),)),
-    # N2, N3: the assertion grants; their jwt-bearer answer is a token answer.
-    ("grants", ((Purpose.TOKEN_EXCHANGE, "on_exchange"),)),
-    ("token_requests", ((Purpose.TOKEN_JWT_BEARER, "on_response"),)),
+    ("grants", ((Purpose.TOKEN_EXCHANGE, "on_exchange"),)),  # N2: the IdP's ID-JAG
 )
 
 
