@@ -613,3 +613,19 @@ def test_N1_the_token_file_keeps_the_keys_thumbprint(tmp_path: Any) -> None:
     again = FileTokenStore(tmp_path / "tokens.json").get_tokens(S)
     assert again == bound
     assert dpop_flow(tokens=again).tokens == bound
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_N2_an_idp_that_is_down_is_a_transient_error_and_not_a_refusal(status: int) -> None:
+    """N2: a 5xx or 429 from the identity provider is tried again on the next
+    request (OAuthTransientError), unlike a refusal."""
+    from mcpcore.auth._oauth import OAuthTransientError
+
+    world = grant_world()
+    world.route("POST", IDP, js(status, {"error": "temporarily_unavailable"}))
+    flow = enterprise_flow()
+    assert isinstance(failed(start(flow, world, Host("t1", "t2"))), OAuthTransientError)
+    assert flow.refused_grant is None
+    flow.challenge(RequestTicket(), 401, [], NOW)
+    pump(world, flow, Host("t2"))
+    assert len(world.of(Purpose.TOKEN_EXCHANGE)) == 2

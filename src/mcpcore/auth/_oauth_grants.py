@@ -135,6 +135,12 @@ class AssertionGrants:
         """The identity provider's answer: an ID-JAG, presented next (step 2)."""
         flow = self.flow
         where = f"token exchange at the identity provider {_no_query(ex.url)!r}"
+        if 300 <= ex.status < 400:
+            flow._fail(flow._redirect(f"the {where}", ex.status))  # O62
+            return
+        if ex.status >= 500 or ex.status == 429:
+            flow._fail(flow._transient(f"the {where}", ex))  # O8: try again later
+            return
         if ex.status != 200:
             code, description = flow._oauth_error(ex.body)
             shown = f": {code}" if code else ""
