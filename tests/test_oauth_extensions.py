@@ -629,3 +629,25 @@ def test_N2_an_idp_that_is_down_is_a_transient_error_and_not_a_refusal(status: i
     flow.challenge(RequestTicket(), 401, [], NOW)
     pump(world, flow, Host("t2"))
     assert len(world.of(Purpose.TOKEN_EXCHANGE)) == 2
+
+
+def test_N1_the_nonce_retry_of_a_private_key_jwt_client_signs_a_new_assertion() -> None:
+    """N1, O72: the token request sent again with the nonce carries a client
+    assertion signed anew (a fresh jti), not the one already spent."""
+    from test_oauth import _cc_world
+
+    world = _cc_world(["private_key_jwt"])
+    good = {"access_token": "cc-1", "token_type": "DPoP", "expires_in": 60}
+    world.route("POST", AS + "/token", _nonce_answer("n-as", (200, good)))
+    flow = make_flow(
+        grant="client_credentials",
+        preregistered=PreRegisteredClient(client_id="m2m", auth_method="private_key_jwt"),
+        dpop=True,
+        dpop_key=FakeKey(),
+    )
+    assert authorized(run_401(flow, world)[1]).token_type == "DPoP"
+    first, second = world.of(Purpose.TOKEN_CLIENT_CREDENTIALS)
+    assert len(world.signed) == 2
+    assert world.signed[0].claims["jti"] != world.signed[1].claims["jti"]
+    assert form(first)["client_assertion"] != form(second)["client_assertion"]
+    assert decode(dpop_header(second))[1]["nonce"] == "n-as"

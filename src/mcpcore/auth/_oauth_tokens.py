@@ -162,10 +162,7 @@ class TokenRequests:
             # N1: a fresh proof on every token request (RFC 9449 5); kept to be
             # sent once more with the nonce a use_dpop_nonce answer gives.
             headers.append((b"dpop", dpop.proof("POST", url, now)))
-            flow._need_run().resend = (
-                _PendingToken(purpose=purpose, url=url, params=params),
-                assertion,
-            )
+            flow._need_run().resend = _PendingToken(purpose=purpose, url=url, params=params)
         body = list(params)
         method = client.auth_method
         if method == "client_secret_basic" and client.client_secret:
@@ -281,8 +278,9 @@ class TokenRequests:
             # N1 (RFC 9449 8): the token endpoint wants a nonce; the request goes
             # once more with a fresh proof that carries it, never twice.
             run.nonce_retried = True
-            pending, assertion = run.resend
-            self.post(pending.purpose, pending.url, pending.params, client, assertion, now)
+            pending = run.resend
+            # Through ``request``: a private_key_jwt client signs a fresh assertion.
+            self.request(pending.purpose, pending.url, pending.params, client, now)
             return
         if ex.purpose is Purpose.TOKEN_REFRESH:
             flow.refresh.refused(ex, code, now)

@@ -561,9 +561,9 @@ class _Run:
     lock_sign_in: str | None = None  # the lock asked for is this issuer's sign-in lock
     refreshing: TokenSet | None = None  # the set a refresh started from (CAS)
     nonce_retried: bool = False  # N1: the token endpoint's use_dpop_nonce answered once
-    # N1: the token request last sent (and its client assertion), to send again
-    # with the nonce a use_dpop_nonce answer gives; N2: the IdP's ID-JAG.
-    resend: tuple[_PendingToken, str | None] | None = None
+    # N1: the token request last sent, to send again with the nonce a
+    # use_dpop_nonce answer gives.
+    resend: _PendingToken | None = None
 
 
 def _as_method(method: str) -> AuthMethod:
