@@ -266,3 +266,50 @@ async def test_N2_a_refusal_names_the_step_on_the_driver(driver: str) -> None:
     assert "token exchange at the identity provider" in reason and "invalid_grant" in reason
     assert "the-id-token" not in reason
     assert servers.token_forms == []
+
+
+async def test_N3_an_assertion_hook_that_raises_fails_with_a_hook_error(driver: str) -> None:
+    """D2, N3: the ``assertion`` hook's failure is a ``HookError`` naming it."""
+    from mcpcore import HookError
+
+    def blocking(request: ProvideAssertion) -> str:
+        raise OSError("no token file yet")
+
+    async def waiting(request: ProvideAssertion) -> str:
+        return blocking(request)
+
+    servers = Servers()
+    options = AuthOptions(
+        client=PreRegisteredClient(client_id="workload"),
+        grant="jwt_bearer",
+        assertion=blocking if driver == "threaded" else waiting,
+    )
+    async with DemoServer(fault=servers).serve() as running:
+        servers.origin = running.url.rsplit("/mcp", 1)[0]
+        async with open_client(driver, "wl", {"url": running.url}, auth=options) as client:
+            with anyio.fail_after(20):
+                availability = await client.ready(10)
+    assert not availability.ok
+    assert isinstance(availability.error, HookError)
+    assert availability.error.hook == "assertion" and availability.error.outcome == "raised"
+    assert servers.token_forms == []
+
+
+@pytest.mark.parametrize("module", ["mcpcore_threaded", "mcpcore_anyio"])
+def test_N2_N3_option_mistakes_raise_when_the_client_is_made(module: str) -> None:
+    """The grants' mistakes raise ``InvalidValue`` at construction, like the others."""
+    import importlib
+
+    from mcpcore import InvalidValue
+
+    client_class = importlib.import_module(module).McpClient
+    server = {"url": "https://mcp.example.com/mcp"}
+    app = PreRegisteredClient(client_id="app")
+    for auth in (
+        AuthOptions(grant="jwt_bearer", client=app),  # no assertion
+        AuthOptions(grant="jwt_bearer", assertion="/run/token"),  # no client
+        AuthOptions(grant="enterprise", client=app, assertion="/run/token"),  # no IdP
+        AuthOptions(dpop="always", client=app),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidValue):
+            client_class("p", server, auth=auth)

@@ -196,6 +196,8 @@ class AuthOptions:
             raise InvalidValue("auth= with an authorize hook needs a redirect_uri")
         if self.grant in ("jwt_bearer", "enterprise") and self.assertion is None:
             raise InvalidValue(f"the {self.grant} grant needs an assertion= (a path or a hook)")
+        if not isinstance(self.dpop, bool) and self.dpop != "auto":
+            raise InvalidValue('dpop must be True, False or "auto"')
         timeout = self.hook_timeout
         if (
             isinstance(timeout, bool)
