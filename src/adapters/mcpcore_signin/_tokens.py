@@ -162,6 +162,7 @@ def _tokens_to_json(key: TokenKey, tokens: TokenSet) -> dict[str, Any]:
         "token_endpoint": tokens.token_endpoint,
         "resource": tokens.resource,
         "client_id": tokens.client_id,
+        "dpop_jkt": tokens.dpop_jkt,  # N1: the key a DPoP token is bound to (public)
     }
 
 
@@ -179,6 +180,7 @@ def _tokens_from_json(obj: object) -> StoredTokens:
         token_endpoint=_str(obj, "token_endpoint"),
         resource=_str(obj, "resource"),
         client_id=_str(obj, "client_id"),
+        dpop_jkt=_opt_str(obj, "dpop_jkt"),
     )
     return StoredTokens(key, tokens)
 

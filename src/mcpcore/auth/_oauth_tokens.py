@@ -128,7 +128,7 @@ class TokenRequests:
                 )
             )
             return
-        self.post(purpose, url, params, client, None)
+        self.post(purpose, url, params, client, None, now)
 
     def receive_assertion(self, request_id: int, assertion: str, now: float) -> None:
         """The host signed the ``SignAssertion`` with ``request_id`` (O72)."""
@@ -144,7 +144,7 @@ class TokenRequests:
         run.pending_token = None
         flow._remember(assertion)
         flow._phase = flow._resume_phase
-        self.post(pending.purpose, pending.url, pending.params, client, assertion)
+        self.post(pending.purpose, pending.url, pending.params, client, assertion, now)
 
     def post(
         self,
@@ -153,9 +153,16 @@ class TokenRequests:
         params: list[tuple[str, str]],
         client: ClientRecord,
         assertion: str | None,
+        now: float,
     ) -> None:
         flow = self.flow
         headers = [(b"content-type", _FORM), (b"accept", _JSON)]
+        dpop = flow._dpop_on()
+        if dpop is not None:
+            # N1: a fresh proof on every token request (RFC 9449 5); kept to be
+            # sent once more with the nonce a use_dpop_nonce answer gives.
+            headers.append((b"dpop", dpop.proof("POST", url, now)))
+            flow._need_run().resend = _PendingToken(purpose=purpose, url=url, params=params)
         body = list(params)
         method = client.auth_method
         if method == "client_secret_basic" and client.client_secret:
@@ -178,6 +185,9 @@ class TokenRequests:
 
     def on_response(self, ex: _Exchange, now: float) -> None:
         flow = self.flow
+        dpop = flow._dpop_on()
+        if dpop is not None:
+            dpop.note_nonce(ex.url, ex.headers)  # N1: the nonce is kept per origin
         if 300 <= ex.status < 400:
             flow._fail(flow._redirect("the token endpoint", ex.status))  # O62
             return
@@ -205,8 +215,13 @@ class TokenRequests:
         if not isinstance(access, str) or not access:
             raise MalformedResponse(f"{what} has no 'access_token'")
         token_type = doc.get("token_type")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        dpop = flow._dpop_on()
+        bound: str | None = None
+        if dpop is not None and isinstance(token_type, str) and token_type.lower() == "dpop":
+            bound = dpop.jkt  # N1: bound to the key the proof was made with
+        elif not isinstance(token_type, str) or token_type.lower() != "bearer":
             raise MalformedResponse(f"{what}: 'token_type' is not Bearer")
+        kind = "DPoP" if bound is not None else "Bearer"
         if not all("!" <= ch <= "~" for ch in access):
             # F3: the token becomes a header value; a line break would add headers
             raise MalformedResponse(f"{what}: 'access_token' has characters outside visible ASCII")
@@ -225,15 +240,16 @@ class TokenRequests:
             return replace(
                 old,
                 access_token=access,
-                token_type="Bearer",
+                token_type=kind,
                 expires_at=expires_at,
                 refresh_token=refresh or old.refresh_token,
                 scope=scope or old.scope,
+                dpop_jkt=bound,
             )
         meta = flow._need_metadata()
         return TokenSet(
             access_token=access,
-            token_type="Bearer",
+            token_type=kind,
             expires_at=expires_at,
             refresh_token=refresh,
             scope=scope or run.scope,  # O23
@@ -241,16 +257,34 @@ class TokenRequests:
             token_endpoint=meta.token_endpoint,
             resource=flow._resource or canonical_resource(flow.config.server_url),
             client_id=client.client_id,
+            dpop_jkt=bound,
         )
 
     def on_error(self, ex: _Exchange, now: float) -> None:
         flow = self.flow
         run = flow._need_run()
         code, description = flow._oauth_error(ex.body)
+        client = run.client
+        dpop = flow._dpop_on()
+        if (
+            code == "use_dpop_nonce"
+            and ex.status == 400
+            and dpop is not None
+            and dpop.nonce(ex.url) is not None
+            and not run.nonce_retried
+            and run.resend is not None
+            and client is not None
+        ):
+            # N1 (RFC 9449 8): the token endpoint wants a nonce; the request goes
+            # once more with a fresh proof that carries it, never twice.
+            run.nonce_retried = True
+            pending = run.resend
+            # Through ``request``: a private_key_jwt client signs a fresh assertion.
+            self.request(pending.purpose, pending.url, pending.params, client, now)
+            return
         if ex.purpose is Purpose.TOKEN_REFRESH:
             flow.refresh.refused(ex, code, now)
             return
-        client = run.client
         if (
             code == "invalid_client"
             and client is not None
@@ -265,6 +299,18 @@ class TokenRequests:
             return
         shown = f": {code}" if code else ""
         detail = f" ({description})" if description else ""
+        if ex.purpose is Purpose.TOKEN_JWT_BEARER:
+            # N2, N3: the step that failed is named; the assertion never is.
+            flow._grant_refused(
+                TokenError(
+                    "the JWT bearer grant at the authorization server failed with HTTP "
+                    f"{ex.status}{shown}{detail}",
+                    error=code,
+                    status=ex.status,
+                    step="jwt_bearer",
+                )
+            )
+            return
         flow._fail(
             TokenError(
                 f"the token endpoint refused the request with HTTP {ex.status}{shown}{detail} (O47)",

@@ -27,6 +27,7 @@ from ._oauth_types import (
     DeleteTokens,
     LockTokens,
     OpenAuthorizationUrl,
+    ProvideAssertion,
     SaveClient,
     SaveTokens,
     SignAssertion,
@@ -185,6 +186,7 @@ StoreAction = Union[SaveTokens, DeleteTokens, SaveClient, DeleteClient, LockToke
 AuthAction = Union[
     OpenAuthorizationUrl,
     SignAssertion,
+    ProvideAssertion,
     SaveTokens,
     DeleteTokens,
     SaveClient,

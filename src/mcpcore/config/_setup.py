@@ -469,7 +469,12 @@ def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptio
         raise TypeError("auth must be an AuthOptions (or None)")
     if not isinstance(server, RemoteServer):
         return None  # a local server or an invalid entry: nothing to authorize
-    OAuthFlow(value.config(server.url, interactive=False), token_bytes=bytes)  # raises if unusable
+    config = value.config(server.url, interactive=False)
+    if config.dpop and config.dpop_key is None:
+        from dataclasses import replace
+
+        config = replace(config, dpop=False)  # N1: the driver makes the key at start
+    OAuthFlow(config, token_bytes=bytes)  # raises if unusable
     return value
 
 

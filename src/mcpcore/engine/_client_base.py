@@ -82,6 +82,8 @@ class ClientBase:
     _store: TokenStore | None
     _authorize: Callable[..., object] | None
     _sign_assertion: Callable[..., object] | None
+    _assertion: Callable[..., object] | None = None  # N2, N3: AuthOptions.assertion
+    _assertion_blocks: bool = False  # it reads a file: run it as the store's methods are
     _header_source: HeaderSource | None = None  # V3: the headers= callable, if any
     _elicit: Callable[..., object] | None = None
     _roots_hook: Callable[..., object] | None = None
@@ -177,6 +179,8 @@ class ClientBase:
             authorize=self._authorize,
             sign_assertion=self._sign_assertion,
             store=self._store,
+            assertion=self._assertion,
+            assertion_blocks=self._assertion_blocks,
         )
 
     def owns(self, continuation: Continuation) -> bool:
