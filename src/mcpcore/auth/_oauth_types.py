@@ -22,6 +22,7 @@ from ._oauth_errors import OAuthError
 from ._oauth_rules import _no_query
 
 __all__ = [
+    "DEFAULT_SUBJECT",
     "WAIT",
     "AuthFailed",
     "AuthRequest",
@@ -100,12 +101,21 @@ class OAuthConfig:
     serialize_sign_ins: bool = False
 
 
+# W1: the subject of tokens stored without one (a single-user host's).
+DEFAULT_SUBJECT = "default"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenKey:
-    """Where tokens are stored: (server URL, issuer) (O67)."""
+    """Where tokens are stored: (server URL, issuer, subject) (O67, W1).
+
+    ``subject`` is whose tokens they are: the host's user or tenant id
+    (``AuthOptions.subject``); ``DEFAULT_SUBJECT`` when the host has one user.
+    """
 
     server_url: str
     issuer: str
+    subject: str = DEFAULT_SUBJECT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
