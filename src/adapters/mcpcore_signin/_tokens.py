@@ -88,7 +88,6 @@ LOCK_WAIT = 10.0  # seconds another run may hold the token file's lock
 _log = logging.getLogger("mcpcore_signin.tokens")
 
 
-
 class TokenFileError(Exception):
     """The token file cannot be used. The message names the file, never its content."""
 
