@@ -7,6 +7,8 @@ give and take JSON text; ``tokens_fields``/``tokens_from_fields`` and
 ``client_fields``/``client_from_fields`` the mappings, for a document that
 keeps records among its own fields (the token file). Reading checks every
 field's type and raises ``StoreCorrupt`` naming the field, never its value.
+Task handles and continuations are kept as their own ``to_json()`` text;
+``decode_task``/``decode_continuation`` read it back with ``StoreCorrupt``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from mcpcore import ClientRecord, TokenSet
+from mcpcore import ClientRecord, Continuation, InvalidValue, TaskHandle, TokenSet
 
 from ._errors import StoreCorrupt
 
@@ -24,6 +26,8 @@ __all__ = [
     "client_fields",
     "client_from_fields",
     "decode_client",
+    "decode_continuation",
+    "decode_task",
     "decode_tokens",
     "encode_client",
     "encode_tokens",
@@ -163,3 +167,19 @@ def encode_client(client: ClientRecord) -> str:
 def decode_client(text: str) -> ClientRecord:
     """The client ``encode_client`` wrote; ``StoreCorrupt`` naming a wrong field."""
     return client_from_fields(load_json(text, "client"))
+
+
+def decode_task(text: str | bytes) -> TaskHandle:
+    """The task handle ``TaskHandle.to_json()`` wrote; ``StoreCorrupt`` if it is not one."""
+    try:
+        return TaskHandle.from_json(text)
+    except InvalidValue:
+        raise StoreCorrupt("task") from None
+
+
+def decode_continuation(text: str | bytes) -> Continuation:
+    """The continuation ``Continuation.to_json()`` wrote; ``StoreCorrupt`` if it is not one."""
+    try:
+        return Continuation.from_json(text)
+    except InvalidValue:
+        raise StoreCorrupt("continuation") from None

@@ -93,6 +93,7 @@ from ._oauth import (
     Wait,
     fresh_copy,
 )
+from ._oauth_types import DEFAULT_SUBJECT
 from ._store import AuthAction, StoreAction, StoreOutcome, TokenStore
 from ._store import MemoryTokenStore as MemoryTokenStore  # for the engine
 
@@ -145,6 +146,12 @@ class AuthOptions:
         (``authorize=``): a ready sign-in (``mcpcore_signin.browser_auth()``)
         brings its hook and its ``redirect_uri`` together. Of the driver's kind
         (a coroutine function for ``mcpcore_anyio``); the core never calls it.
+    ``subject``
+        Whose tokens these are (W1): the host's user or tenant id, part of every
+        key the store is given (``TokenKey.subject``), so a store shared by many
+        users never hands one user's tokens to another. ``DEFAULT_SUBJECT`` (a
+        single-user host) is not passed to the store's methods, so a store
+        written before subjects keeps working.
     """
 
     store: TokenStore | None = field(default=None, repr=False)
@@ -158,6 +165,7 @@ class AuthOptions:
     allow_insecure_http: bool = False
     hook_timeout: float = 30.0
     authorize: Callable[[str, str], object] | None = field(default=None, repr=False)
+    subject: str = DEFAULT_SUBJECT
 
     def config(self, server_url: str, *, interactive: bool) -> OAuthConfig:
         """The flow's configuration for ``server_url`` (raises ``InvalidValue``)."""
@@ -171,6 +179,8 @@ class AuthOptions:
             or timeout <= 0
         ):
             raise InvalidValue("hook_timeout must be a positive number of seconds")
+        if not isinstance(self.subject, str) or not self.subject:
+            raise InvalidValue("subject must be a non-empty string")
         return OAuthConfig(
             server_url=server_url,
             redirect_uri=self.redirect_uri or UNUSED_REDIRECT,
@@ -184,6 +194,7 @@ class AuthOptions:
             # A store given here may be shared (a hub's clients): with a sign-in
             # lock, its clients sign in one at a time per issuer (R4).
             serialize_sign_ins=callable(getattr(self.store, "lock_sign_in", None)),
+            subject=self.subject,
         )
 
 

@@ -76,6 +76,10 @@ class PreRegisteredClient:
         )
 
 
+# W1: the subject of tokens stored without one (a single-user host's).
+DEFAULT_SUBJECT = "default"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OAuthConfig:
     """What the host configures for one MCP server (built by ``AuthOptions.config``)."""
@@ -99,10 +103,8 @@ class OAuthConfig:
     # A3: the store is shared and has a sign-in lock: one sign-in at a time per
     # issuer, and a later one first takes fitting tokens another run stored.
     serialize_sign_ins: bool = False
-
-
-# W1: the subject of tokens stored without one (a single-user host's).
-DEFAULT_SUBJECT = "default"
+    # W1: whose tokens these are (the host's user or tenant id): part of every key.
+    subject: str = DEFAULT_SUBJECT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -296,11 +298,14 @@ class LockTokens:
     (``lock_sign_in``): clients sharing a store ask a person to sign in with
     one authorization server one at a time, and the one that comes second
     first reads what the first stored (R4).
+
+    ``subject``: whose tokens the refresh lock guards (W1).
     """
 
     lock_id: int
     server_url: str
     sign_in: str | None = None
+    subject: str = DEFAULT_SUBJECT
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -311,6 +316,7 @@ class UnlockTokens:
     lock_id: int
     server_url: str
     sign_in: str | None = None
+    subject: str = DEFAULT_SUBJECT  # W1
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -485,6 +491,9 @@ class _Run:
     lock_tries: int = 0
     lock_sign_in: str | None = None  # the lock asked for is this issuer's sign-in lock
     refreshing: TokenSet | None = None  # the set a refresh started from (CAS)
+    # W4b: the set whose refresh was refused, and the refusal (its code and HTTP
+    # status), while the store is read again under the lock before anything is deleted.
+    refused: tuple[TokenSet, str | None, int] | None = None
 
 
 def _as_method(method: str) -> AuthMethod:
