@@ -43,6 +43,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -233,6 +234,18 @@ def _run_as() -> dict[str, Any]:
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
 
 
+def _temp_base(run_as: dict[str, Any]) -> str | None:
+    """Where the cluster's folder goes: the usual temporary folder, unless the
+    cluster's user (not us) could not reach into it; then /tmp."""
+    if not run_as:
+        return None
+    base = Path(tempfile.gettempdir()).resolve()
+    for folder in (base, *base.parents):
+        if not folder.stat().st_mode & stat.S_IXOTH:
+            return "/tmp"
+    return str(base)
+
+
 @contextlib.contextmanager
 def postgres_server(
     *, start_timeout: float = START_TIMEOUT, attempts: int = 3
@@ -242,7 +255,7 @@ def postgres_server(
 
     bin_dir = postgres_bin()
     run_as = _run_as()
-    tmpdir = Path(tempfile.mkdtemp(prefix="mcpcore-postgres-"))
+    tmpdir = Path(tempfile.mkdtemp(prefix="mcpcore-postgres-", dir=_temp_base(run_as)))
     try:
         data, sockets = tmpdir / "data", tmpdir / "sockets"
         sockets.mkdir()

@@ -4,7 +4,8 @@
 * W5: a store nobody listens for, and one that refuses the password, raise
   ``StoreUnavailable`` from every method, quickly, naming the store's kind and
   host:port and no password (nor the DSN/URL), in the message, the repr and the
-  traceback; the store's own repr shows no password either;
+  traceback; the store's own repr shows no password either; a client whose
+  store's server stops keeps calling and refreshing with its tokens in memory;
 * W3: a lease held by a process killed with SIGKILL frees within ``lease``; a
   holder that outlived its lease gives back nothing of the next holder's;
 * W2: compare-and-set from 8 threads (8 connections) loses no update, and the
@@ -12,11 +13,13 @@
   held between statements, decides (a write that read an old version applies
   to nothing);
 * a dropped connection (the server ended it) is opened again once, and workers
-  that start together on an empty database make its tables once.
+  that start together on an empty database make its tables once;
+* the servers' fixtures fail, never skip, when a server is not installed.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
@@ -26,6 +29,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,6 +168,53 @@ def test_W5_bad_credentials_raise_store_unavailable_naming_no_password(
         _assert_fails_unavailable(
             store, [wrong, server.password, url], "refused the credentials", where
         )
+
+
+@pytest.mark.realpeer
+@pytest.mark.parametrize("kind", KINDS)
+def test_W5_a_client_whose_store_goes_away_keeps_its_tokens_in_memory(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """W5 (D2): the store's server stops while a client signed in through it calls on,
+    past its 2-second tokens' expiry: every call succeeds, the refreshes go on with
+    the tokens held in memory, nobody is asked to sign in again, the server refuses
+    no refresh, and nothing logged names the store's password."""
+    from mcpcore import AuthOptions
+    from mcpcore_threaded import McpClient
+    from protected_peer import authorize_headless_blocking, protected_sdk_server
+    from store_servers import _stop_process, postgres_server, redis_server
+
+    asked: list[str] = []
+
+    def person(url: str, redirect_uri: str) -> str:
+        asked.append(url)
+        return authorize_headless_blocking(url, redirect_uri)
+
+    caplog.set_level(logging.DEBUG)
+    running = postgres_server() if kind == "postgres" else redis_server()
+    with running as server, protected_sdk_server(token_ttl=2, step_up=False) as peer:
+        store = _make(kind, _url(server), timeout=1.0)
+        auth = AuthOptions(store=store, redirect_uri="http://127.0.0.1:9/callback")
+        with store, McpClient("p", {"url": peer.url}, auth=auth, authorize=person) as client:
+            assert client.ready(30).ok
+            assert "scopes=" in client.call("p/whoami", {}).text
+            assert len(asked) == 1 and store.get_tokens(peer.url) is not None
+            mark = len(peer.events())
+            _stop_process(server.proc, signal.SIGINT)  # the store's server is gone
+            deadline = time.monotonic() + 3.5  # past the tokens' expiry
+            calls = 0
+            while time.monotonic() < deadline:
+                assert "scopes=" in client.call("p/whoami", {}).text
+                calls += 1
+                time.sleep(0.1)
+            with pytest.raises(StoreUnavailable):
+                store.get_tokens(peer.url)
+        events = peer.events()[mark:]
+    assert calls >= 10 and len(asked) == 1
+    assert any(e.startswith("token grant=refresh_token") for e in events), events
+    assert not [e for e in events if e.startswith(("token refused", "authorize "))], events
+    assert "kept in memory" in caplog.text
+    assert server.password not in caplog.text
 
 
 # ---------------------------------------------------------------------------
@@ -415,3 +466,18 @@ def test_postgres_workers_starting_together_make_the_tables_once(
             "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'mcpcore%'"
         ).fetchone()
     assert tables == (6,)
+
+
+def test_a_missing_server_binary_fails_the_test_naming_the_installer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The servers' fixtures FAIL (never skip) when PostgreSQL or Redis is not
+    installed, and say how to install them: CI installs both."""
+    import store_servers
+
+    monkeypatch.setattr(store_servers, "POSTGRES_ROOT", tmp_path / "no-postgresql")
+    monkeypatch.setattr(store_servers, "REDIS_SERVER", "redis-server-not-installed")
+    for start in (store_servers.postgres_server, store_servers.redis_server):
+        with pytest.raises(pytest.fail.Exception, match=r"install_peers\.sh") as caught:
+            next(store_servers._or_fail(start))
+        assert not isinstance(caught.value, pytest.skip.Exception)

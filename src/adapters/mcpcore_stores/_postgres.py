@@ -64,9 +64,16 @@ from mcpcore import (
     same_tokens,
 )
 
-from ._errors import StoreCorrupt, StoreError, StoreUnavailable
+from ._errors import StoreError, StoreUnavailable
 from ._lease import check_lease, check_timeout, holder_token, lock_name
-from ._records import decode_client, decode_tokens, encode_client, encode_tokens
+from ._records import (
+    decode_client,
+    decode_continuation,
+    decode_task,
+    decode_tokens,
+    encode_client,
+    encode_tokens,
+)
 
 try:
     import psycopg
@@ -422,7 +429,7 @@ class PostgresTokenStore:
                 (subject, task_id),
             ).fetchone()
         )
-        return None if row is None else _task(row[0])
+        return None if row is None else decode_task(row[0])
 
     def delete_task(self, task_id: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
         row = self._run(
@@ -459,7 +466,7 @@ class PostgresTokenStore:
                 (subject, continuation_id),
             ).fetchone()
         )
-        return None if row is None else _continuation(row[0])
+        return None if row is None else decode_continuation(row[0])
 
 
 def _reason(exc: psycopg.OperationalError) -> str:
@@ -476,17 +483,3 @@ def _reason(exc: psycopg.OperationalError) -> str:
     if "timeout" in text or "timed out" in text:
         return "did not answer in time"
     return "cannot be reached"
-
-
-def _task(text: str) -> TaskHandle:
-    try:
-        return TaskHandle.from_json(text)
-    except InvalidValue:
-        raise StoreCorrupt("task handle") from None
-
-
-def _continuation(text: str) -> Continuation:
-    try:
-        return Continuation.from_json(text)
-    except InvalidValue:
-        raise StoreCorrupt("continuation") from None

@@ -59,7 +59,14 @@ from mcpcore import (
 
 from ._errors import StoreCorrupt, StoreError, StoreUnavailable
 from ._lease import check_lease, check_timeout, holder_token, lock_name
-from ._records import decode_client, decode_tokens, encode_client, encode_tokens
+from ._records import (
+    decode_client,
+    decode_continuation,
+    decode_task,
+    decode_tokens,
+    encode_client,
+    encode_tokens,
+)
 
 try:
     import redis
@@ -357,7 +364,7 @@ class RedisTokenStore:
 
     def load_task(self, task_id: str, *, subject: str = DEFAULT_SUBJECT) -> TaskHandle | None:
         text = self._run(lambda: self._redis.get(self._task_key(subject, task_id)))
-        return None if text is None else _task(text)  # type: ignore[arg-type]
+        return None if text is None else decode_task(text)
 
     def delete_task(self, task_id: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
         return bool(self._run(lambda: self._redis.delete(self._task_key(subject, task_id))))
@@ -377,18 +384,4 @@ class RedisTokenStore:
         """Remove and return the continuation: however many workers ask at once, one gets it."""
         key = self._continuation_key(subject, continuation_id)
         text = self._run(lambda: self._redis.getdel(key))
-        return None if text is None else _continuation(text)  # type: ignore[arg-type]
-
-
-def _task(text: bytes) -> TaskHandle:
-    try:
-        return TaskHandle.from_json(text)
-    except InvalidValue:
-        raise StoreCorrupt("task handle") from None
-
-
-def _continuation(text: bytes) -> Continuation:
-    try:
-        return Continuation.from_json(text)
-    except InvalidValue:
-        raise StoreCorrupt("continuation") from None
+        return None if text is None else decode_continuation(text)
