@@ -96,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "DpopKey": "auth._oauth_types",
     "TokenError": "auth._oauth_errors",
     "TokenKey": "auth._oauth_types",
+    "DEFAULT_SUBJECT": "auth._oauth_types",
     "TokenSet": "auth._oauth_types",
     "compact_jws": "auth._oauth_rules",
     "backoff_delay": "base._backoff",
@@ -234,6 +235,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_SUBJECT",
     "LOCAL_REFUSAL_WORDS",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AbortExchange",
@@ -483,6 +485,7 @@ if TYPE_CHECKING:
     )
     from .auth._oauth_rules import compact_jws
     from .auth._oauth_types import (
+        DEFAULT_SUBJECT,
         AuthFailed,
         Authorized,
         ClientRecord,

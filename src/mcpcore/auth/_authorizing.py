@@ -97,6 +97,7 @@ from ._oauth import (
     Wait,
     fresh_copy,
 )
+from ._oauth_types import DEFAULT_SUBJECT
 from ._store import AuthAction, StoreAction, StoreOutcome, TokenStore
 from ._store import MemoryTokenStore as MemoryTokenStore  # for the engine
 
@@ -168,6 +169,12 @@ class AuthOptions:
         (``authorize=``): a ready sign-in (``mcpcore_signin.browser_auth()``)
         brings its hook and its ``redirect_uri`` together. Of the driver's kind
         (a coroutine function for ``mcpcore_anyio``); the core never calls it.
+    ``subject``
+        Whose tokens these are (W1): the host's user or tenant id, part of every
+        key the store is given (``TokenKey.subject``), so a store shared by many
+        users never hands one user's tokens to another. ``DEFAULT_SUBJECT`` (a
+        single-user host) is not passed to the store's methods, so a store
+        written before subjects keeps working.
     """
 
     store: TokenStore | None = field(default=None, repr=False)
@@ -189,6 +196,7 @@ class AuthOptions:
     identity_provider: IdentityProvider | None = None
     dpop: bool | Literal["auto"] = False
     dpop_key: DpopKey | None = field(default=None, repr=False)
+    subject: str = DEFAULT_SUBJECT
 
     def config(self, server_url: str, *, interactive: bool) -> OAuthConfig:
         """The flow's configuration for ``server_url`` (raises ``InvalidValue``)."""
@@ -206,6 +214,8 @@ class AuthOptions:
             or timeout <= 0
         ):
             raise InvalidValue("hook_timeout must be a positive number of seconds")
+        if not isinstance(self.subject, str) or not self.subject:
+            raise InvalidValue("subject must be a non-empty string")
         return OAuthConfig(
             server_url=server_url,
             redirect_uri=self.redirect_uri or UNUSED_REDIRECT,
@@ -222,6 +232,7 @@ class AuthOptions:
             dpop=self.dpop,
             dpop_key=self.dpop_key,
             identity_provider=self.identity_provider,
+            subject=self.subject,
         )
 
 

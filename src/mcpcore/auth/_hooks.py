@@ -180,18 +180,20 @@ def hook_call(
 
 
 def read_store(
-    store: TokenStore, server_url: str
+    store: TokenStore, server_url: str, subject: str | None = None
 ) -> tuple[TokenSet | None, Sequence[ClientRecord]]:
-    """What ``store`` holds for ``server_url`` when a client starts (D2).
+    """What ``store`` holds for ``server_url`` (and ``subject``, W1) when a client
+    starts (D2).
 
     A store that raises, or answers with something else, is treated as empty
     (logged by the exception's type): the client starts signed out rather
     than not at all.
     """
     from ._oauth_types import ClientRecord, TokenSet
+    from ._store import get_tokens
 
     try:
-        tokens = store.get_tokens(server_url)
+        tokens = get_tokens(store, server_url, subject)
         clients = list(store.get_clients())
     except Exception as exc:
         _log.warning("the token store could not be read: %s", type(exc).__name__)

@@ -237,6 +237,7 @@ class FlowBase:
                     lock_id=run.lock_attempt,
                     server_url=self.config.server_url,
                     sign_in=run.lock_sign_in,
+                    subject=self.config.subject,
                 )
             )
 
@@ -371,7 +372,9 @@ class FlowBase:
         return self._metadata
 
     def _key(self, issuer: str) -> TokenKey:
-        return TokenKey(server_url=self.config.server_url, issuer=issuer)
+        return TokenKey(
+            server_url=self.config.server_url, issuer=issuer, subject=self.config.subject
+        )
 
     def _remember(self, *secrets: str | None) -> None:
         for secret in secrets:

@@ -4,7 +4,11 @@
 with the client's authentication (secret, or a signed assertion through the
 host, O44, O45, O71, O72) and reads the answer (O46-O48, O54, O55);
 ``Refresh`` refreshes a token with the endpoint and client recorded with it
-(O51-O53, O57) and starts anew when the refresh token is refused (O55).
+(O51-O53, O57), always naming its ``resource``, and starts anew when the
+refresh token is refused (O55), by the rules of W4b: the store is read again
+under the lock first (another run may have refreshed: its set is taken), only
+the set read is deleted, and a refresh ahead of expiry leaves the access token
+in use until it expires.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ._oauth_types import (
     _PendingToken,
     _Phase,
 )
+from ._store import same_tokens
 
 if TYPE_CHECKING:
     from ._oauth_base import FlowBase
@@ -369,6 +374,7 @@ class Refresh:
                 lock_id=run.lock_attempt,
                 server_url=flow.config.server_url,
                 sign_in=run.lock_sign_in,
+                subject=flow.config.subject,
             )
         )
 
@@ -382,7 +388,10 @@ class Refresh:
             if held:  # a lock no run waits for any more: give it straight back
                 flow._emit(
                     UnlockTokens(
-                        lock_id=lock_id, server_url=flow.config.server_url, sign_in=sign_in
+                        lock_id=lock_id,
+                        server_url=flow.config.server_url,
+                        sign_in=sign_in,
+                        subject=flow.config.subject,
                     )
                 )
             return
@@ -403,6 +412,17 @@ class Refresh:
             return
         run.locked = True
         ours = flow._tokens
+        refused = run.refused
+        if refused is not None:
+            run.refused = None
+            if (
+                current is None
+                or same_tokens(current, refused[0])
+                or not issuers_match(current.issuer, refused[0].issuer)
+            ):
+                self.give_up(refused, current, now)
+                return
+            # W4b: another run stored a newer set meanwhile: it is taken, not deleted.
         if (
             current is not None
             and ours is not None
@@ -464,20 +484,60 @@ class Refresh:
         self.flow.token_requests.on_response(ex, now)
 
     def refused(self, ex: _Exchange, code: str | None, now: float) -> None:
-        """O55: the refresh token is dead: forget the tokens, authorize anew."""
+        """O55, W4b: the refresh token is dead. Nothing is deleted yet: the store is
+        read again under its lock (``give_up`` follows, or the set another run
+        stored meanwhile is taken: a lease that ran out, a store without a lock,
+        a provider that revoked the family when two runs spent one token)."""
         flow = self.flow
         run = flow._need_run()
-        # Only the tokens this refresh started from: the store's lock is held, so a
-        # run sharing the store cannot have stored newer ones meanwhile, and the
-        # condition keeps a store without the lock from losing them either.
         tokens = flow._tokens
-        if tokens is not None:
-            flow._emit(DeleteTokens(key=flow._key(tokens.issuer), only_if=tokens))
-        flow._release_lock()
-        flow._tokens = None
         if code == "invalid_client":
             flow._forget_client(tokens.issuer if tokens else None)
-        _log.debug("oauth: refresh refused (HTTP %d); authorizing anew", ex.status)
+        flow._release_lock()
+        if tokens is None:  # pragma: no cover - a refresh always starts from a set
+            self.give_up(None, None, now, ex.status, code)
+            return
+        _log.debug("oauth: refresh refused (HTTP %d); reading the store again", ex.status)
+        run.refused = (tokens, code, ex.status)
+        flow._phase = _Phase.LOCKING
+        run.lock_since = now
+        run.lock_tries = 0
+        self.ask_lock(now)
+
+    def give_up(
+        self,
+        refused: tuple[TokenSet, str | None, int] | None,
+        read: TokenSet | None,
+        now: float,
+        status: int = 400,
+        code: str | None = None,
+    ) -> None:
+        """W4b: the store holds no newer set: delete only ``read`` (the set read
+        under the lock, if any). A refresh ahead of expiry (the access token still
+        valid) leaves the access token in use until it expires, without its refresh
+        token (the next 401 or expiry signs in anew); otherwise authorize anew."""
+        flow = self.flow
+        run = flow._need_run()
+        if read is not None:
+            flow._emit(DeleteTokens(key=flow._key(read.issuer), only_if=read))
+        flow._release_lock()
+        if refused is not None:
+            tokens, code, status = refused
+            if run.goal is _Goal.REFRESH and (tokens.expires_at is None or now < tokens.expires_at):
+                _log.debug("oauth: refresh refused (HTTP %d); the access token is kept", status)
+                flow._tokens = replace(tokens, refresh_token=None)
+                shown = f": {code}" if code else ""
+                flow._fail(
+                    TokenError(
+                        f"the token endpoint refused the refresh with HTTP {status}{shown}; "
+                        "the access token is used until it expires (O55)",
+                        error=code,
+                        status=status,
+                    )
+                )
+                return
+        flow._tokens = None
+        _log.debug("oauth: refresh refused (HTTP %d); authorizing anew", status)
         flow._run = None
         flow.start_run(
             _Goal.AUTHORIZE, now, scope=run.challenge_scope, resource_metadata=run.resource_metadata

@@ -22,6 +22,7 @@ from ._oauth_errors import OAuthError
 from ._oauth_rules import _no_query
 
 __all__ = [
+    "DEFAULT_SUBJECT",
     "WAIT",
     "AuthFailed",
     "AuthRequest",
@@ -126,6 +127,8 @@ class IdentityProvider:
 
 
 Grant = Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"]
+# W1: the subject of tokens stored without one (a single-user host's).
+DEFAULT_SUBJECT = "default"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,14 +159,21 @@ class OAuthConfig:
     dpop: bool | Literal["auto"] = False
     dpop_key: DpopKey | None = field(default=None, repr=False)
     identity_provider: IdentityProvider | None = None  # N2: grant="enterprise"
+    # W1: whose tokens these are (the host's user or tenant id): part of every key.
+    subject: str = DEFAULT_SUBJECT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenKey:
-    """Where tokens are stored: (server URL, issuer) (O67)."""
+    """Where tokens are stored: (server URL, issuer, subject) (O67, W1).
+
+    ``subject`` is whose tokens they are: the host's user or tenant id
+    (``AuthOptions.subject``); ``DEFAULT_SUBJECT`` when the host has one user.
+    """
 
     server_url: str
     issuer: str
+    subject: str = DEFAULT_SUBJECT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -368,11 +378,14 @@ class LockTokens:
     (``lock_sign_in``): clients sharing a store ask a person to sign in with
     one authorization server one at a time, and the one that comes second
     first reads what the first stored (R4).
+
+    ``subject``: whose tokens the refresh lock guards (W1).
     """
 
     lock_id: int
     server_url: str
     sign_in: str | None = None
+    subject: str = DEFAULT_SUBJECT
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -383,6 +396,7 @@ class UnlockTokens:
     lock_id: int
     server_url: str
     sign_in: str | None = None
+    subject: str = DEFAULT_SUBJECT  # W1
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -564,6 +578,9 @@ class _Run:
     # N1: the token request last sent, to send again with the nonce a
     # use_dpop_nonce answer gives.
     resend: _PendingToken | None = None
+    # W4b: the set whose refresh was refused, and the refusal (its code and HTTP
+    # status), while the store is read again under the lock before anything is deleted.
+    refused: tuple[TokenSet, str | None, int] | None = None
 
 
 def _as_method(method: str) -> AuthMethod:

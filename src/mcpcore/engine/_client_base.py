@@ -148,7 +148,7 @@ class ClientBase:
             from ..auth._hooks import read_store
 
             self._store = auth.store or MemoryTokenStore()
-            tokens, clients = read_store(self._store, server.url)
+            tokens, clients = read_store(self._store, server.url, auth.subject)
         return HttpClientEngine(
             server,
             options=self._options,
