@@ -28,6 +28,7 @@ from mcpcore_signin import (
     BrowserSignIn,
     FileTokenStore,
     ListenerTimeout,
+    SignInStore,
     async_browser_auth,
     browser_auth,
 )
@@ -190,7 +191,9 @@ def test_A3_browser_auth_is_a_plain_auth_option(tmp_path: Path) -> None:
         _close(auth)
     default = async_browser_auth()
     try:
-        assert isinstance(default.store, FileTokenStore)
+        # W2: SQLite by default; the JSON token file when $MCPCORE_TOKEN_FILE names one
+        kind = FileTokenStore if os.environ.get(TOKEN_FILE_ENV) else SignInStore
+        assert isinstance(default.store, kind)
         assert default.store.path == Path(os.environ.get(TOKEN_FILE_ENV) or default.store.path)
     finally:
         _close(default)

@@ -431,3 +431,29 @@ def test_W5_refused_credentials_raise_store_unavailable_naming_no_password(
         _check_unavailable(store_target.kind, store_target.target)
         return
     _check_unavailable(store_target.kind, _with_password(store_target.target, SECRET))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_W5_a_client_whose_store_is_unreachable_keeps_its_tokens_in_memory(
+    kind: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """D2: every store method raises ``StoreUnavailable``; the client signs in, keeps
+    the tokens in memory and calls; the log names the method, never the store."""
+    from mcpcore import CallSucceeded, SessionReady
+    from mcpcore.auth._hooks import read_store
+    from test_auth_layer import make
+
+    store = open_store(kind, _unreachable(kind, tmp_path))
+    try:
+        assert read_store(store, "https://mcp.example/mcp") == (None, ())  # starts signed out
+        link = make(start=False)
+        link.store = store  # what the driver performs the store's actions on
+        link.start()
+        assert link.of_type(SessionReady)
+        call_id = link.engine.call("srv/echo", {}, link.now)
+        link.pump()
+        assert [e.call_id for e in link.of_type(CallSucceeded)] == [call_id]
+    finally:
+        store.close()
+    assert "set_tokens raised" in caplog.text
+    assert SECRET not in caplog.text and "127.0.0.1" not in caplog.text
