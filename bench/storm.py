@@ -1,7 +1,7 @@
 """The storm (issue 39, W2-W4b): many processes share one user's sign-in through one store.
 
     python -m bench.storm [--stores sqlite,postgres,redis] [--processes 20] [--seconds 4]
-                          [--ttl 2] [--json]
+                          [--ttl 2] [--json] [--out bench/storm.md]
 
 For each store: the OAuth-protected peer the tests use (``tests/protected_peer.py``: the
 official SDK server with its own authorization server) issues access tokens that live
@@ -447,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=4.0, help="how long the workers call")
     ap.add_argument("--ttl", type=int, default=2, help="access token lifetime, seconds")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--out", default=None, help="also write the report (Markdown) here")
     ap.add_argument("--zygote", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.zygote:
@@ -464,6 +465,17 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"[storm] {kind}: {json.dumps(row)}", file=sys.stderr, flush=True)
     print(json.dumps(rows, indent=1) if args.json else table(rows))
+    if args.out:
+        cores = os.cpu_count()
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        Path(args.out).write_text(
+            f"# The storm ({time.strftime('%Y-%m-%d')}; {cores} cores, load average at the end {load})\n\n"
+            f"`python -m bench.storm --processes {args.processes} --seconds {args.seconds:g}"
+            f" --ttl {args.ttl}`: see bench/storm.py for what each column measures.\n\n"
+            + table(rows)
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 
