@@ -91,8 +91,12 @@ _EXPORTS: dict[str, str] = {
     "SaveClient": "auth._oauth_types",
     "SaveTokens": "auth._oauth_types",
     "SignAssertion": "auth._oauth_types",
+    "ProvideAssertion": "auth._oauth_types",
+    "IdentityProvider": "auth._oauth_types",
+    "DpopKey": "auth._oauth_types",
     "TokenError": "auth._oauth_errors",
     "TokenKey": "auth._oauth_types",
+    "DEFAULT_SUBJECT": "auth._oauth_types",
     "TokenSet": "auth._oauth_types",
     "compact_jws": "auth._oauth_rules",
     "backoff_delay": "base._backoff",
@@ -236,6 +240,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_SUBJECT",
     "LOCAL_REFUSAL_WORDS",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AbortExchange",
@@ -276,6 +281,7 @@ __all__ = [
     "DeleteTokens",
     "DestinationRefused",
     "DiscoveryError",
+    "DpopKey",
     "ElicitResult",
     "Elicitation",
     "ElicitationCompleted",
@@ -291,6 +297,7 @@ __all__ = [
     "HttpLimits",
     "HttpRequest",
     "HubBase",
+    "IdentityProvider",
     "ImageBlock",
     "InputError",
     "InputOptions",
@@ -336,6 +343,7 @@ __all__ = [
     "PromptResult",
     "PromptsListChanged",
     "ProtocolError",
+    "ProvideAssertion",
     "ReadResult",
     "RedirectRefused",
     "RefreshFailed",
@@ -487,14 +495,18 @@ if TYPE_CHECKING:
     )
     from .auth._oauth_rules import compact_jws
     from .auth._oauth_types import (
+        DEFAULT_SUBJECT,
         AuthFailed,
         Authorized,
         ClientRecord,
         DeleteClient,
         DeleteTokens,
+        DpopKey,
+        IdentityProvider,
         LockTokens,
         OpenAuthorizationUrl,
         PreRegisteredClient,
+        ProvideAssertion,
         SaveClient,
         SaveTokens,
         SignAssertion,

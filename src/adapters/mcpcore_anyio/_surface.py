@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         Ask,
         AskHost,
         AuthAction,
+        AuthOptions,
         Completion,
         Continuation,
         Elicitation,
@@ -245,7 +246,10 @@ class ClientSurface(ClientBase):
         self._header_source = setup.headers  # V3: headers computed per request
         self._pin_store = setup.pin_store  # U1
         self._pin_subject = setup.pin_subject
-        self._auth = setup.auth
+        self._auth = _with_dpop_key(setup.auth)
+        self._assertion, self._assertion_blocks = _assertion_hook(
+            setup.auth.assertion if setup.auth else None
+        )
         if authorize is None and setup.auth is not None:
             # A ready sign-in brings its own hook; one of the wrong kind is the
             # engine's to classify when it answers (D2: unusable).
@@ -809,3 +813,32 @@ def _tracing() -> RequestObserver:
             "tracing=True needs OpenTelemetry: pip install 'mcpcore[otel]'"
         ) from None
     return client_tracing()
+
+
+def _assertion_hook(
+    source: str | os.PathLike[str] | Callable[..., object] | None,
+) -> tuple[Callable[..., object] | None, bool]:
+    """N2, N3: ``AuthOptions.assertion`` as a hook, and whether it blocks: a path
+    becomes a function that reads the file anew for each grant (a platform's
+    token file rotates), run off the driver's loop like a store's methods."""
+    if source is None or callable(source):
+        return source, False
+    path = os.fspath(source)
+
+    def read(request: object) -> str:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+
+    return read, True
+
+
+def _with_dpop_key(auth: AuthOptions | None) -> AuthOptions | None:
+    """N1: DPoP without a key of the host's gets an ES256 key made now
+    (``mcpcore_jwt``), for this client's life."""
+    if auth is None or not auth.dpop or auth.dpop_key is not None:
+        return auth
+    from dataclasses import replace
+
+    from mcpcore_jwt import DpopKey
+
+    return replace(auth, dpop_key=DpopKey.generate())

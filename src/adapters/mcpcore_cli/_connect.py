@@ -44,7 +44,7 @@ from ._common import (
 from ._declared import client_hooks, credential_headers, in_cli_words, limit_hint
 from ._protocol import protocol_options, protocol_words
 from ._term import one_line, quote, show
-from ._tokens import FileTokenStore, StoreView, TokenFileError, default_token_file
+from ._tokens import FileTokenStore, SignInStore, StoreView, TokenFileError, default_store
 
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
@@ -265,11 +265,11 @@ def _stored_auth(cli: Cli, server: Outcome, args: argparse.Namespace) -> AuthOpt
     )
 
 
-def token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore:
-    """The run's token file, checked once: an unusable one is a configuration error."""
+def token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore | SignInStore:
+    """The run's token store (``--token-file``'s JSON file, else the default), checked
+    once: an unusable one is a configuration error."""
     if cli.tokens is None:
-        path = args.token_file or default_token_file()
-        store = FileTokenStore(path)
+        store = default_store(args.token_file or None)
         try:
             store.check()
         except TokenFileError as exc:

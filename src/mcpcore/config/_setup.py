@@ -138,6 +138,8 @@ class ClientOptions(TypedDict, total=False):
         ``AuthOptions.store`` and sends them. Without it a 401 is an error
         naming the status. The person-facing step needs the driver's
         ``authorize`` hook; a signed client assertion its ``sign_assertion``.
+        For a hub, a mapping of server names to ``AuthOptions`` gives each
+        entry its own (another store, another ``subject``, W1).
     ``include`` / ``exclude`` (None)
         Tool filters (V4): lists of glob patterns (``"search_*"``) matched
         against each tool's original name, case-insensitively; a pattern
@@ -267,7 +269,7 @@ class ClientOptions(TypedDict, total=False):
     client_name: str
     protocol: str
     proxy: str
-    auth: AuthOptions | None
+    auth: AuthOptions | Mapping[str, AuthOptions | None] | None
     include: Sequence[str] | Mapping[str, Sequence[str]] | None
     exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
     log_level: str
@@ -437,7 +439,7 @@ def prepare_client(
         config_error=error,
         proxy=proxy,
         outbound=outbound,
-        auth=_auth(options.get("auth"), resolved),
+        auth=_auth(options.get("auth"), resolved, lowered),
         close_grace=positive_seconds(options.get("close_grace", DEFAULT_GRACE), "close_grace"),
         tracing=_flag(options.get("tracing", False), "tracing"),
         headers=_header_source(options.get("headers"), lowered),
@@ -498,18 +500,34 @@ def _flag(value: object, option: str) -> bool:
     return value
 
 
-def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptions | None:
-    """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start."""
+def _auth(
+    value: object, server: RemoteServer | LocalServer | None, name: str
+) -> AuthOptions | None:
+    """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start.
+    A hub's mapping of server names to ``AuthOptions`` gives each entry its own
+    (its own store or subject, W1); an entry not named there has none."""
     if value is None:
         return None
     from ..auth._authorizing import AuthOptions
     from ..auth._oauth import OAuthFlow
 
+    if isinstance(value, Mapping):
+        for key, each in value.items():
+            if each is not None and not isinstance(each, AuthOptions):
+                raise TypeError(f"auth[{excerpt(repr(key), 40)}] must be an AuthOptions (or None)")
+        value = {ascii_lower(str(key)): each for key, each in value.items()}.get(name)
+        if value is None:
+            return None
     if not isinstance(value, AuthOptions):
         raise TypeError("auth must be an AuthOptions (or None)")
     if not isinstance(server, RemoteServer):
         return None  # a local server or an invalid entry: nothing to authorize
-    OAuthFlow(value.config(server.url, interactive=False), token_bytes=bytes)  # raises if unusable
+    config = value.config(server.url, interactive=False)
+    if config.dpop and config.dpop_key is None:
+        from dataclasses import replace
+
+        config = replace(config, dpop=False)  # N1: the driver makes the key at start
+    OAuthFlow(config, token_bytes=bytes)  # raises if unusable
     return value
 
 

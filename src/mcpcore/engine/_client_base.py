@@ -85,6 +85,8 @@ class ClientBase:
     _store: TokenStore | None
     _authorize: Callable[..., object] | None
     _sign_assertion: Callable[..., object] | None
+    _assertion: Callable[..., object] | None = None  # N2, N3: AuthOptions.assertion
+    _assertion_blocks: bool = False  # it reads a file: run it as the store's methods are
     _header_source: HeaderSource | None = None  # V3: the headers= callable, if any
     _server: RemoteServer | LocalServer | None
     _pin_store: PinStore | None = None  # U1: the host's, else pins live in memory only
@@ -152,7 +154,7 @@ class ClientBase:
             from ..auth._hooks import read_store
 
             self._store = auth.store or MemoryTokenStore()
-            tokens, clients = read_store(self._store, server.url)
+            tokens, clients = read_store(self._store, server.url, auth.subject)
         return HttpClientEngine(
             server,
             options=self._options,
@@ -183,6 +185,8 @@ class ClientBase:
             authorize=self._authorize,
             sign_assertion=self._sign_assertion,
             store=self._store,
+            assertion=self._assertion,
+            assertion_blocks=self._assertion_blocks,
         )
 
     # --- pinned tool definitions (U1) ----------------------------------------------
