@@ -4,6 +4,8 @@ server whose tool definitions change (``set_tools`` sends ``list_changed``)."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 import mcpcore_anyio
 import mcpcore_threaded
 from drivers import DRIVERS, backend_of, open_client, wait_for
-from mcpcore import PinChanged, ToolChanged
+from mcpcore import MemoryPinStore, Pin, PinChanged, ToolChanged
 from mcpcore_demo import DemoServer
 from mcpcore_stores._pins import SqlitePinStore
 
@@ -154,3 +156,37 @@ async def test_U1_the_hub_withholds_and_accepts(driver: str) -> None:
                     await anyio.to_thread.run_sync(hub.close)
                 else:
                     await hub.__aexit__(None, None, None)
+
+
+class _HangingStore(MemoryPinStore):
+    """A pin store whose read blocks until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def get_pins(self, server: str, subject: str) -> Mapping[str, Pin]:
+        self.entered.set()
+        self.release.wait(10)
+        return super().get_pins(server, subject)
+
+
+async def test_U1_a_pin_store_that_hangs_never_hangs_close(driver: str) -> None:
+    """U1, D2: the store is read off the lock and off the event loop, and never
+    waited for by close: a client closed while its store's read hangs closes at once."""
+    store = _HangingStore()
+    async with DemoServer(tools=[_tool("add", ORIGINAL)]).serve() as running:
+        try:
+            with anyio.fail_after(20):
+                async with open_client(
+                    driver, "demo", {"url": running.url}, pin_store=store
+                ) as client:
+                    await wait_for(store.entered.is_set, 5)
+                    assert client.tools == ()  # not started: the pins come first
+                    assert not running.server.received  # nothing was sent yet
+                    closing = anyio.current_time()
+                # The store lets go after 10 s; closing did not wait for it.
+                assert anyio.current_time() - closing < 5
+        finally:
+            store.release.set()

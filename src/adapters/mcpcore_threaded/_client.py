@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         AskHost,
         AuthAction,
         HookCall,
+        Pin,
     )
 
     from ._children import _Children
@@ -227,10 +228,8 @@ class McpClient(ClientSurface):
         engine = self._engine
         assert engine is not None
         read_pins = self._pins_to_read()
-        if read_pins is not None:
-            pins = read_pins()  # U1, D2: the host's pin store, off the lock
-            with self._turn:
-                self._pins_read(pins)
+        if read_pins is not None and not self._read_pins(read_pins):
+            return  # closed while the store was being read
         with self._turn:
             if self._closing:
                 return
@@ -289,6 +288,27 @@ class McpClient(ClientSurface):
             name=f"mcpcore:{self.name}:hook",
             daemon=True,
         ).start()
+
+    def _read_pins(self, read_pins: Callable[[], dict[str, Pin]]) -> bool:
+        """U1, D2: read the host's pin store on a thread of its own, never under the
+        lock and never joined (a store that hangs does not hang close); False when the
+        client closed first."""
+        read: list[dict[str, Pin]] = []
+
+        def run() -> None:
+            pins = read_pins()  # read_pins logs a failing store and answers {}
+            with self._lock:
+                read.append(pins)
+                self._changed.notify_all()
+
+        threading.Thread(target=run, name=f"mcpcore:{self.name}:pins", daemon=True).start()
+        with self._lock:
+            while not read and not self._closing:
+                self._changed.wait()
+            if self._closing:
+                return False
+            self._pins_read(read[0])
+        return True
 
     def _store_pins(self, store_pins: Callable[[], None]) -> None:
         """U1: on a thread of its own, never under the lock; closing joins it."""
