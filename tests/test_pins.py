@@ -281,3 +281,16 @@ def test_U1_a_change_is_logged_escaped_and_bounded(
     writes = link.engine.session.tools.pins.take_writes()
     assert [w.name for w in writes] == ["a", "a"]  # the first pin, then the accepted one
     assert isinstance(writes[-1].pin, Pin)
+
+
+def test_U1_the_default_pin_subject_is_mcpcores_default_subject() -> None:
+    """U1, W1: a client that names no subject keeps its pins under mcpcore.DEFAULT_SUBJECT."""
+    import mcpcore
+    from mcpcore import prepare_client
+    from mcpcore.features import _pins
+
+    setup = prepare_client("s", {"url": "https://s.example/mcp"}, {}, env={}, home="/h")
+    assert setup.pin_subject == _pins.DEFAULT_SUBJECT == mcpcore.DEFAULT_SUBJECT
+    assert setup.session.pins == "warn" and setup.pin_store is None
+    with pytest.raises(ValueError):
+        prepare_client("s", {"url": "https://s.example/mcp"}, {"pins": "off"}, env={}, home="/h")  # type: ignore[typeddict-item]

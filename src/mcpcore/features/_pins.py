@@ -49,8 +49,8 @@ __all__ = [
 
 _log = logging.getLogger("mcpcore.pins")
 
-# The subject of a host that names none (one user). mcpcore.DEFAULT_SUBJECT,
-# which the shared stores bring, is the same value.
+# The subject of a host that names none (one user): mcpcore.DEFAULT_SUBJECT's value
+# (a test checks they agree; importing it here would load the OAuth types, B5).
 DEFAULT_SUBJECT = "default"
 
 PinPolicy = Literal["warn", "block"]
