@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from mcpcore import MemoryPinStore, Pin
-from mcpcore_stores._pins import SqlitePinStore
+from mcpcore_stores import SqlitePinStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,7 @@ def test_U1_sqlite_pin_store_keeps_pins_per_server_and_subject(tmp_path: Path) -
 WRITER = """
 import sys
 from mcpcore import Pin
-from mcpcore_stores._pins import SqlitePinStore
+from mcpcore_stores import SqlitePinStore
 store = SqlitePinStore(sys.argv[1])
 worker = sys.argv[2]
 for n in range(40):

@@ -17,7 +17,7 @@ import mcpcore_threaded
 from drivers import DRIVERS, backend_of, open_client, wait_for
 from mcpcore import MemoryPinStore, Pin, PinChanged, ToolChanged
 from mcpcore_demo import DemoServer
-from mcpcore_stores._pins import SqlitePinStore
+from mcpcore_stores import SqlitePinStore
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from ._term import dumps, one_line, quote, table
 from ._tokens import default_token_file
 
 if TYPE_CHECKING:
-    from mcpcore_stores._pins import SqlitePinStore
+    from mcpcore_stores import SqlitePinStore
 
 __all__ = ["cmd_pins", "pin_options"]
 
@@ -38,7 +38,7 @@ def pin_file(args: argparse.Namespace) -> Path:
 
 
 def pin_store(args: argparse.Namespace) -> SqlitePinStore:
-    from mcpcore_stores._pins import SqlitePinStore
+    from mcpcore_stores import SqlitePinStore
 
     return SqlitePinStore(pin_file(args))
 

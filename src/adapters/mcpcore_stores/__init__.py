@@ -20,7 +20,10 @@ and sign-in locks are leases that end after ``lease`` seconds (W3), and
 that cannot be reached raises ``StoreUnavailable``, whose message names no
 secret (W5); a record mcpcore did not write raises ``StoreCorrupt``.
 
-The three classes load on first use: importing this package imports neither
+``SqlitePinStore(path)`` keeps pinned tool definitions (U1) per server and
+subject in a SQLite file, for a host whose pins outlive its process.
+
+The stores load on first use: importing this package imports neither
 psycopg nor redis.
 """
 
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import StoreCorrupt, StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
+    from ._pins import SqlitePinStore
     from ._postgres import PostgresTokenStore
     from ._redis import RedisTokenStore
     from ._sqlite import SqliteTokenStore
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PostgresTokenStore",
     "RedisTokenStore",
+    "SqlitePinStore",
     "SqliteTokenStore",
     "StoreCorrupt",
     "StoreError",
@@ -49,6 +54,7 @@ _LAZY = {
     "SqliteTokenStore": "._sqlite",
     "PostgresTokenStore": "._postgres",
     "RedisTokenStore": "._redis",
+    "SqlitePinStore": "._pins",
 }
 
 
