@@ -119,6 +119,10 @@ class SessionOptions:
     tasks: bool = False
     task_timeout: float = 3600.0
     cancel_tasks_on_close: bool = False
+    # U2: the host's seal keys (newest first): every continuation and task handle
+    # this client gives out is sealed with the first, every one it is given back
+    # must match one. Secrets: never shown.
+    seal_keys: tuple[bytes, ...] = field(default=(), repr=False)
 
 
 def timeout_error(pending: Pending) -> CallTimeout:
