@@ -31,7 +31,11 @@ import anyio
 import pytest
 
 from drivers import DRIVERS, Face, backend_of, open_client
-from mcpcore import CallTimeout, MayHaveRun, TransportError
+from fake_peer import FakeServer, Reply, connect
+from mcpcore import CallFailed, CallTimeout, MayHaveRun, TransportError
+from mcpcore.base._failure import FailureKind, TransportFailure
+from mcpcore.features._resources import RESOURCES_READ, read_params
+from mcpcore.wire._requests import Ask
 from mcpcore_demo import DemoServer
 from raw_servers import FaultFront, mark_calls
 from task_server import task_server
@@ -102,6 +106,53 @@ async def failed_call(client: Face, arguments: dict[str, Any], **kw: Any) -> Bas
     with pytest.raises(TransportError) as info:
         await client.call("front/echo", arguments, **kw)
     return info.value
+
+
+# --- the core's decision, from the exchange's events (sans-IO) ----------------------------
+
+
+def _failed_call(*, sent: bool, status: int | None = None, failure: FailureKind = FailureKind.RESET, method: str = "tools/call") -> Any:
+    """A call (or a read) through the engine whose exchange fails: after ``request_sent``
+    when ``sent``, after a ``status`` when given; its CallFailed error."""
+    from test_http_mapping import on, outcome
+
+    server = FakeServer()
+    server.hook = on(method, Reply(finish="before-headers"))
+    link = connect(server)
+    if method == "tools/call":
+        cid = link.engine.call("srv/echo", {"text": "x"}, link.now)
+    else:
+        cid = link.engine.request(Ask(RESOURCES_READ, read_params("a://b"), "x"), link.now)
+    link.pump()
+    xid = link.requests[-1].exchange_id
+    if sent:
+        link.engine.request_sent(xid, link.now)
+    if status is not None:
+        link.engine.response_started(xid, status, [(b"content-type", b"text/event-stream")], link.now)
+    link.engine.response_failed(xid, TransportFailure(failure), link.now)
+    event = outcome(link, cid)
+    assert isinstance(event, CallFailed), event
+    return event.error
+
+
+def test_U3_the_core_decides_from_request_sent_and_a_begun_answer() -> None:
+    """A tools/call whose exchange reported request_sent, or began a success answer,
+    and then broke: MayHaveRun naming the tool and the request id, the transport's
+    words first. Reported neither: the plain TransportError, its words unchanged."""
+    plain = _failed_call(sent=False)
+    assert type(plain) is TransportError
+    assert str(plain) == "the connection was closed or reset before the response arrived"
+    for error in (_failed_call(sent=True), _failed_call(sent=False, status=200)):
+        assert isinstance(error, MayHaveRun) and error.tool == "srv/echo"
+        assert str(error).startswith(str(plain) + "; the server may have run tool 'srv/echo' (request id ")
+    refused = _failed_call(sent=False, failure=FailureKind.REFUSED)
+    assert type(refused) is TransportError and "refused" in str(refused)
+
+
+def test_U3_only_a_tools_call_may_have_run() -> None:
+    """A read that broke after going out whole is not a call: its error is unchanged."""
+    error = _failed_call(sent=True, method="resources/read")
+    assert not isinstance(error, MayHaveRun)
 
 
 @pytest.mark.parametrize("mode", SENT_NO_ANSWER)

@@ -269,3 +269,42 @@ async def test_U2_continuations_are_sealed_and_an_edited_one_is_refused_on_every
             out = await second._run(second.client.resume, Continuation.from_json(stored, key=KEY), answer)
     assert out.text.startswith("built all")
     assert state.problems == []
+
+
+@pytest.mark.anyio
+async def test_U2_a_hub_with_seal_key_seals_its_handles_and_refuses_a_forged_one(
+    driver: str, server: tuple[str, TaskServerState]
+) -> None:
+    """``seal_key=`` given to a hub reaches every client: the handle it gives out is
+    sealed, and one moved to another task (resealed with a guessed key) is refused."""
+    import mcpcore_anyio
+    import mcpcore_threaded
+
+    url, _ = server
+    document = json.dumps({"mcpServers": {"a": {"url": url}, "b": {"url": url + "?b=1"}}})
+    options: dict[str, Any] = {"protocol": "modern", "tasks": True, "seal_key": KEY}
+
+    def check(handle: TaskHandle) -> TaskHandle:
+        assert handle.server == "b" and TaskHandle.from_json(handle.to_json(), key=KEY) == handle
+        return TaskHandle.from_json(handle.to_json().replace(handle.task_id, "task-1")).sealed(b"guess")
+
+    with anyio.fail_after(30):
+        if driver == "threaded":
+
+            def go() -> Any:
+                with mcpcore_threaded.McpHub.from_text(document, **options) as hub:
+                    hub.ready(10)
+                    handle = hub.start_task("b/build", {"steps": 1, "target": "hub"})
+                    with pytest.raises(SealBroken):
+                        hub.resume_task(check(handle))
+                    return hub.resume_task(handle)
+
+            out = await anyio.to_thread.run_sync(go)
+        else:
+            async with mcpcore_anyio.McpHub.from_text(document, **options) as hub:
+                await hub.ready(10)
+                handle = await hub.start_task("b/build", {"steps": 1, "target": "hub"})
+                with pytest.raises(SealBroken):
+                    await hub.resume_task(check(handle))
+                out = await hub.resume_task(handle)
+    assert out.text == "built hub"
