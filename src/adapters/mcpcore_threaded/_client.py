@@ -349,10 +349,11 @@ class McpClient(ClientSurface):
             self._exchange_done(xid, exchange)
             return
         handed_off = False
-        built = http_request(
-            request.method, request.url, request.headers, request.body, request.replayable
-        )
+        built: httpcore.Request | None = None  # what the pool was given (U3: was it sent?)
         try:
+            built = http_request(
+                request.method, request.url, request.headers, request.body, request.replayable
+            )
             response = pool.handle_request(built)
             try:
                 with self._turn:
@@ -383,7 +384,7 @@ class McpClient(ClientSurface):
                 if not handed_off:  # (a handed-off response is closed by its thread)
                     response.close()
         except Exception as exc:
-            self._report_failed(xid, exchange, exc, sent=was_sent(built))
+            self._report_failed(xid, exchange, exc, sent=built is not None and was_sent(built))
         finally:
             if not handed_off:
                 self._permits.release()
