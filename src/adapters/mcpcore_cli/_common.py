@@ -34,7 +34,7 @@ from mcpcore import (
 )
 
 from ._term import Redactor, Style, ToolNotes, dumps, isatty, show, terminal_width, write
-from ._tokens import FileTokenStore, TokenFileError
+from ._tokens import FileTokenStore, SignInStore, TokenFileError
 
 __all__ = [
     "CLOSE_GRACE",
@@ -92,6 +92,7 @@ COMMANDS = (
     "prompts",
     "prompt",
     "check",
+    "pins",
     "login",
     "logout",
     "auth",
@@ -129,7 +130,8 @@ class Cli:
         self.redact = Redactor()
         self.notes = ToolNotes()
         self._hinted: set[str] = set()
-        self.tokens: FileTokenStore | None = None  # the token file, once a command needs it
+        # the token store, once a command needs it
+        self.tokens: FileTokenStore | SignInStore | None = None
         #: ``call --json``: a failure before any output still prints a JSON object.
         self.json_errors = False
         self.wrote_out = False

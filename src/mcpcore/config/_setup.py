@@ -38,6 +38,7 @@ from ._config import (
 if TYPE_CHECKING:
     from ..auth._authorizing import AuthOptions
     from ..base._filters import ToolFilter
+    from ..features._pins import PinStore
 
 __all__ = [
     "LOCAL_REFUSED",
@@ -137,6 +138,8 @@ class ClientOptions(TypedDict, total=False):
         ``AuthOptions.store`` and sends them. Without it a 401 is an error
         naming the status. The person-facing step needs the driver's
         ``authorize`` hook; a signed client assertion its ``sign_assertion``.
+        For a hub, a mapping of server names to ``AuthOptions`` gives each
+        entry its own (another store, another ``subject``, W1).
     ``include`` / ``exclude`` (None)
         Tool filters (V4): lists of glob patterns (``"search_*"``) matched
         against each tool's original name, case-insensitively; a pattern
@@ -239,6 +242,20 @@ class ClientOptions(TypedDict, total=False):
         sent (a bare task id is refused too). Bytes or text, or a sequence of
         keys to rotate them: the first seals, any of them is accepted. The key
         is a secret: never shown.
+    ``pins`` (``"warn"``)
+        What a tool whose definition (name, title, description, schemas,
+        annotations) changed since it was first listed does (U1): ``"warn"``
+        logs it and reports it in the sync report's ``pins``; ``"block"``
+        also withholds the tool (out of ``tools`` and ``register_into``;
+        calling it raises ``ToolChanged``) until ``accept_change(tool_id)``.
+    ``pin_store`` (a ``MemoryPinStore`` of the client's own)
+        Where pins outlive the client (a ``PinStore``, such as
+        ``mcpcore_stores.SqlitePinStore``): read when the client starts,
+        written as tools are pinned and changes accepted, always off the
+        event loop. A hub's clients may share one: pins are per server.
+    ``pin_subject`` (``"default"``)
+        Whose pins these are (the host's user or tenant): pins are kept per
+        server and per subject.
     """
 
     call_timeout: float
@@ -261,7 +278,7 @@ class ClientOptions(TypedDict, total=False):
     client_name: str
     protocol: str
     proxy: str
-    auth: AuthOptions | None
+    auth: AuthOptions | Mapping[str, AuthOptions | None] | None
     include: Sequence[str] | Mapping[str, Sequence[str]] | None
     exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
     log_level: str
@@ -278,6 +295,9 @@ class ClientOptions(TypedDict, total=False):
     task_timeout: float
     cancel_tasks_on_close: bool
     seal_key: bytes | str | Sequence[bytes | str] | None  # U2: one key, or newest first
+    pins: Literal["warn", "block"]
+    pin_store: PinStore | None
+    pin_subject: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +330,9 @@ class ClientSetup:
     tracing: bool = False
     # V3: the headers= callable for this server (its repr may hold a secret: never shown).
     headers: HeaderSource | None = field(default=None, repr=False)
+    # U1: where pins outlive the client (None: in memory only), and whose they are.
+    pin_store: PinStore | None = None
+    pin_subject: str = "default"
 
 
 def prepare_client(
@@ -356,6 +379,7 @@ def prepare_client(
         task_timeout=positive_seconds(options.get("task_timeout", 3600.0), "task_timeout"),
         cancel_tasks_on_close=bool(options.get("cancel_tasks_on_close", False)),
         seal_keys=_seal_keys(options.get("seal_key")),
+        pins=_pins_policy(options.get("pins", "warn")),
     )
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")
@@ -426,10 +450,12 @@ def prepare_client(
         config_error=error,
         proxy=proxy,
         outbound=outbound,
-        auth=_auth(options.get("auth"), resolved),
+        auth=_auth(options.get("auth"), resolved, lowered),
         close_grace=positive_seconds(options.get("close_grace", DEFAULT_GRACE), "close_grace"),
         tracing=_flag(options.get("tracing", False), "tracing"),
         headers=_header_source(options.get("headers"), lowered),
+        pin_store=options.get("pin_store"),
+        pin_subject=_pin_subject(options.get("pin_subject")),
     )
 
 
@@ -443,6 +469,22 @@ def _seal_keys(value: object) -> tuple[bytes, ...]:
         return seal_keys(value)
     except InvalidValue as exc:
         raise InvalidValue(f"seal_key: {exc}") from None
+
+
+def _pins_policy(value: object) -> Literal["warn", "block"]:
+    """U1: the ``pins=`` option (``InvalidValue`` for anything but its two words)."""
+    if value == "warn" or value == "block":
+        return value
+    raise InvalidValue('pins must be "warn" or "block"')
+
+
+def _pin_subject(value: object) -> str:
+    """U1: whose pins (``"default"``, mcpcore's default subject, when left out)."""
+    if value is None:
+        return "default"
+    if not isinstance(value, str) or not value:
+        raise InvalidValue("pin_subject must be a non-empty string")
+    return value
 
 
 def _header_source(value: object, server: str) -> HeaderSource | None:
@@ -481,18 +523,34 @@ def _flag(value: object, option: str) -> bool:
     return value
 
 
-def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptions | None:
-    """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start."""
+def _auth(
+    value: object, server: RemoteServer | LocalServer | None, name: str
+) -> AuthOptions | None:
+    """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start.
+    A hub's mapping of server names to ``AuthOptions`` gives each entry its own
+    (its own store or subject, W1); an entry not named there has none."""
     if value is None:
         return None
     from ..auth._authorizing import AuthOptions
     from ..auth._oauth import OAuthFlow
 
+    if isinstance(value, Mapping):
+        for key, each in value.items():
+            if each is not None and not isinstance(each, AuthOptions):
+                raise TypeError(f"auth[{excerpt(repr(key), 40)}] must be an AuthOptions (or None)")
+        value = {ascii_lower(str(key)): each for key, each in value.items()}.get(name)
+        if value is None:
+            return None
     if not isinstance(value, AuthOptions):
         raise TypeError("auth must be an AuthOptions (or None)")
     if not isinstance(server, RemoteServer):
         return None  # a local server or an invalid entry: nothing to authorize
-    OAuthFlow(value.config(server.url, interactive=False), token_bytes=bytes)  # raises if unusable
+    config = value.config(server.url, interactive=False)
+    if config.dpop and config.dpop_key is None:
+        from dataclasses import replace
+
+        config = replace(config, dpop=False)  # N1: the driver makes the key at start
+    OAuthFlow(config, token_bytes=bytes)  # raises if unusable
     return value
 
 
