@@ -2,9 +2,10 @@
 
 A continuation or a task handle is written as JSON for a host to keep
 anywhere; a sealed one carries, beside its fields, ``"seal"``: the hex
-HMAC-SHA256 of its *canonical form* under the host's key. The canonical form is
-defined once, here (``canonical_json``): the JSON object without its seal,
-keys sorted, compact separators, UTF-8 (non-ASCII characters as themselves).
+HMAC-SHA256 of its *canonical form* under the host's key: the JSON object
+without its seal in the one canonical form the library has (``_pins``'s
+``canonical_json``, which pins fingerprint too: keys sorted, compact
+separators, non-ASCII characters as themselves), as UTF-8 (``canonical_bytes``).
 Reading a sealed text parses it, takes the seal out, writes the rest in the
 canonical form again and compares (``hmac.compare_digest``): so whitespace
 between the tokens, or another key order, changes nothing; any change to a
@@ -20,13 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from ._errors import InvalidValue, SealBroken
+from ._pins import canonical_json
 
-__all__ = ["SEAL_FIELD", "SealKeys", "canonical_json", "check_seal", "seal_keys", "seal_of"]
+__all__ = ["SEAL_FIELD", "SealKeys", "canonical_bytes", "check_seal", "seal_keys", "seal_of"]
 
 #: The field of a sealed text that holds its seal.
 SEAL_FIELD = "seal"
@@ -35,11 +36,9 @@ SEAL_FIELD = "seal"
 SealKeys = Union[bytes, str, Sequence[Union[bytes, str]]]
 
 
-def canonical_json(value: Mapping[str, Any]) -> bytes:
-    """The one canonical form of a JSON object: sorted keys, compact, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8"
-    )
+def canonical_bytes(value: Mapping[str, Any]) -> bytes:
+    """A JSON object in the canonical form (``_pins.canonical_json``), as UTF-8."""
+    return canonical_json(value).encode("utf-8")
 
 
 def seal_keys(key: object) -> tuple[bytes, ...]:
@@ -72,7 +71,7 @@ def seal_keys(key: object) -> tuple[bytes, ...]:
 
 def seal_of(body: Mapping[str, Any], key: bytes) -> str:
     """The seal of ``body`` (its fields without a seal) under ``key``: hex HMAC-SHA256."""
-    return hmac.new(key, canonical_json(body), hashlib.sha256).hexdigest()
+    return hmac.new(key, canonical_bytes(body), hashlib.sha256).hexdigest()
 
 
 def check_seal(body: Mapping[str, Any], seal: object, keys: Sequence[bytes], what: str) -> None:
