@@ -434,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(
             json.dumps({"config": {**cfg, "tree": str(cfg["tree"])}, **out}, indent=1)
         )
-    return 0
+    return 1 if any(part["errors"] for part in out.values()) else 0
 
 
 if __name__ == "__main__":
