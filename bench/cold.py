@@ -290,6 +290,12 @@ WHERE = {
 
 
 def summarize(out: dict[str, Any]) -> list[str]:
+    lines, verdicts = section(out)
+    return lines + ["", "### Verdicts", ""] + [f"- {v}" for v in verdicts]
+
+
+def section(out: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The tables (markdown lines) and the verdicts of a run's parts."""
     lines: list[str] = []
     verdicts: list[str] = []
     for part, data in out.items():
@@ -301,7 +307,7 @@ def summarize(out: dict[str, Any]) -> list[str]:
         n = len(next(iter(s.values())))
         lines += [
             f"\n### B12 and B3 cold / warm — canned {mode} server, {TOOLS:,} tools in pages of 50,"
-            f" {where} ({n} rounds; load {data['load_before']} → {data['load_after']})",
+            f" {where} ({n} round(s); load {data['load_before']} → {data['load_after']})",
             "",
             "Each cell: median (min–max) over the rounds; ×official and ×fastmcp are paired"
             " (ours ÷ theirs within a round), median (min–max).",
@@ -352,7 +358,7 @@ def summarize(out: dict[str, Any]) -> list[str]:
         where = WHERE[part.endswith(" trio")]
         lines += [
             f"\n### The CLI's first answer — whole processes, canned SSE server of 3 tools,"
-            f" {where} ({n} rounds; load {data['load_before']} → {data['load_after']})",
+            f" {where} ({n} round(s); load {data['load_before']} → {data['load_after']})",
             "",
             "| command | wall: spawn → exit | CPU | ×fastmcp (wall) | ×fastmcp (CPU) |",
             "| --- | --- | --- | --- | --- |",
@@ -379,7 +385,18 @@ def summarize(out: dict[str, Any]) -> list[str]:
                 f" wall (budget ≤ {BUDGET['cli']}×): {verdict(r, BUDGET['cli'])}"
             )
         lines += [f"- error: {e}" for e in data["errors"]]
-    return lines + ["", "### Verdicts", ""] + [f"- {v}" for v in verdicts]
+    return lines, verdicts
+
+
+def run_parts(cfg: dict[str, Any], only: set[str]) -> dict[str, Any]:
+    """B12 (with B3 cold and warm) and the CLI, as ``python -m bench`` runs them too."""
+    out: dict[str, Any] = {}
+    with servers_from(ROOT):
+        if "b12" in only:
+            run_b12(cfg, out)
+        if "cli" in only:
+            run_cli(cfg, out)
+    return out
 
 
 @contextlib.contextmanager
@@ -420,14 +437,9 @@ def main(argv: list[str] | None = None) -> int:
         "tree": args.tree.resolve(),
     }
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    out: dict[str, Any] = {}
     start = load()
     print(f"tree: {cfg['tree']}; load average at start: {start}", flush=True)
-    with servers_from(ROOT):
-        if "b12" in only:
-            run_b12(cfg, out)
-        if "cli" in only:
-            run_cli(cfg, out)
+    out = run_parts(cfg, only)
     print("\n".join(summarize(out)), flush=True)
     print(f"\nload average at start {start}, at the end {load()}", flush=True)
     if args.json:

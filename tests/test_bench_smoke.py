@@ -29,7 +29,7 @@ def test_bench_quick_writes_a_report(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text(encoding="utf-8")
-    for budget in ("B1", "B2", "B3", "B3 (resources)", "B4", "B5", "B6", "B7", "B11"):
+    for budget in ("B1", "B2", "B3", "B3 (resources)", "B4", "B5", "B6", "B7", "B11", "B12"):
         assert f"## {budget}" in text
     # Every client of the quick run appears, and no measurement crashed.
     for client in ("anyio", "threaded", "official"):
