@@ -54,8 +54,8 @@ __all__ = ["main"]
 
 
 # command -> (its group's module, its function). A command imports its own module
-# when it runs, so a command's startup pays only for what it uses (`call` never
-# loads the sign-in commands, `tools` never the task follower).
+# when it runs, so a command's startup pays only for what it uses (`call` and
+# `tools` never load the sign-in, resources, prompts, check or demo commands).
 _COMMANDS: Mapping[str, tuple[str, str]] = {
     "demo": ("._demo", "cmd_demo"),
     "tools": ("._tools", "cmd_tools"),
