@@ -273,11 +273,11 @@ class ClientSurface(ClientBase):
             return None
         engine: HttpClientEngine | StdioClientEngine
         if isinstance(self._server, RemoteServer):
-            import secrets  # B5: hashlib and OpenSSL load on the first remote start
-
+            # os.urandom is what secrets.token_bytes(n) returns, without loading
+            # secrets' hmac, hashlib, OpenSSL's hashes and random (issue 40: B3 cold).
             engine = self._remote_engine(
                 self._server,
-                token_bytes=secrets.token_bytes,
+                token_bytes=os.urandom,
                 wall_offset=time.time() - self._now(),
             )
         else:
