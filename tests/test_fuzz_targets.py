@@ -32,7 +32,8 @@ OAUTH_TARGETS = [
     "oauth_challenge",
     "oauth_callback",
 ]
-TARGETS = ["sse", "jsonrpc", "http", "session", "input", "config", *OAUTH_TARGETS]
+NEW_TARGETS = ["seal"]  # issue 44: this round's parsers (hand-written seeds)
+TARGETS = ["sse", "jsonrpc", "http", "session", "input", "config", *OAUTH_TARGETS, *NEW_TARGETS]
 
 if str(FUZZ) not in sys.path:
     sys.path.insert(0, str(FUZZ))
@@ -90,7 +91,7 @@ def test_T7_task_answers(data: bytes) -> None:
 
 _SSE_LINES = st.sampled_from(
     [
-        b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+        b'data: {"jsonrpc":"2.0","id":1,"result":{}}',
         b"data:",
         b"data: x",
         b"data",
@@ -131,7 +132,9 @@ def test_sse_structured(data: bytes) -> None:
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=12,
 )
 _ids = st.none() | st.integers() | st.text(max_size=5) | st.booleans() | st.floats(allow_nan=False)
@@ -147,7 +150,10 @@ def jsonrpc_inputs(draw: Any) -> bytes:
         ("method", st.text(max_size=20) | st.integers()),
         ("params", _json),
         ("result", _json),
-        ("error", st.fixed_dictionaries({}, optional={"code": _json, "message": _json, "data": _json})),
+        (
+            "error",
+            st.fixed_dictionaries({}, optional={"code": _json, "message": _json, "data": _json}),
+        ),
     ]:
         if draw(st.booleans()):
             message[key] = draw(values)
@@ -199,11 +205,25 @@ _config_strings = st.sampled_from(
 ) | st.text(max_size=12)
 _config_values = st.recursive(
     _config_strings | st.integers() | st.none(),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(
-        st.sampled_from(["url", "command", "args", "env", "cwd", "headers", "type", "Authorization", "bad key"]),
-        inner,
-        max_size=4,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "url",
+                    "command",
+                    "args",
+                    "env",
+                    "cwd",
+                    "headers",
+                    "type",
+                    "Authorization",
+                    "bad key",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
     ),
     max_leaves=10,
 )
@@ -336,7 +356,9 @@ def test_H4_resume_uses_the_last_dispatched_event_id_not_a_pending_one() -> None
         mapping = HttpMapping("https://example.test/mcp", limits=HttpLimits(default_retry=0.5))
         mapping.send(Request(id=1, method="tools/call", params={"name": "t"}), 0.0)
         (post,) = mapping.take_actions()
-        mapping.response_started(post.exchange_id, 200, [(b"content-type", b"text/event-stream")], 0.0)
+        mapping.response_started(
+            post.exchange_id, 200, [(b"content-type", b"text/event-stream")], 0.0
+        )
         for piece in pieces:
             mapping.response_data(post.exchange_id, piece, 0.0)
         mapping.response_failed(post.exchange_id, TransportFailure(FailureKind.RESET), 0.0)
@@ -344,3 +366,51 @@ def test_H4_resume_uses_the_last_dispatched_event_id_not_a_pending_one() -> None
         (resume,) = [a for a in mapping.take_actions() if isinstance(a, HttpRequest)]
         assert resume.method == "GET"
         assert dict(resume.headers)[b"last-event-id"] == b"e1"
+
+
+def test_U2_a_lone_surrogate_in_a_continuation_is_written_sealed_and_read_back() -> None:
+    """U2 (found by fuzz_seal): a server may send a lone surrogate as a ``\\ud800``
+    escape (the wire keeps it), and a paused call's state or questions carry it into
+    its continuation. Its id, seal and text were an undocumented UnicodeEncodeError
+    (UTF-8 has no form for it); now the canonical bytes take it as ``surrogatepass``
+    (as a pin's fingerprint does) and the text written escapes it."""
+    from mcpcore import Continuation, TaskHandle
+    from mcpcore.features._resume import paused_call
+
+    key = b"host key"
+    asks = {
+        "q": {
+            "method": "elicitation/create",
+            "params": {
+                "message": "a\ud800",
+                "requestedSchema": {"type": "object", "properties": {}},
+            },
+        }
+    }
+    paused = paused_call(
+        server="s",
+        tool_id="s.echo",
+        tool="echo",
+        endpoint="e" * 32,
+        params={"name": "echo", "arguments": {}},
+        request_state="\udfff",
+        input_requests=asks,
+        rounds=1,
+        elicit_url=False,
+        seal_key=key,
+    )
+    assert paused is not None
+    sealed = paused.continuation
+    assert sealed.id and sealed.seal
+    for obj in (sealed, TaskHandle("t\ud800", "s", "echo", "e" * 32).sealed(key)):
+        text = obj.to_json()
+        text.encode("utf-8")  # a file or a store can keep it
+        kind = type(obj)
+        assert kind.from_json(text, key=key) == obj
+        assert kind.from_json(text, key=key).seal == obj.seal
+        assert kind.from_json(obj.to_json(key=key), key=[b"newer", key]) == obj
+    # Texts without a lone surrogate are written and sealed as before (the canonical form).
+    plain = Continuation("e" * 32, "echo", {"name": "echo", "arguments": {"é": 1}}, None, {}, 1)
+    assert plain.to_json() == json.dumps(
+        plain._body(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )

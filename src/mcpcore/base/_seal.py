@@ -6,6 +6,12 @@ HMAC-SHA256 of its *canonical form* under the host's key: the JSON object
 without its seal in the one canonical form the library has (``_pins``'s
 ``canonical_json``, which pins fingerprint too: keys sorted, compact
 separators, non-ASCII characters as themselves), as UTF-8 (``canonical_bytes``).
+A lone surrogate (a server may send one as a ``\\ud800`` escape, and it may
+sit in a paused call's state) has no UTF-8 form: it is taken as its
+``surrogatepass`` bytes, as a pin's fingerprint takes it, so that every JSON
+value has a seal and an id; the text written (``canonical_text``) then escapes
+it, and reads back to the same value.
+
 Reading a sealed text parses it, takes the seal out, writes the rest in the
 canonical form again and compares (``hmac.compare_digest``): so whitespace
 between the tokens, or another key order, changes nothing; any change to a
@@ -21,13 +27,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from ._errors import InvalidValue, SealBroken
 from ._pins import canonical_json
 
-__all__ = ["SEAL_FIELD", "SealKeys", "canonical_bytes", "check_seal", "seal_keys", "seal_of"]
+__all__ = [
+    "SEAL_FIELD",
+    "SealKeys",
+    "canonical_bytes",
+    "canonical_text",
+    "check_seal",
+    "seal_keys",
+    "seal_of",
+]
 
 #: The field of a sealed text that holds its seal.
 SEAL_FIELD = "seal"
@@ -37,8 +52,21 @@ SealKeys = Union[bytes, str, Sequence[Union[bytes, str]]]
 
 
 def canonical_bytes(value: Mapping[str, Any]) -> bytes:
-    """A JSON object in the canonical form (``_pins.canonical_json``), as UTF-8."""
-    return canonical_json(value).encode("utf-8")
+    """A JSON object in the canonical form (``_pins.canonical_json``), as UTF-8
+    (a lone surrogate as its ``surrogatepass`` bytes: see the module docstring)."""
+    return canonical_json(value).encode("utf-8", "surrogatepass")
+
+
+def canonical_text(value: Mapping[str, Any]) -> str:
+    """The text ``to_json()`` writes: the canonical form, or, when it holds a lone
+    surrogate (no UTF-8 form, so no file or store could keep it), the same with
+    every non-ASCII character escaped, which parses back to the same value."""
+    text = canonical_json(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return text
 
 
 def seal_keys(key: object) -> tuple[bytes, ...]:

@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any, get_type_hints
 
 from ..base._errors import InvalidState, InvalidValue, UnknownTool
 from ..base._escape import excerpt
-from ..base._seal import SEAL_FIELD, SealKeys, canonical_bytes, check_seal, seal_keys, seal_of
+from ..base._seal import (
+    SEAL_FIELD,
+    SealKeys,
+    canonical_bytes,
+    canonical_text,
+    check_seal,
+    seal_keys,
+    seal_of,
+)
 from ._questions import Elicitation, check_answer, read_elicitation
 
 if TYPE_CHECKING:
@@ -101,7 +109,7 @@ class Continuation:
         seal = seal_of(body, seal_keys(key)[0]) if key is not None else self.seal
         if seal:
             body[SEAL_FIELD] = seal
-        return canonical_bytes(body).decode("utf-8")
+        return canonical_text(body)
 
     def sealed(self, key: SealKeys) -> Continuation:
         """This continuation carrying its seal under ``key`` (the first, given several)."""

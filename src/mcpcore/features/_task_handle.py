@@ -14,7 +14,14 @@ from dataclasses import dataclass, field, replace
 from typing import get_type_hints
 
 from ..base._errors import InvalidValue
-from ..base._seal import SEAL_FIELD, SealKeys, canonical_bytes, check_seal, seal_keys, seal_of
+from ..base._seal import (
+    SEAL_FIELD,
+    SealKeys,
+    canonical_text,
+    check_seal,
+    seal_keys,
+    seal_of,
+)
 
 __all__ = ["MAX_TASK_ID", "TaskHandle"]
 
@@ -65,7 +72,7 @@ class TaskHandle:
         seal = seal_of(body, seal_keys(key)[0]) if key is not None else self.seal
         if seal:
             body[SEAL_FIELD] = seal
-        return canonical_bytes(body).decode("utf-8")
+        return canonical_text(body)
 
     def sealed(self, key: SealKeys) -> TaskHandle:
         """This handle carrying its seal under ``key`` (the first, given several)."""
