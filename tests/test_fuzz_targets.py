@@ -32,7 +32,7 @@ OAUTH_TARGETS = [
     "oauth_challenge",
     "oauth_callback",
 ]
-NEW_TARGETS = ["seal"]  # issue 44: this round's parsers (hand-written seeds)
+NEW_TARGETS = ["seal", "records"]  # issue 44: this round's parsers (hand-written seeds)
 TARGETS = ["sse", "jsonrpc", "http", "session", "input", "config", *OAUTH_TARGETS, *NEW_TARGETS]
 
 if str(FUZZ) not in sys.path:
@@ -183,7 +183,9 @@ def mutated_seed(draw: Any, target: str) -> bytes:
     return bytes(seed)
 
 
-@pytest.mark.parametrize("target", ["http", "session", "input", "sse", "config", *OAUTH_TARGETS])
+@pytest.mark.parametrize(
+    "target", ["http", "session", "input", "sse", "config", *OAUTH_TARGETS, *NEW_TARGETS]
+)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_real_exchanges(target: str, data: st.DataObject) -> None:
@@ -414,3 +416,22 @@ def test_U2_a_lone_surrogate_in_a_continuation_is_written_sealed_and_read_back()
     assert plain.to_json() == json.dumps(
         plain._body(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
+
+
+@pytest.mark.parametrize("field", ["expires_at", "client_secret_expires_at"])
+def test_W5_a_stored_time_past_a_floats_range_is_store_corrupt_naming_the_field(field: str) -> None:
+    """W5 (found by fuzz_records): JSON integers have no bound, and another writer's
+    row may hold one no float can carry; reading it raised OverflowError (out of
+    ``math.isfinite``). It is ``StoreCorrupt`` naming the field, like NaN or a string."""
+    from mcpcore_stores import StoreCorrupt
+    from mcpcore_stores._records import decode_client, decode_tokens, encode_client, encode_tokens
+
+    records = harness("records")  # the rows the harness starts from
+    tokens = json.loads(encode_tokens(records.TOKENS))
+    client = json.loads(encode_client(records.CLIENT))
+    row, decode = (tokens, decode_tokens) if field == "expires_at" else (client, decode_client)
+    for value in (10**400, -(10**400)):
+        with pytest.raises(StoreCorrupt) as caught:
+            decode(json.dumps({**row, field: value}))
+        assert str(caught.value) == field
+    assert decode(json.dumps({**row, field: 10**9})) is not None  # an ordinary time reads

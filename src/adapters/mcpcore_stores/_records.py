@@ -58,9 +58,15 @@ def _opt_time(obj: Mapping[str, Any], name: str) -> float | None:
     value = obj.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise StoreCorrupt(name)
-    return float(value)
+    try:
+        seconds = float(value)  # an integer past a float's range (JSON has no bound)
+    except OverflowError:
+        raise StoreCorrupt(name) from None
+    if not math.isfinite(seconds):
+        raise StoreCorrupt(name)
+    return seconds
 
 
 def load_json(text: str | bytes, what: str = "JSON") -> Any:
