@@ -32,7 +32,7 @@ OAUTH_TARGETS = [
     "oauth_challenge",
     "oauth_callback",
 ]
-NEW_TARGETS = ["seal", "records"]  # issue 44: this round's parsers (hand-written seeds)
+NEW_TARGETS = ["seal", "records", "dpop"]  # issue 44: this round's parsers (hand-written seeds)
 TARGETS = ["sse", "jsonrpc", "http", "session", "input", "config", *OAUTH_TARGETS, *NEW_TARGETS]
 
 if str(FUZZ) not in sys.path:
@@ -435,3 +435,35 @@ def test_W5_a_stored_time_past_a_floats_range_is_store_corrupt_naming_the_field(
             decode(json.dumps({**row, field: value}))
         assert str(caught.value) == field
     assert decode(json.dumps({**row, field: 10**9})) is not None  # an ordinary time reads
+
+
+def test_N1_a_stored_token_outside_ascii_gets_a_proof_of_the_bytes_sent() -> None:
+    """N1 (found by fuzz_dpop): a token endpoint's token is visible ASCII (O46), but
+    one a store held may be any text; bound to the key, its request raised
+    UnicodeEncodeError (``ath`` hashed it as ASCII while ``Authorization`` sent UTF-8).
+    Both now use one encoding, so the proof's ``ath`` is the hash of what is sent."""
+    import base64
+    import hashlib
+
+    from mcpcore.auth._oauth import RequestTicket, TokenSet
+
+    dpop = harness("dpop")
+    for access in ("tøk", "t\ud800k", "plain"):
+        tokens = TokenSet(
+            access_token=access,
+            token_type="DPoP",
+            expires_at=dpop.NOW + 3600,
+            issuer=dpop.AS,
+            token_endpoint=dpop.AS + "/token",
+            resource=dpop.S,
+            client_id="app",
+            dpop_jkt=dpop.JKT,
+        )
+        flow = dpop.make_flow(tokens=tokens, dpop=True, dpop_key=dpop.Key())
+        headers = dict(flow.prepare_headers(RequestTicket(), "POST", dpop.S, dpop.NOW))
+        sent = headers[b"authorization"].removeprefix(b"DPoP ")
+        claims = json.loads(base64.urlsafe_b64decode(headers[b"dpop"].split(b".")[1] + b"=="))
+        digest = base64.urlsafe_b64encode(hashlib.sha256(sent).digest()).rstrip(b"=").decode()
+        assert claims["ath"] == digest
+        if access == "plain":  # an ASCII token: the same bytes as ever
+            assert sent == b"plain"

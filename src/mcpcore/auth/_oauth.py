@@ -203,6 +203,7 @@ from ._oauth_types import (
     _Phase,
     _Run,
     authorization_header,
+    token_bytes,
 )
 
 __all__ = [
@@ -406,7 +407,7 @@ class OAuthFlow(FlowBase):
         dpop = self.dpop
         if dpop is not None and tokens.dpop_jkt == dpop.jkt:
             proof = dpop.proof(method, url, now, tokens.access_token)
-            value = b"DPoP " + tokens.access_token.encode("utf-8")
+            value = b"DPoP " + token_bytes(tokens.access_token)
             return [(b"authorization", value), (b"dpop", proof)]
         return [authorization_header(tokens)]
 

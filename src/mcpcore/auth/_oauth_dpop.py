@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..base._errors import InvalidValue
 from ._oauth_rules import _b64url, compact_jws
-from ._oauth_types import DpopKey, _Metadata
+from ._oauth_types import DpopKey, _Metadata, token_bytes
 
 __all__ = ["Dpop", "jwk_thumbprint"]
 
@@ -126,7 +126,7 @@ class Dpop:
             "iat": int(now),
         }
         if access_token is not None:
-            claims["ath"] = _b64url(hashlib.sha256(access_token.encode("ascii")).digest())
+            claims["ath"] = _b64url(hashlib.sha256(token_bytes(access_token)).digest())
         nonce = self.nonce(url)
         if nonce is not None:
             claims["nonce"] = nonce

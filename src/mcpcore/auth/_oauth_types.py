@@ -51,6 +51,7 @@ __all__ = [
     "UnlockTokens",
     "Wait",
     "authorization_header",
+    "token_bytes",
 ]
 
 
@@ -478,9 +479,18 @@ class Fail:
     error: OAuthError
 
 
+def token_bytes(access_token: str) -> bytes:
+    """The bytes an access token goes out as, in ``Authorization`` and hashed in a
+    DPoP proof's ``ath`` (N1): one encoding for both, so the hash is of what is sent.
+    A token endpoint's token is visible ASCII (O46); one a store held may be any
+    text, and is sent as its UTF-8 (a lone surrogate as ``surrogatepass``) for the
+    server to refuse, rather than failing the request here."""
+    return access_token.encode("utf-8", "surrogatepass")
+
+
 def authorization_header(tokens: TokenSet) -> tuple[bytes, bytes]:
     """``(b"authorization", b"Bearer <access token>")`` for an MCP request (O1)."""
-    return b"authorization", b"Bearer " + tokens.access_token.encode("utf-8")
+    return b"authorization", b"Bearer " + token_bytes(tokens.access_token)
 
 
 # --- internal state --------------------------------------------------------------------
