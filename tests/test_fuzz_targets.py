@@ -32,7 +32,12 @@ OAUTH_TARGETS = [
     "oauth_challenge",
     "oauth_callback",
 ]
-NEW_TARGETS = ["seal", "records", "dpop"]  # issue 44: this round's parsers (hand-written seeds)
+NEW_TARGETS = [
+    "seal",
+    "records",
+    "dpop",
+    "pins",
+]  # issue 44: this round's parsers (hand-written seeds)
 TARGETS = ["sse", "jsonrpc", "http", "session", "input", "config", *OAUTH_TARGETS, *NEW_TARGETS]
 
 if str(FUZZ) not in sys.path:
@@ -467,3 +472,21 @@ def test_N1_a_stored_token_outside_ascii_gets_a_proof_of_the_bytes_sent() -> Non
         assert claims["ath"] == digest
         if access == "plain":  # an ASCII token: the same bytes as ever
             assert sent == b"plain"
+
+
+def test_U1_a_stored_pin_nested_past_the_parsers_depth_is_no_object() -> None:
+    """U1 (found by fuzz_pins): a pin store's definition text is whatever the store
+    held; nested past ``json``'s depth it raised RecursionError out of
+    ``PinBook.observe`` (through ``Pin.fields``), so one bad row broke the listing.
+    It reads as no object, like any text that is not one: the change is reported."""
+    from mcpcore.base._pins import Pin
+    from mcpcore.base._tools import Catalogue
+    from mcpcore.features._pins import PinBook
+
+    deep = Pin("0" * 64, "[" * 100_000)
+    assert deep.fields() == {}
+    book = PinBook()
+    book.load({"echo": deep})
+    listing = Catalogue.from_listing("srv", [{"name": "echo", "inputSchema": {"type": "object"}}])
+    visible, changes = book.observe(listing, "block")
+    assert [change.name for change in changes] == ["echo"] and visible.tools == ()

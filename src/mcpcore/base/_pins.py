@@ -56,10 +56,12 @@ class Pin:
         return cls(digest, definition)
 
     def fields(self) -> dict[str, Any]:
-        """The definition, parsed (empty when the text is not a JSON object)."""
+        """The definition, parsed (empty when the text is not a JSON object). A
+        stored pin's text is whatever the store held: nested past the parser's
+        depth, it is no object either (RecursionError, not an error of the listing)."""
         try:
             parsed = json.loads(self.definition)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
         return parsed if isinstance(parsed, dict) else {}
 
