@@ -120,6 +120,7 @@ _EXPORTS: dict[str, str] = {
     "RemoteProtocolError": "base._errors",
     "TransportError": "base._errors",
     "ResourceNotFound": "base._errors",
+    "SkillMismatch": "base._errors",
     "RequestRefused": "base._errors",
     "ServerError": "base._errors",
     "NotOffered": "base._errors",
@@ -211,6 +212,13 @@ _EXPORTS: dict[str, str] = {
     "ResourceTemplate": "features._resources",
     "ServerResource": "features._resources",
     "TextContents": "features._resources",
+    "ServerSkill": "features._skills",
+    "MAX_SKILL_BYTES": "features._skills",
+    "MAX_SKILL_FILES": "features._skills",
+    "Skill": "features._skills",
+    "SkillFile": "features._skills",
+    "SkillFileContent": "features._skills",
+    "DirectoryWalk": "features._skills",
     "Prompt": "features._prompts",
     "PromptArgument": "features._prompts",
     "PromptMessage": "features._prompts",
@@ -232,6 +240,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "LOCAL_REFUSAL_WORDS",
+    "MAX_SKILL_BYTES",
+    "MAX_SKILL_FILES",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "AbortExchange",
     "Action",
@@ -270,6 +280,7 @@ __all__ = [
     "DeleteClient",
     "DeleteTokens",
     "DestinationRefused",
+    "DirectoryWalk",
     "DiscoveryError",
     "ElicitResult",
     "Elicitation",
@@ -360,11 +371,16 @@ __all__ = [
     "SaveTokens",
     "ServerError",
     "ServerResource",
+    "ServerSkill",
     "SessionOptions",
     "SessionReady",
     "SessionState",
     "SharedTokenStore",
     "SignAssertion",
+    "Skill",
+    "SkillFile",
+    "SkillFileContent",
+    "SkillMismatch",
     "StartFailed",
     "StartProcess",
     "StateChange",
@@ -521,6 +537,7 @@ if TYPE_CHECKING:
         RequestRefused,
         ResourceNotFound,
         ServerError,
+        SkillMismatch,
         TransportError,
         Unavailable,
         UnknownTool,
@@ -627,6 +644,15 @@ if TYPE_CHECKING:
         TextContents,
     )
     from .features._resume import Continuation, InputRequired
+    from .features._skills import (
+        MAX_SKILL_BYTES,
+        MAX_SKILL_FILES,
+        DirectoryWalk,
+        ServerSkill,
+        Skill,
+        SkillFile,
+        SkillFileContent,
+    )
     from .features._task_handle import TaskHandle
     from .features._tasks import TaskStatus
     from .features._templates import expand_template
