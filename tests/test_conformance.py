@@ -94,6 +94,15 @@ MODERN = [
     "json-schema-2020-12-preservation",
 ]
 
+# 0.2.0-alpha.12: the skills extension's client scenarios (SEP-2640, N4), at the
+# suite's default revision; the conformance client lists and loads skills in them.
+SKILLS = [
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+]
+
 
 def _expected_failures() -> list[str]:
     lines = BASELINE.read_text().splitlines()
@@ -208,6 +217,35 @@ def test_A1_A2_alpha_auth_scenario_passes_at_2025_11_25(scenario: str, tmp_path:
 def test_A5_O16_alpha_backcompat_and_client_credentials_pass(scenario: str, tmp_path: Path) -> None:
     """O16, O71, O72: the 2025-03-26 back-compat pair and client credentials on alpha."""
     _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
+
+
+@pytest.mark.parametrize("scenario", SKILLS)
+def test_N4_N5_alpha_skills_scenario_passes_with_a_check(scenario: str, tmp_path: Path) -> None:
+    """N4, N5: each skills scenario passes with its check passed, not 0/0: the
+    listing reads no file; a SKILL.md whose digest, size or frontmatter differs
+    from its entry is refused and the skill's other files never read."""
+    _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
+
+
+def test_N5_a_pass_with_zero_checks_fails(tmp_path: Path) -> None:
+    """N5: the guard every scenario above goes through refuses a run that passed
+    with no check behind it (the suite's "Passed: 0/0"), and one with a failure."""
+    ok = subprocess.CompletedProcess[str]([], 0, "", "")
+    (tmp_path / "checks.json").write_text("[]")
+    with pytest.raises(AssertionError):
+        _passed_with_real_checks(ok, tmp_path)
+    checks = [{"id": "x", "status": "SUCCESS"}, {"id": "y", "status": "FAILURE"}]
+    (tmp_path / "checks.json").write_text(json.dumps(checks))
+    with pytest.raises(AssertionError):
+        _passed_with_real_checks(ok, tmp_path)
+    (tmp_path / "checks.json").write_text(json.dumps(checks[:1]))
+    _passed_with_real_checks(ok, tmp_path)
+
+
+def test_N4_every_alpha_skills_scenario_is_run() -> None:
+    """N4: 0.2.0-alpha.12's client scenarios of the skills extension are all above."""
+    alpha = _listed(conformance_alpha_command("list", "--client"))
+    assert sorted(name for name, _ in alpha if name.startswith("sep-2640-")) == sorted(SKILLS)
 
 
 @pytest.mark.parametrize("scenario", _expected_failures())
