@@ -368,6 +368,7 @@ for _public in (
     RequestRefused,
     ResourceNotFound,
     NotOffered,
+    SkillMismatch,
     Unavailable,
     UnknownTool,
 ):
