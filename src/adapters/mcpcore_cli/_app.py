@@ -8,7 +8,8 @@ module of its own, and none imports this one:
 
 - ``_tools``: ``tools`` and ``call``; ``_tasks``: ``task``, and following a
   task that ``call`` started; ``_resources``: ``resources`` and ``read``;
-  ``_prompts``: ``prompts`` and ``prompt``; ``_check``: ``check``;
+  ``_prompts``: ``prompts`` and ``prompt``; ``_skills``: ``skills`` and
+  ``skill``; ``_check``: ``check``;
   ``_auth``: ``login``, ``logout`` and ``auth status``; ``_demo``: ``demo``.
 - What they share: ``_connect`` (the servers a command names, their clients,
   readiness and the hints), ``_results`` (the progress line, a result printed
@@ -48,6 +49,7 @@ from ._demo import cmd_demo
 from ._parsers import command_parser, top_parser
 from ._prompts import cmd_prompt, cmd_prompts
 from ._resources import cmd_read, cmd_resources
+from ._skills import cmd_skill, cmd_skills
 from ._tasks import cmd_task
 from ._term import LogFormatter, prepare_streams, show
 from ._tokens import TokenFileError
@@ -68,6 +70,8 @@ _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
     "read": cmd_read,
     "prompts": cmd_prompts,
     "prompt": cmd_prompt,
+    "skills": cmd_skills,
+    "skill": cmd_skill,
     "check": cmd_check,
     "login": cmd_login,
     "logout": cmd_logout,
@@ -137,7 +141,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
                 top.print_usage(cli.stderr)
                 raise UsageError(
                     "a command is required (demo, tools, call, task, resources, read, prompts, "
-                    "prompt, check, login, logout, auth)"
+                    "prompt, skills, skill, check, login, logout, auth)"
                 )
             command = ns.command
             cli.json_errors = command == "call" and "--json" in ns.rest

@@ -90,6 +90,8 @@ COMMANDS = (
     "read",
     "prompts",
     "prompt",
+    "skills",
+    "skill",
     "check",
     "login",
     "logout",
