@@ -1,4 +1,4 @@
-"""Skills (SEP-2640): listing without fetching, reading one file verified (N4, N4b).
+"""Skills (SEP-2640): listing without fetching, reading one file verified (N4).
 
 The core's rules are tested on a ``ClientSession`` with nothing but messages
 (the entry's reading, the size, digest and frontmatter checks, the bounds, the
@@ -251,10 +251,10 @@ def test_N4_an_unknown_digest_algorithm_is_no_match() -> None:
     assert not digest_matches("sha256", b"x")
 
 
-# --- N4b: a dynamic skill's directory ------------------------------------------------------------
+# --- N4: a dynamic skill's directory ------------------------------------------------------------
 
 
-def test_N4b_a_dynamic_skills_directory_is_walked_where_the_server_offers_it() -> None:
+def test_N4_directory_a_dynamic_skills_directory_is_walked_where_the_server_offers_it() -> None:
     dynamic = {**entry(), "resources": "dynamic"}
     [skill] = listed(dynamic)
     assert skill.dynamic and skill.files == ()
@@ -283,7 +283,7 @@ def request_uri(ask: Any) -> str:
     return str(ask.params["uri"])
 
 
-def test_N4b_a_directory_with_more_entries_than_the_bound_is_refused() -> None:
+def test_N4_directory_a_directory_with_more_entries_than_the_bound_is_refused() -> None:
     [skill] = listed({**entry(), "resources": "dynamic"})
     walk = DirectoryWalk(skill, max_files=2)
     walk.next_ask()
@@ -346,8 +346,8 @@ def anyio_backend(driver: str) -> str:
 
 
 @pytest.mark.anyio
-async def test_N4_N4b_both_drivers_list_read_and_walk_skills(driver: str) -> None:
-    """N4, N4b: listing reads no file; a read is verified; a tampered read raises
+async def test_N4_both_drivers_list_read_and_walk_skills(driver: str) -> None:
+    """N4: listing reads no file; a read is verified; a tampered read raises
     SkillMismatch; a dynamic skill's files come from its directory."""
     from mcpcore_demo import FaultResponse, ReceivedRequest
 

@@ -759,7 +759,7 @@ class ClientSurface(ClientBase):
         max_skill_files: int | None = None,
         timeout: float | None = None,
     ) -> tuple[str, ...]:
-        """N4, N4b: the paths of a skill's files: its entry's, or for a dynamic
+        """N4: the paths of a skill's files: its entry's, or for a dynamic
         skill the walk of its directory with ``resources/directory/read`` where
         the server offers it. No file is read."""
         if isinstance(skill, str):

@@ -291,7 +291,7 @@ class ClientBase:
 
         return Ask(PROMPTS_GET, get_params(name, arguments), name)
 
-    # --- the asks behind the skills methods (N4, N4b) -------------------------------
+    # --- the asks behind the skills methods (N4) -------------------------------
 
     def _capabilities(self) -> Mapping[str, Any]:
         engine = self._engine

@@ -1,6 +1,6 @@
 """The skills extension (SEP-2640, ``io.modelcontextprotocol/skills``): listing
 skills without fetching a file, reading one file verified against its entry
-(N4), and walking a dynamic skill's directory where the server offers it (N4b).
+(N4), and walking a dynamic skill's directory where the server offers it.
 
 A server that declares the extension answers ``skills/list`` with one entry per
 skill: the ``skill://`` URI of its ``SKILL.md``, that file's frontmatter as
@@ -20,7 +20,7 @@ MiB a skill (a host accepts at least these), are the bounds
 ``max_skill_files`` and ``max_skill_bytes``: a listing with a skill over one
 raises ``LimitExceeded`` naming it.
 
-``resources/directory/read`` (N4b), the SEP's optional method, is followed
+``resources/directory/read`` (N4, E4b), the SEP's optional method, is followed
 when the server sets ``directoryRead`` in its declaration of the extension: a
 dynamic skill's files are the walk of its root directory, one request per
 directory, subdirectories (``inode/directory``) descended, bounded by
@@ -188,7 +188,7 @@ def skills_offered(capabilities: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def directory_read_offered(capabilities: Mapping[str, Any]) -> bool:
-    """N4b: the server answers ``resources/directory/read`` (``directoryRead: true``)."""
+    """N4: the server answers ``resources/directory/read`` (``directoryRead: true``)."""
     settings = skills_offered(capabilities)
     return settings is not None and settings.get("directoryRead") is True
 
@@ -620,7 +620,7 @@ def _flow(text: str) -> Any:
     return [_scalar(item) for item in inner.split(",")] if inner else []
 
 
-# --- N4b: a dynamic skill's directory --------------------------------------------------------
+# --- N4: a dynamic skill's directory --------------------------------------------------------
 
 
 def _directory(result: dict[str, Any], pending: Pending) -> Listing[Resource]:
@@ -642,7 +642,7 @@ RESOURCES_DIRECTORY_READ = register(
 
 
 class DirectoryWalk:
-    """N4b: a skill's files found by walking its root with
+    """N4: a skill's files found by walking its root with
     ``resources/directory/read``, one directory a request, breadth first. The
     driver asks ``next_ask()``, performs it, gives the listing to ``add()``, until
     ``next_ask()`` is ``None``; ``paths`` are then the files found. Entries
@@ -693,7 +693,7 @@ class DirectoryWalk:
 def skill_files(
     skill: Skill, capabilities: Mapping[str, Any], *, max_files: int | None = None
 ) -> tuple[str, ...] | DirectoryWalk:
-    """The paths of ``skill``'s files, or the walk that finds them (N4b): a
+    """The paths of ``skill``'s files, or the walk that finds them (N4, E4b): a
     static skill's are its entry's (nothing sent: the entry is what is verified
     against); a dynamic skill's are its directory's, walked where the server
     offers ``resources/directory/read``, else only its ``SKILL.md``."""
