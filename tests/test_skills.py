@@ -37,6 +37,7 @@ from mcpcore.features._resources import Resource
 from mcpcore.features._skills import (
     DirectoryWalk,
     digest_matches,
+    find_skill,
     parse_frontmatter,
     read_file_ask,
     skill_files,
@@ -295,7 +296,43 @@ def test_N4_directory_a_directory_with_more_entries_than_the_bound_is_refused() 
 # --- properties ----------------------------------------------------------------------------------
 
 
-@given(st.text(max_size=300))
+# Pieces of the block YAML skills use, for the properties to put together.
+YAMLISH = st.sampled_from(
+    [
+        "\n",
+        "\n  ",
+        "\n    ",
+        "\n- ",
+        "\n  - ",
+        "name: ",
+        "description: ",
+        "meta:",
+        "  x: ",
+        "- a: ",
+        "a",
+        "b c",
+        "2",
+        "1.0",
+        "false",
+        "|",
+        ">",
+        ">+",
+        "|-",
+        "\n\n",
+        "'it''s'",
+        '"q\\"x"',
+        "~",
+        "[1, two]",
+        " #c",
+        "é",
+        "http://x.y/z",
+        "a-b_c",
+    ]
+)
+YAMLISH_TEXT = st.lists(YAMLISH, max_size=40).map("".join)
+
+
+@given(st.one_of(st.text(max_size=300), YAMLISH_TEXT))
 def test_N4_parsing_any_frontmatter_raises_nothing_but_skill_mismatch(text: str) -> None:
     """N4: whatever a server sends as SKILL.md, the reading is a dict or SkillMismatch."""
     for candidate in (text, "---\n" + text, "---\n" + text + "\n---\n"):
@@ -303,6 +340,19 @@ def test_N4_parsing_any_frontmatter_raises_nothing_but_skill_mismatch(text: str)
             assert isinstance(parse_frontmatter(candidate), dict)
         except SkillMismatch as exc:
             assert exc.what == "frontmatter"
+
+
+@given(YAMLISH_TEXT)
+def test_N4_frontmatter_that_is_read_reads_as_yaml_does(body: str) -> None:
+    """N4: whenever this reader accepts a frontmatter, it reads what a YAML library
+    reads (the entry's JSON is the server's YAML reading of the same text)."""
+    yaml = pytest.importorskip("yaml")
+    try:
+        ours = parse_frontmatter("---\n" + body + "\n---\n")
+    except SkillMismatch:
+        return
+    theirs = yaml.safe_load(body + "\n") or {}
+    assert json.loads(json.dumps(theirs)) == ours
 
 
 @given(st.binary(min_size=1, max_size=200), st.data())
@@ -330,6 +380,119 @@ def test_N4_block_yaml_frontmatter_reads_as_json_does() -> None:
         "on": True,
         "n": None,
     }
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("a: |\n  one\n  two\nb: x\n", {"a": "one\ntwo\n", "b": "x"}),
+        ("a: |-\n  one\n\n  two\n", {"a": "one\n\ntwo"}),
+        ("a: |+\n  one\n\n", {"a": "one\n\n"}),
+        (
+            "a: >\n  one\n  two\n\n  three\n    indented\n  four\n",
+            {"a": "one two\nthree\n  indented\nfour\n"},
+        ),
+        ("a: |\n\n", {"a": ""}),
+        ("a: |+\n\n\n", {"a": "\n\n"}),
+        ("a: first\n  second\n\n  third\n", {"a": "first second\nthird"}),
+        ("a:\n  just text\n", {"a": "just text"}),
+        ("a:\n- x\n- y\n", {"a": ["x", "y"]}),
+        ("a:\n  - x\n  -\n    b: 1\n", {"a": ["x", {"b": 1}]}),
+        (
+            "a: 'it''s'\nb: \"\\u00e9\\n\"\nc: [1, two, 3.5]\nd: {\"k\": 1}\ne: ~\nf: -1\ng: .5\n",
+            {
+                "a": "it's",
+                "b": "é\n",
+                "c": [1, "two", 3.5],
+                "d": {"k": 1},
+                "e": None,
+                "f": -1,
+                "g": 0.5,
+            },
+        ),
+        ("a: b # comment\n# whole line\nc: d\n", {"a": "b", "c": "d"}),
+        ("  a: 1\n  b: 2\n", {"a": 1, "b": 2}),
+    ],
+)
+def test_N4_frontmatter_cases_read_as_yaml(body: str, expected: dict[str, Any]) -> None:
+    assert parse_frontmatter("---\n" + body + "---\n") == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no frontmatter\n",
+        "---\nname: x\n",  # never closed
+        "---\na: 1\na: 2\n---\n",  # a key twice
+        "---\na:\tb\n---\n",
+        "---\n--- a\n---\n",
+        "---\na: b: c\n---\n",
+        "---\na: |\n    x\n  y\n---\n",
+        "---\na: |\n\n    \n  y\n---\n",
+        "---\na: &anchor x\n---\n",
+        '---\na: "\\x41"\n---\n',
+        "---\na: 'open\n---\n",
+        "---\na: x # c\n  more\n---\n",
+        "---\n- a\n---\n",  # not a mapping
+        "---\na: |2\n  x\n---\n",
+        "---\na: [b, [c]]\n---\n",
+        "---\n  a: 1\n b: 2\n---\n",
+        "---\na: 1\n  b: 2\n---\n",
+    ],
+)
+def test_N4_frontmatter_outside_what_is_read_is_a_mismatch(text: str) -> None:
+    with pytest.raises(SkillMismatch) as info:
+        parse_frontmatter(text, skill="s")
+    assert (info.value.what, info.value.field) == ("frontmatter", None)
+
+
+def test_N4_odd_answers_and_odd_asks() -> None:
+    """N4: two parts for one file, a blob of the wrong length, a SKILL.md that is not
+    UTF-8, an unknown skill, a path outside the root: each refused, naming it."""
+    [skill] = listed(entry())
+    session = ready()
+    part = {"uri": f"{ROOT}/SKILL.md", "text": SKILL_MD}
+    _, error = exchange(session, read_file_ask(skill), {"contents": [part, part]})
+    assert isinstance(error, SkillMismatch) and error.what == "contents"
+    assert read(skill, "SKILL.md", blob=SKILL_MD.encode() + b"!").what == "size"
+    latin = SKILL_MD.replace("Skill body.", "caf\xe9").encode("latin-1")
+    [odd] = listed(
+        {
+            **entry(),
+            "resources": [{"uri": f"{ROOT}/SKILL.md", "digest": digest(latin), "size": len(latin)}],
+        }
+    )
+    got = read(odd, "SKILL.md", blob=latin)
+    assert isinstance(got, SkillMismatch) and got.what == "frontmatter"
+    with pytest.raises(InvalidValue, match="lists no skill 'nope'"):
+        find_skill(listed(entry()), "nope", "srv")
+    with pytest.raises(InvalidValue):
+        read_file_ask(skill, "")
+    with pytest.raises(InvalidValue):
+        read_file_ask("pdf-processing", "SKILL.md")  # type: ignore[arg-type]
+    [dynamic] = listed({**entry(), "resources": "dynamic"})
+    with pytest.raises(InvalidValue, match="not a path under"):
+        read_file_ask(dynamic, "../other/SKILL.md")
+    with pytest.raises(InvalidValue):
+        skill_files("pdf-processing", CAPS)  # type: ignore[arg-type]
+    blob = SkillFileContent("s", "p", "u", b"\xff")
+    assert blob.text is None and "1 bytes" in repr(blob)
+    assert (
+        str(skills_ask("srv", CAPS).context) == "srv"
+        and str(read_file_ask(skill).context) == skill.uri
+    )
+
+
+def test_N4_the_entry_frontmatter_is_compared_as_json() -> None:
+    """N4: 1 and 1.0 are one number; true is no number; lists and objects compare
+    item by item."""
+    text = SKILL_MD.replace("---\n\n", "n: 1.0\nflag: true\ntags: [a, b]\nmeta:\n  k: v\n---\n\n")
+    [skill] = listed(entry(text, n=1, flag=True, tags=["a", "b"], meta={"k": "v"}))
+    assert read(skill, "SKILL.md", text).verified
+    [skill] = listed(entry(text, n=1, flag=1, tags=["a", "b"], meta={"k": "v"}))
+    assert read(skill, "SKILL.md", text).field == "flag"
+    [skill] = listed(entry(text, n=1, flag=True, tags=["a"], meta={"k": "v"}))
+    assert read(skill, "SKILL.md", text).field == "tags"
 
 
 # --- both drivers, and the hub, against the demo server ---------------------------------------------

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import logging
 import re
@@ -438,11 +439,11 @@ def parse_frontmatter(text: str, *, skill: str = "", path: str = _SKILL_MD) -> d
     frontmatter, raises ``SkillMismatch`` (what: ``frontmatter``) and nothing else."""
     try:
         return _frontmatter(text)
-    except (_Unparsed, RecursionError, ValueError):
+    except (_Unparsed, RecursionError):
         raise SkillMismatch(skill, path, "frontmatter") from None
 
 
-_Line = tuple[int, str]  # (indent, the line without it)
+_Line = tuple[int, str, str]  # (indent, the line without it and trailing spaces, and with them)
 
 
 def _frontmatter(text: str) -> dict[str, Any]:
@@ -454,13 +455,16 @@ def _frontmatter(text: str) -> dict[str, Any]:
         line = line.rstrip("\r")
         if line.rstrip() in ("---", "..."):
             break
-        if "\t" in line[: len(line) - len(line.lstrip())]:
-            raise _Unparsed  # YAML indents with spaces only
+        if line.startswith(("--- ", "... ")):
+            raise _Unparsed  # a document marker with content
+        if "\t" in line:
+            raise _Unparsed  # YAML indents with spaces only; a tab elsewhere is left to full YAML
         stripped = line.lstrip(" ")
-        body.append((len(line) - len(stripped), stripped.rstrip()))
+        body.append((len(line) - len(stripped), stripped.rstrip(), stripped))
     else:
         raise _Unparsed  # never closed
-    value, at = _block(body, _skip(body, 0), 0)
+    first = _skip(body, 0)
+    value, at = _block(body, first, body[first][0] if first < len(body) else 0)
     if _skip(body, at) != len(body) or not isinstance(value, dict):
         raise _Unparsed
     return value
@@ -488,7 +492,7 @@ _KEY = re.compile(
 def _mapping(body: list[_Line], at: int, indent: int) -> tuple[dict[str, Any], int]:
     result: dict[str, Any] = {}
     while (at := _skip(body, at)) < len(body) and body[at][0] >= indent:
-        depth, line = body[at]
+        depth, line, _ = body[at]
         match = _KEY.match(line)
         if depth != indent or match is None:
             raise _Unparsed
@@ -507,23 +511,32 @@ def _sequence(body: list[_Line], at: int, indent: int) -> tuple[list[Any], int]:
             break
         rest = line[2:].strip()
         if _KEY.match(rest) and not rest.startswith(('"', "'")):
-            # "- key: value" opens a mapping two columns in
-            body[at] = (indent + 2, rest)
-            item, at = _mapping(body, at, indent + 2)
+            # "- key: value" opens a mapping at the key's column
+            column = indent + len(line) - len(line[1:].lstrip())
+            body[at] = (column, rest, rest)
+            item, at = _mapping(body, at, column)
         else:
-            item, at = _value(body, at, indent, rest)
+            item, at = _value(body, at, indent, rest, key=False)
         items.append(item)
     return items, at
 
 
-def _value(body: list[_Line], at: int, indent: int, rest: str) -> tuple[Any, int]:
-    """The value after a key or a dash on line ``at``; the line after it."""
+def _value(
+    body: list[_Line], at: int, indent: int, rest: str, *, key: bool = True
+) -> tuple[Any, int]:
+    """The value after a key (or a dash: ``key=False``) on line ``at``; the line after it."""
+    whole = rest.strip()
     rest = _uncomment(rest)
+    commented = whole != rest  # a comment ends a plain scalar: no line may go on
     if not rest:
         nxt = _skip(body, at + 1)
         if nxt < len(body) and body[nxt][0] > indent:
-            return _block(body, nxt, body[nxt][0])
-        if nxt < len(body) and body[nxt][0] == indent and body[nxt][1].startswith("- "):
+            line = body[nxt][1]
+            if line == "-" or line.startswith("- ") or _KEY.match(line):
+                return _block(body, nxt, body[nxt][0])
+            return _value(body, nxt, indent, line, key=key)  # a scalar on the next line
+        dash = body[nxt][1] == "-" or body[nxt][1].startswith("- ") if nxt < len(body) else False
+        if key and dash and body[nxt][0] == indent:
             return _sequence(body, nxt, indent)  # a list under a key, not indented
         return None, at + 1
     if rest[0] in "|>":
@@ -536,10 +549,15 @@ def _value(body: list[_Line], at: int, indent: int, rest: str) -> tuple[Any, int
         while more > at and not body[more - 1][1]:
             more -= 1
         if more > at:
-            folded = [rest] + [body[i][1] for i in range(at, more)]
-            text = " ".join(folded)
-            if any(line.startswith("#") or ": " in line for line in folded[1:]):
+            if commented:
                 raise _Unparsed
+            folded = [rest] + [body[i][1] for i in range(at, more)]
+            for line in folded:
+                _plain(line)
+            text = folded[0]
+            for before, line in itertools.pairwise(folded):
+                # a line break folds to a space; each blank line stays a line break
+                text += "\n" if not line else (line if not before else " " + line)
             return text, more
     return _scalar(rest), at
 
@@ -553,22 +571,59 @@ def _literal(body: list[_Line], at: int, indent: int, head: str) -> tuple[str, i
         end += 1
     lines = body[at + 1 : end]
     content = [ln for ln in lines if ln[1]]
-    base = min((d for d, _ in content), default=indent + 1)
-    texts = [" " * (d - base) + t if t else "" for d, t in lines]
+    if not content:
+        return ("\n" * len(lines) if chomp == "+" else ""), end  # no text, only blank lines
+    base = content[0][0]
+    leading = lines[: lines.index(content[0])]
+    if any(ln[0] < base for ln in content) or any(ln[0] > base for ln in leading):
+        raise _Unparsed  # the first line of text sets the block's indentation
+    # a line of spaces past the block's indentation is text too
+    texts = [" " * max(0, d - base) + raw for d, _, raw in lines]
     while texts and not texts[-1] and chomp != "+":
         texts.pop()
     if style == "|":
         value = "\n".join(texts)
     else:
-        value = re.sub(r"(?<!\n)\n(?!\n)", " ", "\n".join(texts)).replace("\n\n", "\n")
+        value = _fold(texts)
     if texts and chomp != "-":
         value += "\n"
     return value, end
 
 
+def _fold(texts: list[str]) -> str:
+    """A ``>`` block's lines folded: a break between two lines of text is a space,
+    each blank line a break, and lines indented further keep their breaks."""
+    value, before, blanks = "", "", 0
+    for text in texts:
+        if not text:
+            blanks += 1
+            continue
+        if not value and not before:
+            value = "\n" * blanks + text
+        elif before.startswith(" ") or text.startswith(" ") or blanks:
+            value += (
+                "\n"
+                * (
+                    blanks
+                    + (
+                        0
+                        if blanks and not before.startswith(" ") and not text.startswith(" ")
+                        else 1
+                    )
+                )
+                + text
+            )
+        else:
+            value += " " + text
+        before, blanks = text, 0
+    return value + "\n" * blanks
+
+
 def _uncomment(text: str) -> str:
     if text.startswith(("'", '"')):
         return text
+    if text.startswith("#"):
+        return ""
     cut = text.find(" #")
     return (text if cut < 0 else text[:cut]).strip()
 
@@ -582,7 +637,10 @@ def _scalar(text: str) -> Any:
     if text.startswith('"'):
         if len(text) < 2 or not text.endswith('"'):
             raise _Unparsed
-        value = json.loads(text)
+        try:
+            value = json.loads(text)
+        except ValueError:  # an escape YAML has and JSON has not (\x41, \e)
+            raise _Unparsed from None
         if not isinstance(value, str):
             raise _Unparsed
         return value
@@ -593,8 +651,7 @@ def _scalar(text: str) -> Any:
         return inner.replace("''", "'")
     if text.startswith(("[", "{")):
         return _flow(text)
-    if text[:1] in ("&", "*", "!", "%", "@", "`", "|", ">") or ": " in text or text.endswith(":"):
-        raise _Unparsed
+    _plain(text)
     if text in ("", "~", "null", "Null", "NULL"):
         return None
     if text in ("true", "True", "TRUE"):
@@ -608,11 +665,21 @@ def _scalar(text: str) -> Any:
     return text
 
 
+def _plain(text: str) -> None:
+    """A plain scalar's line: none starts with an indicator (``- `` a sequence's,
+    ``#`` a comment's, ``&`` an anchor's...), none holds a key (``: ``)."""
+    first, second = text[:1], text[1:2]
+    if first and (first in ",[]{}#&*!|>%@`'\"" or (first in "-?:" and second in ("", " "))):
+        raise _Unparsed
+    if ": " in text or text.endswith(":") or " #" in text:
+        raise _Unparsed
+
+
 def _flow(text: str) -> Any:
     """A flow list or mapping: as JSON, or a list of plain scalars (``[a, b]``)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     if not (text.startswith("[") and text.endswith("]")) or any(c in text[1:-1] for c in "[]{}"):
         raise _Unparsed
@@ -636,7 +703,6 @@ RESOURCES_DIRECTORY_READ = register(
         resend=True,
         parse=_directory,
         refused=refused_by_server,
-        name_param="uri",
     )
 )
 
