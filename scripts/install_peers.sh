@@ -20,6 +20,12 @@
 #                                             tests/servers/fastmcp_tasks_server.py. fastmcp-tasks pins
 #                                             fastmcp-slim==4.1.4, which cannot share .venv's fastmcp 4.2.
 #
+# and two store servers, from Debian packages (tests/store_servers.py runs private instances of them):
+#
+#   postgresql                                PostgreSQL (initdb, postgres under /usr/lib/postgresql/<major>/bin),
+#                                             for PostgresTokenStore's tests
+#   redis-server                              Redis, for RedisTokenStore's tests
+#
 # Idempotent: does nothing when everything is already in place (set PEERS_FORCE=1 to reinstall).
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -83,6 +89,40 @@ install_fastmcp_tasks() {
 }
 
 install_fastmcp_tasks
+
+# The store servers: apt-get (as root, else through sudo) only when a binary is missing.
+store_servers_installed() {
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || return 1
+    compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || return 1
+    command -v redis-server >/dev/null
+}
+
+install_store_servers() {
+    if store_servers_installed; then
+        return 0
+    fi
+    local apt=(apt-get)
+    if [[ "$(id -u)" != "0" ]]; then
+        command -v sudo >/dev/null || {
+            echo "install_peers: postgresql and redis-server are missing, and installing them needs root or sudo" >&2
+            exit 1
+        }
+        apt=(sudo DEBIAN_FRONTEND=noninteractive apt-get)
+    fi
+    command -v apt-get >/dev/null || {
+        echo "install_peers: postgresql and redis-server are missing, and there is no apt-get to install them" >&2
+        exit 1
+    }
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" update -q
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -q --no-install-recommends postgresql redis-server
+    if ! store_servers_installed; then
+        echo "install_peers: postgresql or redis-server still missing after apt-get" >&2
+        exit 1
+    fi
+    echo "install_peers: installed postgresql and redis-server"
+}
+
+install_store_servers
 
 if [[ "${PEERS_FORCE:-0}" != "1" ]] && installed; then
     echo "install_peers: peers already installed in $PEERS"

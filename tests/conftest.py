@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,12 @@ import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# U1: the command line keeps pins beside the default token file, in the user's data
+# directory: the tests' command lines use a folder of their own (made once per run).
+if "XDG_DATA_HOME" not in os.environ:
+    _DATA_HOME = tempfile.TemporaryDirectory(prefix="mcpcore-test-data-")  # removed at exit
+    os.environ["XDG_DATA_HOME"] = _DATA_HOME.name
 
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the code:
 # on a loaded 2-core CI box it failed property tests whose examples are fast

@@ -1052,7 +1052,9 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
     rows_json = json.loads(result.stdout)
     assert [r["name"] for r in rows_json] == ["good", "down", "plain", "Bad Name"]
     for row in rows_json:
-        assert set(row) == {"name", "status", "protocol", "tools", "resources", "prompts", "reason"}
+        assert set(row) == {
+            "name", "status", "protocol", "tools", "resources", "prompts", "reason", "changed"
+        }
     assert rows_json[0] == {
         "name": "good",
         "status": "ready",
@@ -1061,6 +1063,7 @@ def test_check(demo_url: str, tmp_path: Path) -> None:
         "resources": 2,
         "prompts": 2,
         "reason": None,
+        "changed": [],  # U1: no tool changed since it was pinned
     }
     assert rows_json[1]["resources"] is None and rows_json[1]["prompts"] is None
     assert [r["status"] for r in rows_json] == ["ready", "unavailable", "invalid", "invalid"]

@@ -43,6 +43,7 @@ from mcpcore_cli._login import (
 )
 from mcpcore_cli._tokens import (
     FileTokenStore,
+    SignInStore,
     StoreView,
     TokenFileError,
     default_token_file,
@@ -518,6 +519,7 @@ def _env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, st
     """The user's data directory in tmp_path: no run of these tests touches ~."""
     env = dict(os.environ)
     env.pop("MCPCORE_TOKEN_FILE", None)
+    env.pop("MCPCORE_TOKEN_STORE", None)
     env.pop("NO_COLOR", None)
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
     env["COLUMNS"] = "200"
@@ -632,7 +634,17 @@ def _sign_in_as_the_browser(login: LoginRun) -> tuple[str, str]:
 
 
 def _secrets_in(token_file: Path) -> list[str]:
-    """Every secret the token file holds (tokens, client secrets)."""
+    """Every secret the token file (or the SQLite token store) holds (tokens, client secrets)."""
+    if token_file.suffix == ".sqlite3":
+        store = SignInStore(token_file)
+        found = [
+            s for e in store.entries() for s in (e.tokens.access_token, e.tokens.refresh_token)
+        ]
+        found += [c.client_secret for c in store.clients().values()]
+        store.close()
+        found = [s for s in found if s]
+        assert found
+        return found
     document = json.loads(token_file.read_text())
     found = []
     for entry in document["tokens"]:
@@ -733,11 +745,11 @@ def test_login_tools_call_status_logout(tmp_path: Path, peer: Any) -> None:
 
 
 def test_config_form_default_location_and_check(tmp_path: Path, peer: Any) -> None:
-    """--config FILE --server NAME, the token file in the user's data directory
-    ($XDG_DATA_HOME/mcpcore/tokens.json), and check's hint."""
+    """--config FILE --server NAME, the token store in the user's data directory
+    ($XDG_DATA_HOME/mcpcore/tokens.sqlite3, W2), and check's hint."""
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"Prot": {"url": peer.url}}}))
-    token_file = tmp_path / "xdg" / "mcpcore" / "tokens.json"
+    token_file = tmp_path / "xdg" / "mcpcore" / "tokens.sqlite3"
     hint = f"run `mcpcore login --config {config} --server prot`"
 
     check = run(tmp_path, "check", str(config), "--json")
@@ -768,7 +780,7 @@ def test_config_form_default_location_and_check(tmp_path: Path, peer: Any) -> No
 
     logout = run(tmp_path, "logout", "--config", str(config), "--server", "prot")
     assert logout.returncode == 0 and "signed out of server 'prot'" in logout.stdout
-    assert not token_file.exists()
+    assert SignInStore(token_file).entries() == []
 
 
 def test_login_with_scope_then_all_logout(tmp_path: Path, peer: Any) -> None:

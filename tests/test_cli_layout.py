@@ -118,6 +118,7 @@ def test_each_command_runs_from_a_module_of_its_group() -> None:
         "prompts": "mcpcore_cli._prompts",
         "prompt": "mcpcore_cli._prompts",
         "check": "mcpcore_cli._check",
+        "pins": "mcpcore_cli._pins",
         "login": "mcpcore_cli._auth",
         "logout": "mcpcore_cli._auth",
         "auth": "mcpcore_cli._auth",

@@ -55,6 +55,7 @@ AUTH_MORE = [
     "auth/offline-access-not-supported",
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
+    "auth/cross-app-access-complete-flow",  # N2: 0.1.16's name for the ID-JAG flow
 ]
 # 0.2.0-alpha.12: the auth scenarios scored for 2025-11-25 (14) ...
 AUTH_2025_11_25 = AUTH_CORE[:14]
@@ -80,6 +81,14 @@ AUTH_ALPHA_DEFAULT = [
     "auth/2025-03-26-oauth-endpoint-fallback",
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
+]
+# 0.2.0-alpha.12's other authorization extensions, at the suite's default revision:
+# DPoP (N1), enterprise-managed authorization (N2) and workload identity (N3).
+AUTH_EXTENSIONS = [
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/enterprise-managed-authorization",
+    "auth/wif-jwt-bearer",
 ]
 # 0.2.0-alpha.12: every 2026-07-28 client scenario that is neither auth/* nor an
 # extension, run at that revision (E1-E6, M1-M57), and the handshake-era three.
@@ -219,6 +228,25 @@ def test_A5_O16_alpha_backcompat_and_client_credentials_pass(scenario: str, tmp_
     _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
 
 
+@pytest.mark.parametrize("scenario", AUTH_EXTENSIONS)
+def test_N1_N2_N3_alpha_auth_extension_scenario_passes(scenario: str, tmp_path: Path) -> None:
+    """N1, N2, N3, N5: DPoP (with and without nonces), enterprise-managed
+    authorization and workload identity pass on alpha, each with real checks
+    (the scenario's own: the proofs, the token exchange, the verified assertion)."""
+    _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
+    passed = {c["id"] for c in _checks(tmp_path) if c["status"] == "SUCCESS"}
+    own = {
+        "auth/dpop": {"sep-1932-client-token-request-proof", "sep-1932-client-fresh-proof"},
+        "auth/dpop-nonce": {"sep-1932-client-as-nonce", "sep-1932-client-rs-nonce"},
+        "auth/enterprise-managed-authorization": {
+            "complete-flow-token-exchange",
+            "complete-flow-jwt-bearer",
+        },
+        "auth/wif-jwt-bearer": {"wif-assertion-verified"},
+    }[scenario]
+    assert own <= passed, passed
+
+
 @pytest.mark.parametrize("scenario", SKILLS)
 def test_N4_N5_alpha_skills_scenario_passes_with_a_check(scenario: str, tmp_path: Path) -> None:
     """N4, N5: each skills scenario passes with its check passed, not 0/0: the
@@ -294,4 +322,9 @@ def test_Q1_Q4_every_alpha_scenario_and_every_elicitation_scenario_is_run() -> N
     assert asking == {"elicitation-sep1034-client-defaults", "sep-2322-client-request-state"}
     assert "elicitation-sep1034-client-defaults" in IN_SCOPE  # both suites, handshake era
     assert "sep-2322-client-request-state" in MODERN  # alpha, at 2026-07-28
+    # N5: every authorization scenario of alpha is run, the extensions too.
+    run_auth = {*run_on_alpha, *AUTH_EXTENSIONS}
+    assert [name for name, _ in alpha if name.startswith("auth/") and name not in run_auth] == []
+    # N5: and every other scenario of alpha too, the skills extension's included.
+    assert [name for name, _ in alpha if name not in {*run_auth, *SKILLS}] == []
     assert not [line for line in _expected_failures() if "elicitation" in line or "2322" in line]

@@ -149,7 +149,12 @@ class Relay:
                 if not self._accepting:  # accepted as the packets began to drop: never answered
                     self._fillers.append(client)
                     continue
-                server = socket.create_connection(("127.0.0.1", self._target_port))
+                try:
+                    server = socket.create_connection(("127.0.0.1", self._target_port), 5)
+                except OSError:  # the server is gone: this client is closed, not left open
+                    client.close()
+                    continue
+                server.settimeout(None)
                 self._sockets += [client, server]
             for source, sink, limit in ((client, server, self._limit), (server, client, None)):
                 thread = threading.Thread(

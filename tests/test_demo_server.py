@@ -8,6 +8,7 @@ exercises the server side of one.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import subprocess
 import sys
@@ -789,6 +790,33 @@ async def test_shutdown_with_work_in_flight() -> None:
         assert len(failures) == 1
         assert server.open_connections == 0
         assert server.session_ids == []
+
+
+async def test_stopping_as_a_connection_arrives_closes_it() -> None:
+    """A connection that is waiting to be accepted as ``serve`` stops is closed (reset
+    with the listener), never left for the garbage collector. On asyncio, cancelling a
+    pending accept in the loop turn whose poll found the listener readable used to
+    accept that connection into the cancelled future (CPython 3.11's ``_sock_accept``),
+    and its socket was then reported unclosed in whatever test ran next."""
+    import gc
+    import socket
+
+    server = DemoServer()
+    with anyio.fail_after(TIMEOUT), socket.socket() as first, socket.socket() as late:
+        first.settimeout(TIMEOUT)
+        late.settimeout(TIMEOUT)
+        async with server.serve() as running:
+            first.connect(("127.0.0.1", running.port))
+            await server.wait_until(lambda: server.connections_opened == 1)
+            for _ in range(3):  # a few turns more: the accept task waits on the listener again
+                await anyio.lowlevel.checkpoint()
+            late.connect(("127.0.0.1", running.port))  # in the listener's queue at once
+            await anyio.lowlevel.checkpoint()  # a turn whose poll sees it; the block ends in it
+        for sock in (first, late):  # each closed by the server: an end, or a reset
+            with contextlib.suppress(ConnectionResetError):
+                assert sock.recv(1) == b""
+        assert server.open_connections == 0
+    gc.collect()  # an accepted socket nobody closed is reported here (an error)
 
 
 async def test_sse_framing_options() -> None:

@@ -180,6 +180,9 @@ def _instances() -> list[McpError]:
         mcpcore.NotOffered("resources.subscribe", server="s", uri="a://x"),
         mcpcore.ServerError("the server said no"),
         mcpcore.RequestRefused("prompts/get", detail="-32602: unknown prompt"),
+        mcpcore.ToolChanged(
+            mcpcore.PinChanged("py/add", "add", "a" * 64, "b" * 64, ("description",), "{+x+}", True)
+        ),
     ]
 
 

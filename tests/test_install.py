@@ -30,6 +30,7 @@ PUBLIC_PACKAGES = (
     "mcpcore_jwt",
     "mcpcore_signin",
     "mcpcore_tooling",
+    "mcpcore_stores",  # imports without its extras (postgres, redis load lazily)
 )
 # Need their framework (an extra), so they are only checked to be in the wheel.
 FRAMEWORK_ADAPTERS = (

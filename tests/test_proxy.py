@@ -475,13 +475,16 @@ class TlsFront:
         self.target_port = target_port
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._closed = False
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self._start(self._accept)
 
     def _start(self, target: Any, *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True)
-        self._threads.append(thread)
+        with self._lock:
+            self._threads.append(thread)
         thread.start()
 
     def _accept(self) -> None:
@@ -496,16 +499,32 @@ class TlsFront:
             except (ssl.SSLError, OSError):
                 raw.close()
                 continue
-            upstream = socket.create_connection(("127.0.0.1", self.target_port), TIMEOUT)
-            self._sockets += [tls, upstream]
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), TIMEOUT)
+            except OSError:
+                tls.close()
+                continue
+            with self._lock:  # close() closes the pair, or it is closed here: never neither
+                closed = self._closed
+                if not closed:
+                    self._sockets += [tls, upstream]
+            if closed:  # accepted as close() began: its handshake ended after close's look
+                tls.close()
+                upstream.close()
+                return
             self._start(LoopbackProxy._pipe, tls, upstream)
             self._start(LoopbackProxy._pipe, upstream, tls)
 
     def close(self) -> None:
         _close_quietly(self.listener)
-        for s in list(self._sockets):
+        with self._lock:
+            self._closed = True
+            sockets = list(self._sockets)
+        for s in sockets:
             _close_quietly(s)
-        for thread in list(self._threads):
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
             thread.join(TIMEOUT)
 
 

@@ -507,8 +507,14 @@ def test_t6_list_changed_with_auto_refresh_relists_and_reports_the_diff() -> Non
     refreshed = events[2]
     assert isinstance(refreshed, ToolsRefreshed) and refreshed.refresh_id is None
     assert refreshed.report == SyncReport(
-        added=("srv/d",), removed=("srv/c",), changed=("srv/b",), untouched=("srv/a",)
+        added=("srv/d",),
+        removed=("srv/c",),
+        changed=("srv/b",),
+        untouched=("srv/a",),
+        pins=refreshed.report.pins,
     )
+    # U1 (pins="warn", the default): b's new description is also a change of its pin
+    assert [change.tool_id for change in refreshed.report.pins] == ["srv/b"]
     assert session.catalogue is refreshed.catalogue
     # the queued re-list runs now
     again = only_request(session)

@@ -143,14 +143,15 @@ def test_A6_a_refused_refresh_deletes_only_the_set_it_started_from() -> None:
     world = World().standard()
     world.route("POST", AS + "/token", js(400, {"error": "invalid_grant"}))
     world.callback = lambda _action: None  # the new sign-in stays open
-    ours = held(expires_at=NOW + 30)
+    ours = held(expires_at=NOW)
     client = ClientRecord(client_id="dyn-client", redirect_uris=(REDIRECT,), issuer=AS)
     flow = make_flow(tokens=ours, clients=[client])
-    flow.prepare(RequestTicket(), NOW)  # the refresh starts (R6: the token still goes)
+    flow.prepare(RequestTicket(), NOW)  # the refresh starts
     world.pump(flow)
     assert DeleteTokens(key=KEY, only_if=ours) in world.store
-    # the lock is given back before the new sign-in goes on (it may take minutes)
-    assert [type(a) for a in world.locks] == [LockTokens, UnlockTokens]
+    # W4b: the store is read again under the lock before anything is deleted; the
+    # lock is given back before the new sign-in goes on (it may take minutes)
+    assert [type(a) for a in world.locks] == [LockTokens, UnlockTokens] * 2
     assert len(world.opened) == 1
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.client
 import logging
-import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from mcpcore_signin import (
     BrowserSignIn,
     FileTokenStore,
     ListenerTimeout,
+    SignInStore,
     async_browser_auth,
     browser_auth,
 )
@@ -175,7 +175,9 @@ def test_A3_the_hook_times_out_and_closes() -> None:
         BrowserSignIn(timeout=0)
 
 
-def test_A3_browser_auth_is_a_plain_auth_option(tmp_path: Path) -> None:
+def test_A3_browser_auth_is_a_plain_auth_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the one line builds: the token file, the hook, its redirect URI and the
     other AuthOptions fields given; nothing secret in its repr."""
     store = FileTokenStore(tmp_path / "t.json")
@@ -188,12 +190,25 @@ def test_A3_browser_auth_is_a_plain_auth_option(tmp_path: Path) -> None:
         assert "BrowserSignIn" not in repr(auth)
     finally:
         _close(auth)
+    # W2: SQLite by default (nothing is created until a sign-in is kept)...
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv(TOKEN_FILE_ENV, raising=False)
+    monkeypatch.delenv("MCPCORE_TOKEN_STORE", raising=False)
     default = async_browser_auth()
     try:
-        assert isinstance(default.store, FileTokenStore)
-        assert default.store.path == Path(os.environ.get(TOKEN_FILE_ENV) or default.store.path)
+        assert isinstance(default.store, SignInStore)
+        assert default.store.path == tmp_path / "xdg" / "mcpcore" / "tokens.sqlite3"
+        assert not (tmp_path / "xdg").exists()
     finally:
         _close(default)
+    # ... the JSON token file when $MCPCORE_TOKEN_FILE names one
+    monkeypatch.setenv(TOKEN_FILE_ENV, str(tmp_path / "named.json"))
+    named = async_browser_auth()
+    try:
+        assert isinstance(named.store, FileTokenStore)
+        assert named.store.path == tmp_path / "named.json"
+    finally:
+        _close(named)
 
 
 @pytest.mark.parametrize("module", ["mcpcore_threaded", "mcpcore_anyio"])

@@ -24,6 +24,7 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command"),
 ]
+HANDSHAKE = 10.0  # the relay's bound on a client's TLS handshake and on its connect upstream
 
 
 @pytest.fixture(params=DRIVERS)
@@ -61,6 +62,8 @@ class TlsRelay:
         self.threads: list[threading.Thread] = []
         self.sockets: list[socket.socket] = []
         self.handshakes_failed = 0
+        self._lock = threading.Lock()
+        self._closed = False
         self.accepter = threading.Thread(target=self._accept, daemon=True)
         self.accepter.start()
 
@@ -70,18 +73,33 @@ class TlsRelay:
                 raw, _ = self.listener.accept()
             except OSError:
                 return
+            raw.settimeout(HANDSHAKE)  # a client that never handshakes holds no one up
             try:
                 tls = self.context.wrap_socket(raw, server_side=True)
             except (ssl.SSLError, OSError):
                 self.handshakes_failed += 1
                 raw.close()
                 continue
-            upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            self.sockets += [tls, upstream]
+            tls.settimeout(None)
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), HANDSHAKE)
+            except OSError:
+                tls.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:  # close() closes the pair, or it is closed here: never neither
+                closed = self._closed
+                if not closed:
+                    self.sockets += [tls, upstream]
+            if closed:  # accepted as close() began: its handshake ended after close's look
+                tls.close()
+                upstream.close()
+                return
             for a, b in ((tls, upstream), (upstream, tls)):
                 thread = threading.Thread(target=self._pipe, args=(a, b), daemon=True)
                 thread.start()
-                self.threads.append(thread)
+                with self._lock:
+                    self.threads.append(thread)
 
     @staticmethod
     def _pipe(source: socket.socket, sink: socket.socket) -> None:
@@ -103,14 +121,20 @@ class TlsRelay:
         except OSError:
             pass
         self.listener.close()
-        for s in self.sockets:
+        with self._lock:
+            self._closed = True
+            sockets = list(self.sockets)
+        for s in sockets:
             try:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        for thread in [self.accepter, *self.threads]:
+        self.accepter.join(5)
+        with self._lock:
+            threads = list(self.threads)
+        for thread in threads:
             thread.join(5)
-        for s in self.sockets:
+        for s in sockets:
             s.close()
 
 

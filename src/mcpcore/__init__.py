@@ -91,8 +91,12 @@ _EXPORTS: dict[str, str] = {
     "SaveClient": "auth._oauth_types",
     "SaveTokens": "auth._oauth_types",
     "SignAssertion": "auth._oauth_types",
+    "ProvideAssertion": "auth._oauth_types",
+    "IdentityProvider": "auth._oauth_types",
+    "DpopKey": "auth._oauth_types",
     "TokenError": "auth._oauth_errors",
     "TokenKey": "auth._oauth_types",
+    "DEFAULT_SUBJECT": "auth._oauth_types",
     "TokenSet": "auth._oauth_types",
     "compact_jws": "auth._oauth_rules",
     "backoff_delay": "base._backoff",
@@ -227,6 +231,11 @@ _EXPORTS: dict[str, str] = {
     "ToolFilter": "base._filters",
     "tool_filter": "base._filters",
     "SyncReport": "base._tools",
+    "Pin": "base._pins",
+    "PinChanged": "base._pins",
+    "ToolChanged": "base._pins",
+    "PinStore": "features._pins",
+    "MemoryPinStore": "features._pins",
     "Tool": "base._tools",
     "is_valid_segment": "base._tools",
     "suggest_ids": "base._tools",
@@ -239,6 +248,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_SUBJECT",
     "LOCAL_REFUSAL_WORDS",
     "MAX_SKILL_BYTES",
     "MAX_SKILL_FILES",
@@ -282,6 +292,7 @@ __all__ = [
     "DestinationRefused",
     "DirectoryWalk",
     "DiscoveryError",
+    "DpopKey",
     "ElicitResult",
     "Elicitation",
     "ElicitationCompleted",
@@ -297,6 +308,7 @@ __all__ = [
     "HttpLimits",
     "HttpRequest",
     "HubBase",
+    "IdentityProvider",
     "ImageBlock",
     "InputError",
     "InputOptions",
@@ -318,6 +330,7 @@ __all__ = [
     "LogMessage",
     "MalformedResponse",
     "McpError",
+    "MemoryPinStore",
     "MemoryTokenStore",
     "Message",
     "NotOffered",
@@ -328,6 +341,9 @@ __all__ = [
     "OtherBlock",
     "OutputSchemaViolation",
     "Parameter",
+    "Pin",
+    "PinChanged",
+    "PinStore",
     "PkceNotSupported",
     "PreRegisteredClient",
     "ProcessAction",
@@ -338,6 +354,7 @@ __all__ = [
     "PromptResult",
     "PromptsListChanged",
     "ProtocolError",
+    "ProvideAssertion",
     "ReadResult",
     "RedirectRefused",
     "RefreshFailed",
@@ -399,6 +416,7 @@ __all__ = [
     "TokenSet",
     "TokenStore",
     "Tool",
+    "ToolChanged",
     "ToolFilter",
     "ToolOutput",
     "ToolsListChanged",
@@ -493,14 +511,18 @@ if TYPE_CHECKING:
     )
     from .auth._oauth_rules import compact_jws
     from .auth._oauth_types import (
+        DEFAULT_SUBJECT,
         AuthFailed,
         Authorized,
         ClientRecord,
         DeleteClient,
         DeleteTokens,
+        DpopKey,
+        IdentityProvider,
         LockTokens,
         OpenAuthorizationUrl,
         PreRegisteredClient,
+        ProvideAssertion,
         SaveClient,
         SaveTokens,
         SignAssertion,
@@ -573,6 +595,7 @@ if TYPE_CHECKING:
     from .base._failure import FailureKind, TransportFailure
     from .base._filters import ToolFilter, tool_filter
     from .base._observe import RequestEnded, RequestObserver, RequestStarted
+    from .base._pins import Pin, PinChanged, ToolChanged
     from .base._render import (
         AudioBlock,
         ContentBlock,
@@ -624,6 +647,7 @@ if TYPE_CHECKING:
     from .features._input_options import InputOptions
     from .features._links import LinkTarget, link_target
     from .features._listing import Listing
+    from .features._pins import MemoryPinStore, PinStore
     from .features._prompts import Prompt, PromptArgument, PromptMessage, PromptResult
     from .features._questions import (
         AskHost,

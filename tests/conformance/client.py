@@ -24,12 +24,14 @@ from mcpcore import (
     AuthOptions,
     Elicitation,
     ElicitResult,
+    IdentityProvider,
     McpError,
     PreRegisteredClient,
+    ProvideAssertion,
     SkillMismatch,
 )
 from mcpcore_anyio import McpClient
-from mcpcore_jwt import PrivateKeySigner, async_signer
+from mcpcore_jwt import DpopKey, PrivateKeySigner, async_signer
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://localhost:3000/callback"  # never listened on: the mocks redirect at once
@@ -104,6 +106,40 @@ def _auth_for(scenario: str) -> tuple[AuthOptions, dict[str, Any]]:
                 auth_method="client_secret_basic",
             )
         return AuthOptions(client=client, grant="client_credentials"), hooks
+    if scenario.startswith("auth/dpop"):
+        # N1: the authorization server lists ES256 in dpop_signing_alg_values_supported.
+        options = AuthOptions(
+            client_metadata_url=CIMD_URL,
+            redirect_uri=REDIRECT_URI,
+            dpop="auto",
+            dpop_key=DpopKey.generate(),
+        )
+        return options, hooks
+    if scenario == "auth/wif-jwt-bearer":
+        # N3: the platform's workload token, from a hook (as a token file would be).
+        async def workload_token(request: ProvideAssertion) -> str:
+            return str(context["valid_jwt"])
+
+        client = PreRegisteredClient(client_id=context["client_id"], auth_method="none")
+        options = AuthOptions(client=client, grant="jwt_bearer", assertion=workload_token)
+        return options, {}
+    if scenario in ("auth/enterprise-managed-authorization", "auth/cross-app-access-complete-flow"):
+        # N2: the person's ID token from the enterprise IdP, exchanged there for an ID-JAG.
+        async def identity(request: ProvideAssertion) -> str:
+            return str(context["idp_id_token"])
+
+        client = PreRegisteredClient(
+            client_id=context["client_id"],
+            client_secret=context["client_secret"],
+            auth_method="client_secret_basic",
+        )
+        idp = IdentityProvider(
+            token_endpoint=context["idp_token_endpoint"], client_id=context["idp_client_id"]
+        )
+        options = AuthOptions(
+            client=client, grant="enterprise", identity_provider=idp, assertion=identity
+        )
+        return options, {}
     if "client_id" in context and "client_secret" in context:
         client = PreRegisteredClient(
             client_id=context["client_id"], client_secret=context["client_secret"]

@@ -228,6 +228,12 @@ class McpClient(ClientSurface):
                 await self._pool.start(self._task_group)
             if self._closing:
                 return
+            read_pins = self._pins_to_read()
+            if read_pins is not None:
+                # U1, D2: the host's pin store is blocking by contract: a worker thread.
+                self._pins_read(await anyio.to_thread.run_sync(read_pins, abandon_on_cancel=True))
+                if self._closing:
+                    return
             engine.start(self._now())
             await self._dispatch()
             while not self._closed:
@@ -306,6 +312,11 @@ class McpClient(ClientSurface):
         (blocking by contract) on a worker thread, never in the event loop."""
         if not self._closed and self._task_group is not None:
             self._task_group.start_soon(self._run_hook, self._hook_call(action))
+
+    def _store_pins(self, store_pins: Callable[[], None]) -> None:
+        """U1: on a worker thread, in the client's task group (closing waits for it)."""
+        if self._task_group is not None:
+            self._task_group.start_soon(anyio.to_thread.run_sync, store_pins)
 
     async def _run_hook(self, call: HookCall) -> None:
         value: object = None

@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, Unpack, cast, overload
 
 from mcpcore import (
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
         Ask,
         AskHost,
         AuthAction,
+        AuthOptions,
         Completion,
         Continuation,
         Elicitation,
@@ -244,7 +246,12 @@ class ClientSurface(ClientBase):
         self._server = setup.server
         self._observer = _tracing() if setup.tracing else None
         self._header_source = setup.headers  # V3: headers computed per request
-        self._auth = setup.auth
+        self._pin_store = setup.pin_store  # U1
+        self._pin_subject = setup.pin_subject
+        self._auth = _with_dpop_key(setup.auth)
+        self._assertion, self._assertion_blocks = _assertion_hook(
+            setup.auth.assertion if setup.auth else None
+        )
         if authorize is None and setup.auth is not None:
             # A ready sign-in brings its own hook; one of the wrong kind is the
             # engine's to classify when it answers (D2: unusable).
@@ -391,10 +398,18 @@ class ClientSurface(ClientBase):
         events = engine.take_events()
         if events:
             self._route_events(events)
+        store_pins = self._pin_writes()
+        if store_pins is not None:
+            self._store_pins(store_pins)  # U1: even while closing (an accepted change)
         return here
 
     def _abort(self, xid: int) -> None:
         """End the exchange ``xid`` wherever it stands (D1)."""
+        raise NotImplementedError
+
+    def _store_pins(self, store_pins: Callable[[], None]) -> None:
+        """U1: run ``store_pins`` (blocking: the host's pin store) off the engine's
+        turn and off the event loop; closing waits for it."""
         raise NotImplementedError
 
     def _perform_auth(self, action: AuthAction | AskHost) -> None:
@@ -783,9 +798,26 @@ class ClientSurface(ClientBase):
         return tuple(found.paths)
 
     async def refresh(self) -> SyncReport:
-        """Re-list the tools (T6) → what changed since the last listing."""
+        """Re-list the tools (T6) → what changed since the last listing; its ``pins``
+        names each tool whose definition differs from its pin, first seen now (U1)."""
         await self._ensure_ready()
         return await self._perform_refresh()
+
+    def accept_change(self, tool_id: str) -> bool:
+        """U1: pin the listed definition of ``tool_id``, a tool in ``pin_changes``: it
+        is no longer reported and, under ``pins="block"``, no longer withheld
+        (``sync_into`` or ``register_into`` puts it into a registry again). The pin
+        goes to the ``pin_store`` off the engine's turn. False when that tool has no
+        change waiting."""
+        accepted = False
+
+        def accept(now: float) -> bool:
+            nonlocal accepted
+            accepted = self._accept(tool_id)
+            return accepted
+
+        self._act_soon(accept)
+        return accepted
 
     # --- a host's tool registry ----------------------------------------------------------------
 
@@ -801,8 +833,9 @@ class ClientSurface(ClientBase):
         """Re-list the tools and bring ``registry`` (filled by ``register_into``) up to
         date: new tools are added, removed ones taken out, changed ones replaced;
         registrations of unchanged tools are kept. Returns what changed."""
-        await self.refresh()
-        return self._mirror_into(registry)
+        report = await self.refresh()
+        mirrored = self._mirror_into(registry)
+        return replace(mirrored, pins=report.pins) if report.pins else mirrored
 
 
 def _call_begin(
@@ -830,3 +863,32 @@ def _tracing() -> RequestObserver:
             "tracing=True needs OpenTelemetry: pip install 'mcpcore[otel]'"
         ) from None
     return client_tracing()
+
+
+def _assertion_hook(
+    source: str | os.PathLike[str] | Callable[..., object] | None,
+) -> tuple[Callable[..., object] | None, bool]:
+    """N2, N3: ``AuthOptions.assertion`` as a hook, and whether it blocks: a path
+    becomes a function that reads the file anew for each grant (a platform's
+    token file rotates), run off the driver's loop like a store's methods."""
+    if source is None or callable(source):
+        return source, False
+    path = os.fspath(source)
+
+    def read(request: object) -> str:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+
+    return read, True
+
+
+def _with_dpop_key(auth: AuthOptions | None) -> AuthOptions | None:
+    """N1: DPoP without a key of the host's gets an ES256 key made now
+    (``mcpcore_jwt``), for this client's life."""
+    if auth is None or not auth.dpop or auth.dpop_key is not None:
+        return auth
+    from dataclasses import replace
+
+    from mcpcore_jwt import DpopKey
+
+    return replace(auth, dpop_key=DpopKey.generate())

@@ -1,5 +1,5 @@
 """The ``mcpcore`` commands: demo, tools, call, task, resources, read, prompts,
-prompt, check, login, logout, auth status.
+prompt, skills, skill, check, pins, login, logout, auth status.
 
 This module is the top: ``main`` parses the command line (``_parsers``), runs
 the command from the dispatch table, and turns an error into a message on
@@ -9,7 +9,7 @@ module of its own, and none imports this one:
 - ``_tools``: ``tools`` and ``call``; ``_tasks``: ``task``, and following a
   task that ``call`` started; ``_resources``: ``resources`` and ``read``;
   ``_prompts``: ``prompts`` and ``prompt``; ``_skills``: ``skills`` and
-  ``skill``; ``_check``: ``check``;
+  ``skill``; ``_check``: ``check``; ``_pins``: ``pins``;
   ``_auth``: ``login``, ``logout`` and ``auth status``; ``_demo``: ``demo``.
 - What they share: ``_connect`` (the servers a command names, their clients,
   readiness and the hints), ``_results`` (the progress line, a result printed
@@ -47,6 +47,7 @@ from ._common import (
 from ._declared import in_cli_words, limit_hint
 from ._demo import cmd_demo
 from ._parsers import command_parser, top_parser
+from ._pins import cmd_pins
 from ._prompts import cmd_prompt, cmd_prompts
 from ._resources import cmd_read, cmd_resources
 from ._skills import cmd_skill, cmd_skills
@@ -73,6 +74,7 @@ _COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
     "skills": cmd_skills,
     "skill": cmd_skill,
     "check": cmd_check,
+    "pins": cmd_pins,
     "login": cmd_login,
     "logout": cmd_logout,
     "auth": cmd_auth,
@@ -141,7 +143,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
                 top.print_usage(cli.stderr)
                 raise UsageError(
                     "a command is required (demo, tools, call, task, resources, read, prompts, "
-                    "prompt, skills, skill, check, login, logout, auth)"
+                    "prompt, skills, skill, check, pins, login, logout, auth)"
                 )
             command = ns.command
             cli.json_errors = command == "call" and "--json" in ns.rest

@@ -1,8 +1,8 @@
 """``mcpcore login``, ``logout`` and ``auth status``.
 
 OAuth (A1-A3): ``login`` signs in through the system browser and a loopback
-redirect listener and keeps the tokens in a file only its owner can read
-(``_tokens.FileTokenStore``); ``tools``, ``call`` and ``check`` use those tokens
+redirect listener and keeps the tokens in a store only its owner can read
+(``_tokens.default_store``: SQLite, or the JSON file ``--token-file`` names); ``tools``, ``call`` and ``check`` use those tokens
 (refreshing them when they can) but never ask a person: a server that needs a
 sign-in is unavailable with "run `mcpcore login …`" (``_connect``). No token,
 refresh token, code, verifier or client secret is ever printed. ``logout``
@@ -36,7 +36,7 @@ from ._connect import (
     url_server,
 )
 from ._term import cut, dumps, one_line, quote, show, table, write
-from ._tokens import FileTokenStore, StoreView, default_token_file
+from ._tokens import StoreView, default_store
 
 if TYPE_CHECKING:
     from ._login import LoopbackListener
@@ -240,7 +240,7 @@ def cmd_logout(cli: Cli, args: argparse.Namespace) -> int:
         if args.url is not None or args.config is not None or args.server is not None:
             raise UsageError("--all forgets every server: give no URL, --config or --server")
         # Not checked first: removing a corrupt or unsafe token file is the way out.
-        store = FileTokenStore(args.token_file or default_token_file())
+        store = default_store(args.token_file or None)
         if store.forget_all():
             cli.out(f"removed the token file {quote(str(store.path))}")
         else:

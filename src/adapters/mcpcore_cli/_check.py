@@ -1,7 +1,7 @@
 """``mcpcore check FILE``: validate an mcp.json and probe every server in it at
 once, one row per server (ready, unavailable or invalid; the revision it speaks;
-how many tools, resources and prompts; why it is not ready). Exits 1 when a
-server is not ready.
+how many tools, resources and prompts; why it is not ready, or which of its tools
+changed since they were pinned: U1). Exits 1 when a server is not ready.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ._connect import (
     outcome_name,
     ready_by,
 )
+from ._pins import pin_options
 from ._term import dumps, one_line, table
 
 if TYPE_CHECKING:
@@ -53,11 +54,14 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             "resources": None,
             "prompts": None,
             "reason": None,
+            "changed": [],
         }
         if isinstance(outcome, ConfigError):
             row["reason"] = invalid_reason(outcome, args)
         else:
-            valid[name] = client_for(cli, outcome, name, args)
+            # U1: each ready server's tools are pinned in the command line's pin file,
+            # and the ones changed since are named.
+            valid[name] = client_for(cli, outcome, name, args, extra=pin_options(args, "warn"))
             servers[name] = outcome
         rows.append(row)
     with McpHub(valid):  # every client connects on its own thread: probed concurrently
@@ -74,6 +78,8 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
             if availability.ok:
                 row["resources"], row["prompts"] = _feature_counts(client, budget)
             row["reason"] = None if availability.ok else (availability.reason or "unavailable")
+            if availability.ok:
+                row["changed"] = sorted(change.tool_id for change in client.pin_changes)
             server = servers[row["name"]]
             if needs_login(availability):
                 assert isinstance(server, RemoteServer)
@@ -95,7 +101,7 @@ def cmd_check(cli: Cli, args: argparse.Namespace) -> int:
                 str(row["tools"]) if row["status"] == "ready" else "-",
                 _count_shown(row["resources"]),
                 _count_shown(row["prompts"]),
-                one_line(row["reason"] or ""),
+                one_line(row["reason"] or _changed_shown(row["changed"])),
             )
             for row in rows
         ]
@@ -134,6 +140,11 @@ def _feature_counts(client: McpClient, budget: float) -> tuple[int | None, int |
             )
             counts.append(None)
     return counts[0], counts[1]
+
+
+def _changed_shown(changed: list[str]) -> str:
+    """U1: a ready server's tools changed since they were pinned ('mcpcore pins URL')."""
+    return f"tools changed since pinned: {', '.join(changed)}" if changed else ""
 
 
 def _count_shown(count: int | None) -> str:

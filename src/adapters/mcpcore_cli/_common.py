@@ -33,7 +33,7 @@ from mcpcore import (
 )
 
 from ._term import Redactor, Style, ToolNotes, dumps, isatty, show, terminal_width, write
-from ._tokens import FileTokenStore, TokenFileError
+from ._tokens import FileTokenStore, SignInStore, TokenFileError
 
 __all__ = [
     "CLOSE_GRACE",
@@ -93,6 +93,7 @@ COMMANDS = (
     "skills",
     "skill",
     "check",
+    "pins",
     "login",
     "logout",
     "auth",
@@ -130,7 +131,8 @@ class Cli:
         self.redact = Redactor()
         self.notes = ToolNotes()
         self._hinted: set[str] = set()
-        self.tokens: FileTokenStore | None = None  # the token file, once a command needs it
+        # the token store, once a command needs it
+        self.tokens: FileTokenStore | SignInStore | None = None
         #: ``call --json``: a failure before any output still prints a JSON object.
         self.json_errors = False
         self.wrote_out = False

@@ -14,7 +14,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ from ._common import (
 from ._declared import client_hooks, credential_headers, in_cli_words, limit_hint
 from ._protocol import protocol_options, protocol_words
 from ._term import one_line, quote, show
-from ._tokens import FileTokenStore, StoreView, TokenFileError, default_token_file
+from ._tokens import FileTokenStore, SignInStore, StoreView, TokenFileError, default_store
 
 if TYPE_CHECKING:
     from mcpcore_threaded import McpClient
@@ -217,7 +217,10 @@ def client_for(
     args: argparse.Namespace,
     *,
     elicit: TerminalAsker | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> McpClient:
+    """The client of one server for a command; ``extra``: options of the command's own
+    (the pins of ``pins`` and ``check``, U1)."""
     from mcpcore_threaded import McpClient  # imported when needed: a quick --help
 
     timeout: float | None = args.timeout
@@ -242,6 +245,7 @@ def client_for(
     # The same capabilities for every command (Q6: call's questions are asked, or
     # declined), --log-level and --max-message-size: decided in one place.
     options.update(client_hooks(cli, args, elicit))
+    options.update(extra or {})
     return McpClient(name, server, **options)
 
 
@@ -261,11 +265,11 @@ def _stored_auth(cli: Cli, server: Outcome, args: argparse.Namespace) -> AuthOpt
     )
 
 
-def token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore:
-    """The run's token file, checked once: an unusable one is a configuration error."""
+def token_store(cli: Cli, args: argparse.Namespace) -> FileTokenStore | SignInStore:
+    """The run's token store (``--token-file``'s JSON file, else the default), checked
+    once: an unusable one is a configuration error."""
     if cli.tokens is None:
-        path = args.token_file or default_token_file()
-        store = FileTokenStore(path)
+        store = default_store(args.token_file or None)
         try:
             store.check()
         except TokenFileError as exc:

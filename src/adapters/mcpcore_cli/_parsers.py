@@ -99,6 +99,8 @@ def top_parser() -> _Parser:
             "          verified against the skill's entry\n"
             "  check   validate an mcp.json and probe every server in it at once: one\n"
             "          row per server (ready, unavailable or invalid, and why)\n"
+            "  pins    the pinned tool definitions of a server: each tool pinned, new or\n"
+            "          changed since (with a word diff); --accept TOOL accepts a change\n"
             "  login   sign in to a server that needs authorization (OAuth): opens the\n"
             "          browser, and keeps the tokens in a file only you can read\n"
             "  logout  forget the tokens of a server (--all: of every server)\n"
@@ -117,7 +119,7 @@ def top_parser() -> _Parser:
         metavar="COMMAND",
         help=(
             "demo, tools, call, task, resources, read, prompts, prompt, skills, skill, "
-            "check, login, logout or auth (described below)"
+            "check, pins, login, logout or auth (described below)"
         ),
     )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -341,6 +343,27 @@ def command_parser(command: str) -> _Parser:
             )
     elif command in ("login", "logout", "auth"):
         parser = _auth_parser(command)
+    elif command == "pins":
+        parser = _Parser(
+            prog="mcpcore pins",
+            usage=(
+                "mcpcore pins URL [--accept TOOL] [-H 'Name: value']... [--json] [--name NAME] "
+                "[--timeout S] [--protocol auto|legacy|modern] [--allow-http] "
+                "[--token-file PATH] [-v]"
+            ),
+            description=_wrapped(
+                "List the pinned tool definitions of a server: each tool it lists is new "
+                "(pinned now), pinned (as pinned) or changed since it was pinned (which "
+                "parts, and a word diff of its description). Pins are kept in pins.sqlite3 "
+                "beside the token file. Exits 1 while a change waits; --accept TOOL pins "
+                "that tool's new definition."
+            ),
+        )
+        parser.add_argument("operands", nargs="*", help=argparse.SUPPRESS)
+        _connection(parser, server_flag=False)
+        parser.add_argument(
+            "--accept", metavar="TOOL", help="pin the new definition of this changed tool"
+        )
     else:
         parser = _Parser(
             prog="mcpcore check",

@@ -1,7 +1,9 @@
-"""The token file as the command line's commands use it.
+"""The token store as the command line's commands use it.
 
-``FileTokenStore`` and the rest live in ``mcpcore_signin`` (public: a library's
-client can share the file); ``StoreView`` is what one command needs of it.
+``FileTokenStore`` (a JSON token file: ``--token-file``, ``$MCPCORE_TOKEN_FILE``),
+``SignInStore`` (SQLite, the default) and the rest live in ``mcpcore_signin``
+(public: a library's client can share them); ``default_store`` chooses;
+``StoreView`` is what one command needs of either.
 """
 
 from __future__ import annotations
@@ -12,23 +14,27 @@ from mcpcore import ClientRecord, TokenKey, TokenSet
 from mcpcore_signin import (
     TOKEN_FILE_ENV,
     FileTokenStore,
+    SignInStore,
     StoredTokens,
     TokenFileError,
+    default_store,
     default_token_file,
 )
 
 __all__ = [
     "TOKEN_FILE_ENV",
     "FileTokenStore",
+    "SignInStore",
     "StoreView",
     "StoredTokens",
     "TokenFileError",
+    "default_store",
     "default_token_file",
 ]
 
 
 class StoreView:
-    """A ``TokenStore`` over a ``FileTokenStore``, as one command needs it.
+    """A ``TokenStore`` over the command line's store, as one command needs it.
 
     ``hide_tokens_of``: ``get_tokens`` of that server URL answers ``None`` (``login``
     signs in afresh even when tokens are held; the new ones replace them).
@@ -41,7 +47,7 @@ class StoreView:
 
     def __init__(
         self,
-        store: FileTokenStore,
+        store: FileTokenStore | SignInStore,
         *,
         hide_tokens_of: str | None = None,
         keep_new_clients: bool = True,

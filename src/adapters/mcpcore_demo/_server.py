@@ -302,6 +302,12 @@ class DemoServer(JsonRpcSide):
                 except BaseException as exc:
                     body_error = exc
                 finally:
+                    # The listener first: closing it stops the event loop watching it before
+                    # its pending accept is cancelled. Cancelled in a loop turn that found a
+                    # connection waiting, asyncio's accept (BaseSelectorEventLoop._sock_accept
+                    # on Python 3.11) takes that connection into the cancelled future and
+                    # drops it unclosed.
+                    await anyio.aclose_forcefully(listener)
                     tg.cancel_scope.cancel()
         finally:
             await anyio.aclose_forcefully(listener)
@@ -330,7 +336,10 @@ class DemoServer(JsonRpcSide):
             yield running
 
     async def _accept(self, listener: anyio.abc.Listener[Any], tg: anyio.abc.TaskGroup) -> None:
-        await listener.serve(self._on_connection, task_group=tg)
+        try:
+            await listener.serve(self._on_connection, task_group=tg)
+        except* anyio.ClosedResourceError:
+            pass  # serve() closed the listener: the server is stopping
 
     async def _on_connection(self, stream: anyio.abc.ByteStream) -> None:
         self.connections_opened += 1

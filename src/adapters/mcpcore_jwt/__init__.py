@@ -7,6 +7,11 @@ key on P-256) and RS256 (an RSA key of 2048 bits or more) are supported; a key
 that does not fit the algorithm is refused when the signer is made. ``PrivateKeySigner`` is a plain callable for the
 threaded driver; ``async_signer`` wraps it for ``mcpcore_anyio``.
 
+``DpopKey`` is the key DPoP proofs are signed with (N1): an ES256 key made
+with ``DpopKey.generate()`` or read from a PEM with ``DpopKey(pem)``. The core
+builds each proof and calls its ``sign``; give the same key again (a PEM the
+host keeps) for tokens a store kept to stay usable in a later run.
+
 The key never appears in a repr, a log record or an error.
 """
 
@@ -17,7 +22,7 @@ from typing import Any
 
 from mcpcore import InvalidValue, SignAssertion, compact_jws
 
-__all__ = ["PrivateKeySigner", "async_signer"]
+__all__ = ["DpopKey", "PrivateKeySigner", "async_signer"]
 
 _ALGORITHMS = ("ES256", "RS256")
 
@@ -104,3 +109,58 @@ def async_signer(
         return signer(request)
 
     return sign
+
+
+class DpopKey:
+    """An ES256 key for DPoP proofs (N1): a ``mcpcore.DpopKey``.
+
+    ``DpopKey(pem)`` uses an EC P-256 private key in PEM; ``DpopKey.generate()``
+    makes a new one. ``public_jwk`` is its public half; ``sign`` gives the raw
+    JWS signature (``r || s``). The private key never shows.
+    """
+
+    alg = "ES256"
+
+    def __init__(self, private_key_pem: str | bytes) -> None:
+        self._signer = PrivateKeySigner(private_key_pem, "ES256")
+        numbers = self._signer._key.public_key().public_numbers()
+        self.public_jwk = {
+            "kty": "EC",
+            "crv": "P-256",
+            "x": _b64url(numbers.x.to_bytes(32, "big")),
+            "y": _b64url(numbers.y.to_bytes(32, "big")),
+        }
+
+    @classmethod
+    def generate(cls) -> DpopKey:
+        """A new ES256 key."""
+        try:
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ec
+        except ImportError as exc:  # pragma: no cover - the extra is missing
+            raise InvalidValue("DPoP needs the 'cryptography' package: mcpcore[jwt]") from exc
+        key = ec.generate_private_key(ec.SECP256R1())
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        return cls(pem)
+
+    def __repr__(self) -> str:
+        return f"DpopKey(alg='ES256', x={self.public_jwk['x'][:8]!r}...)"
+
+    def sign(self, signing_input: bytes) -> bytes:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+        der = self._signer._key.sign(signing_input, ec.ECDSA(hashes.SHA256()))
+        r, s = decode_dss_signature(der)
+        return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def _b64url(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")

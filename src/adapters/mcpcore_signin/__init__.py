@@ -9,8 +9,10 @@
         print(client.call("notes/search", {"query": "x"}).text)
 
 ``browser_auth()`` is the ``auth=`` option with the pieces the command line
-uses: ``FileTokenStore`` (the token file only its owner can read, shared with
-``mcpcore login``: a sign-in made by either is used by both) and
+uses: ``SignInStore`` (a SQLite store only its owner can read, shared with
+``mcpcore login``: a sign-in made by either is used by both; it imports the
+older JSON token file once) or, when ``$MCPCORE_TOKEN_FILE`` names one,
+``FileTokenStore`` (that JSON token file), and
 ``BrowserSignIn`` (the ``authorize`` hook: the system browser and a loopback
 listener on ``127.0.0.1``). Each piece is usable on its own: a ``FileTokenStore``
 as ``AuthOptions(store=...)``, a ``BrowserSignIn`` as the ``authorize`` hook.
@@ -28,6 +30,13 @@ from ._listener import (
     LoopbackListener,
     state_of,
 )
+from ._sqlite_file import (
+    IMPORTED_SUFFIX,
+    TOKEN_STORE_ENV,
+    SignInStore,
+    default_store,
+    default_token_store,
+)
 from ._tokens import (
     TOKEN_FILE_ENV,
     FileTokenStore,
@@ -39,16 +48,21 @@ from ._tokens import (
 __all__ = [
     "CALLBACK_PATH",
     "CONNECTION_TIMEOUT",
+    "IMPORTED_SUFFIX",
     "TOKEN_FILE_ENV",
+    "TOKEN_STORE_ENV",
     "BrowserSignIn",
     "FileTokenStore",
     "ListenerClosed",
     "ListenerTimeout",
     "LoopbackListener",
+    "SignInStore",
     "StoredTokens",
     "TokenFileError",
     "async_browser_auth",
     "browser_auth",
+    "default_store",
     "default_token_file",
+    "default_token_store",
     "state_of",
 ]

@@ -26,9 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpcore import AuthOptions, TokenStore
+from mcpcore_stores import StoreError
 
 from ._listener import LoopbackListener, state_of
-from ._tokens import FileTokenStore
+from ._sqlite_file import SignInStore, default_store
+from ._tokens import TokenFileError
 
 __all__ = ["BrowserSignIn", "async_browser_auth", "browser_auth"]
 
@@ -109,8 +111,15 @@ def _options(
     options: dict[str, Any],
 ) -> AuthOptions:
     options.setdefault("user_wait", sign_in.timeout + 10)  # the listener's timeout says it first
+    if store is None:
+        store = default_store()
+        if isinstance(store, SignInStore):
+            try:
+                store.import_legacy()  # the JSON token file's sign-ins, once
+            except (StoreError, TokenFileError) as exc:
+                _log.warning("the JSON token file is not imported: %s", exc)
     return AuthOptions(
-        store=FileTokenStore() if store is None else store,
+        store=store,
         redirect_uri=sign_in.redirect_uri,
         authorize=hook,
         **options,
@@ -126,7 +135,9 @@ def browser_auth(
 ) -> AuthOptions:
     """``auth=`` for ``mcpcore_threaded.McpClient``: sign in through the browser when
     the server asks, keeping tokens in ``store`` (by default ``mcpcore login``'s
-    token file). ``options`` are more ``AuthOptions`` fields (``scope`` …)."""
+    store: SQLite, ``SignInStore``, or the JSON token file ``$MCPCORE_TOKEN_FILE``
+    names: ``default_store()``). ``options`` are more ``AuthOptions`` fields
+    (``scope``, ``subject`` …)."""
     sign_in = BrowserSignIn(open_browser=open_browser, timeout=timeout)
     return _options(sign_in, sign_in, store, options)
 

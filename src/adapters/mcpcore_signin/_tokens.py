@@ -4,11 +4,13 @@ A library's client can use the same file (``FileTokenStore()``, or
 ``browser_auth()``), and so reuse the sign-ins ``mcpcore login`` made.
 
 ``FileTokenStore(path)`` is a ``mcpcore.TokenStore``. The file holds the token
-sets (keyed by server URL and issuer, newest last) and the registered clients
-(keyed by issuer), every field written out by name (never pickled)::
+sets (keyed by server URL, issuer and subject, newest last; an entry without a
+subject, written before subjects, is ``DEFAULT_SUBJECT``'s) and the registered
+clients (keyed by issuer), every field written out by name (never pickled, by
+``mcpcore_stores``' codec)::
 
     {"version": 1,
-     "tokens": [{"server_url": ..., "issuer": ..., "access_token": ..., ...}],
+     "tokens": [{"server_url": ..., "key_issuer": ..., "subject": ..., "access_token": ..., ...}],
      "clients": [{"issuer": ..., "client_id": ..., ...}]}
 
 Its directory is created ``0700`` and the file ``0600``: every write goes to a
@@ -45,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import secrets
 import stat
@@ -56,7 +57,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcpcore import ClientRecord, TokenKey, TokenSet, same_tokens
+from mcpcore import DEFAULT_SUBJECT, ClientRecord, TokenKey, TokenSet, same_tokens
+from mcpcore_stores._errors import StoreCorrupt
+from mcpcore_stores._records import (
+    client_fields,
+    client_from_fields,
+    load_json,
+    tokens_fields,
+    tokens_from_fields,
+)
 
 try:
     import fcntl
@@ -77,9 +86,6 @@ MAX_FILE_SIZE = 4 * 1024 * 1024  # a token file is a few kilobytes; refuse anyth
 LOCK_WAIT = 10.0  # seconds another run may hold the token file's lock
 
 _log = logging.getLogger("mcpcore_signin.tokens")
-
-_AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post", "private_key_jwt")
-_CLIENT_KINDS = ("pre", "cimd", "dcr")
 
 
 class TokenFileError(Exception):
@@ -119,119 +125,54 @@ class _Document:
         return not self.tokens and not self.clients
 
 
-# --- (de)serialising, field by field ------------------------------------------------------
+# --- (de)serialising, field by field (mcpcore_stores' codec) ---------------------------------
 
-
-class _Bad(Exception):
-    """A field of the file is not what mcpcore writes (the message names the field only)."""
-
-
-def _str(obj: Mapping[str, Any], name: str) -> str:
-    value = obj.get(name)
-    if not isinstance(value, str):
-        raise _Bad(name)
-    return value
-
-
-def _opt_str(obj: Mapping[str, Any], name: str) -> str | None:
-    value = obj.get(name)
-    if value is not None and not isinstance(value, str):
-        raise _Bad(name)
-    return value
-
-
-def _opt_time(obj: Mapping[str, Any], name: str) -> float | None:
-    value = obj.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _Bad(name)
-    return float(value)
+# A field of the file is not what mcpcore writes (the message names the field only).
+_Bad = StoreCorrupt
 
 
 def _tokens_to_json(key: TokenKey, tokens: TokenSet) -> dict[str, Any]:
     return {
         "server_url": key.server_url,
         "key_issuer": key.issuer,
-        "access_token": tokens.access_token,
-        "token_type": tokens.token_type,
-        "expires_at": tokens.expires_at,
-        "refresh_token": tokens.refresh_token,
-        "scope": tokens.scope,
-        "issuer": tokens.issuer,
-        "token_endpoint": tokens.token_endpoint,
-        "resource": tokens.resource,
-        "client_id": tokens.client_id,
+        "subject": key.subject,
+        **tokens_fields(tokens),
     }
 
 
 def _tokens_from_json(obj: object) -> StoredTokens:
     if not isinstance(obj, dict):
         raise _Bad("tokens[]")
-    key = TokenKey(server_url=_str(obj, "server_url"), issuer=_str(obj, "key_issuer"))
-    tokens = TokenSet(
-        access_token=_str(obj, "access_token"),
-        token_type=_str(obj, "token_type"),
-        expires_at=_opt_time(obj, "expires_at"),
-        refresh_token=_opt_str(obj, "refresh_token"),
-        scope=_opt_str(obj, "scope"),
-        issuer=_str(obj, "issuer"),
-        token_endpoint=_str(obj, "token_endpoint"),
-        resource=_str(obj, "resource"),
-        client_id=_str(obj, "client_id"),
-    )
-    return StoredTokens(key, tokens)
+    server_url, issuer = obj.get("server_url"), obj.get("key_issuer")
+    subject = obj.get("subject", DEFAULT_SUBJECT)  # a file written before subjects (W1)
+    if not isinstance(server_url, str):
+        raise _Bad("server_url")
+    if not isinstance(issuer, str):
+        raise _Bad("key_issuer")
+    if not isinstance(subject, str):
+        raise _Bad("subject")
+    key = TokenKey(server_url=server_url, issuer=issuer, subject=subject)
+    return StoredTokens(key, tokens_from_fields(obj))
 
 
 def _client_to_json(issuer: str, client: ClientRecord) -> dict[str, Any]:
-    return {
-        "key_issuer": issuer,
-        "client_id": client.client_id,
-        "client_secret": client.client_secret,
-        "client_secret_expires_at": client.client_secret_expires_at,
-        "auth_method": client.auth_method,
-        "redirect_uris": list(client.redirect_uris),
-        "issuer": client.issuer,
-        "kind": client.kind,
-        "scope": client.scope,
-    }
+    return {"key_issuer": issuer, **client_fields(client)}
 
 
 def _client_from_json(obj: object) -> tuple[str, ClientRecord]:
     if not isinstance(obj, dict):
         raise _Bad("clients[]")
-    uris = obj.get("redirect_uris")
-    if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-        raise _Bad("redirect_uris")
-    method = obj.get("auth_method")
-    if method not in _AUTH_METHODS:
-        raise _Bad("auth_method")
-    kind = obj.get("kind")
-    if kind not in _CLIENT_KINDS:
-        raise _Bad("kind")
-    record = ClientRecord(
-        client_id=_str(obj, "client_id"),
-        client_secret=_opt_str(obj, "client_secret"),
-        client_secret_expires_at=_opt_time(obj, "client_secret_expires_at"),
-        auth_method=method,
-        redirect_uris=tuple(uris),
-        issuer=_str(obj, "issuer"),
-        kind=kind,
-        scope=_opt_str(obj, "scope"),
-    )
-    return _str(obj, "key_issuer"), record
+    record = client_from_fields(obj)
+    issuer = obj.get("key_issuer")
+    if not isinstance(issuer, str):
+        raise _Bad("key_issuer")
+    return issuer, record
 
 
 def _parse(data: bytes) -> _Document:
     """The document in ``data``; raises ``_Bad`` (naming a field at most)."""
 
-    def no_constant(name: str) -> Any:
-        raise _Bad("a number")
-
-    try:
-        root = json.loads(data.decode("utf-8"), parse_constant=no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _Bad("JSON") from None
+    root = load_json(data)
     if not isinstance(root, dict) or root.get("version") != FORMAT_VERSION:
         raise _Bad("version")
     tokens, clients = root.get("tokens"), root.get("clients")
@@ -255,7 +196,16 @@ def _serialise(document: _Document) -> bytes:
 
 def _newest(document: _Document, key: TokenKey) -> TokenSet | None:
     """What ``get_tokens`` would answer for ``key``'s server."""
-    found = [s.tokens for s in document.tokens if s.key.server_url == key.server_url]
+    return _newest_for(document, key.server_url, key.subject)
+
+
+def _newest_for(document: _Document, server_url: str, subject: str) -> TokenSet | None:
+    """The newest set held for ``server_url`` and ``subject``, whatever its issuer."""
+    found = [
+        s.tokens
+        for s in document.tokens
+        if s.key.server_url == server_url and s.key.subject == subject
+    ]
     return found[-1] if found else None
 
 
@@ -279,7 +229,8 @@ class FileTokenStore:
         self.path = Path(path) if path is not None else default_token_file()
         self.write_error: TokenFileError | None = None
         self._lock = threading.RLock()
-        self._refresh_locks: dict[str, int] = {}  # server URL -> the held lock file's fd
+        # (server URL, subject) -> the held lock file's fd
+        self._refresh_locks: dict[tuple[str, str], int] = {}
         self._signing_in: set[str] = set()  # issuers whose sign-in lock is held here
 
     def __repr__(self) -> str:
@@ -287,9 +238,8 @@ class FileTokenStore:
 
     # --- TokenStore ---------------------------------------------------------------------
 
-    def get_tokens(self, server_url: str) -> TokenSet | None:
-        found = [s.tokens for s in self._read().tokens if s.key.server_url == server_url]
-        return found[-1] if found else None
+    def get_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> TokenSet | None:
+        return _newest_for(self._read(), server_url, subject)
 
     def set_tokens(
         self, key: TokenKey, tokens: TokenSet, *, replaces: TokenSet | None = None
@@ -318,7 +268,7 @@ class FileTokenStore:
 
         return self._change_quietly(change)
 
-    def lock_tokens(self, server_url: str) -> bool:
+    def lock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
         """Take the refresh lock without waiting: False if another run (or another
         client of this process) holds it. One lock file serves every server: a
         refresh is short. A lock that cannot be taken at all (the directory cannot
@@ -326,7 +276,7 @@ class FileTokenStore:
         if fcntl is None:  # pragma: no cover - not POSIX
             return True
         with self._lock:
-            if server_url in self._refresh_locks:
+            if (server_url, subject) in self._refresh_locks:
                 return False
             try:
                 self._make_directory()
@@ -341,13 +291,13 @@ class FileTokenStore:
             except OSError:
                 os.close(fd)
                 return False
-            self._refresh_locks[server_url] = fd
+            self._refresh_locks[(server_url, subject)] = fd
             return True
 
-    def unlock_tokens(self, server_url: str) -> None:
+    def unlock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> None:
         """Release the refresh lock ``lock_tokens`` took (closing the file releases it)."""
         with self._lock:
-            fd = self._refresh_locks.pop(server_url, None)
+            fd = self._refresh_locks.pop((server_url, subject), None)
         if fd is not None:
             os.close(fd)
 

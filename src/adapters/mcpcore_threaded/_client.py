@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         AskHost,
         AuthAction,
         HookCall,
+        Pin,
     )
 
     from ._children import _Children
@@ -226,6 +227,9 @@ class McpClient(ClientSurface):
         """The timer thread: sleep until the engine's next deadline, then fire it."""
         engine = self._engine
         assert engine is not None
+        read_pins = self._pins_to_read()
+        if read_pins is not None and not self._read_pins(read_pins):
+            return  # closed while the store was being read
         with self._turn:
             if self._closing:
                 return
@@ -284,6 +288,41 @@ class McpClient(ClientSurface):
             name=f"mcpcore:{self.name}:hook",
             daemon=True,
         ).start()
+
+    def _read_pins(self, read_pins: Callable[[], dict[str, Pin]]) -> bool:
+        """U1, D2: read the host's pin store on a thread of its own, never under the
+        lock and never joined (a store that hangs does not hang close); False when the
+        client closed first."""
+        read: list[dict[str, Pin]] = []
+
+        def run() -> None:
+            pins = read_pins()  # read_pins logs a failing store and answers {}
+            with self._lock:
+                read.append(pins)
+                self._changed.notify_all()
+
+        threading.Thread(target=run, name=f"mcpcore:{self.name}:pins", daemon=True).start()
+        with self._lock:
+            while not read and not self._closing:
+                self._changed.wait()
+            if self._closing:
+                return False
+            self._pins_read(read[0])
+        return True
+
+    def _store_pins(self, store_pins: Callable[[], None]) -> None:
+        """U1: on a thread of its own, never under the lock; closing joins it."""
+
+        def run() -> None:
+            try:
+                store_pins()
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        thread = threading.Thread(target=run, name=f"mcpcore:{self.name}:pins", daemon=True)
+        self._threads.add(thread)
+        thread.start()
 
     def _run_hook(self, call: HookCall) -> None:
         value: object = None

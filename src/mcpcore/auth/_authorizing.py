@@ -60,6 +60,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from os import PathLike
 from typing import TYPE_CHECKING, Literal
 
 from ..base._errors import InvalidValue, McpError
@@ -75,14 +76,17 @@ from ._oauth import (
     AuthRequest,
     DeleteClient,
     DeleteTokens,
+    DpopKey,
     Fail,
     HookError,
+    IdentityProvider,
     LockTokens,
     OAuthConfig,
     OAuthError,
     OAuthFlow,
     OpenAuthorizationUrl,
     PreRegisteredClient,
+    ProvideAssertion,
     Purpose,
     RequestTicket,
     Retry,
@@ -93,6 +97,7 @@ from ._oauth import (
     Wait,
     fresh_copy,
 )
+from ._oauth_types import DEFAULT_SUBJECT
 from ._store import AuthAction, StoreAction, StoreOutcome, TokenStore
 from ._store import MemoryTokenStore as MemoryTokenStore  # for the engine
 
@@ -128,8 +133,27 @@ class AuthOptions:
     ``client``
         A pre-registered client (``PreRegisteredClient``): preferred over both.
     ``grant``
-        ``"authorization_code"`` (a person signs in) or ``"client_credentials"``
-        (machine to machine, with ``client``'s secret or a signed JWT, A5).
+        ``"authorization_code"`` (a person signs in), ``"client_credentials"``
+        (machine to machine, with ``client``'s secret or a signed JWT, A5),
+        ``"jwt_bearer"`` (workload identity, N3: the ``assertion`` hook's
+        platform token is the grant) or ``"enterprise"`` (N2: the ``assertion``
+        hook's identity assertion is exchanged at ``identity_provider`` for an
+        ID-JAG, which is the grant). The last two need ``client`` and no person.
+    ``assertion``
+        N2, N3: where the assertion comes from, read anew for every grant: a
+        file path (a platform's projected token file; the driver reads it), or
+        a hook of the driver's kind given the ``ProvideAssertion`` and
+        returning the assertion's text.
+    ``identity_provider``
+        N2: the ``IdentityProvider`` (its token endpoint, this client's id and
+        secret there, and the kind of assertion the hook gives).
+    ``dpop``, ``dpop_key``
+        N1: ``True`` sends DPoP proofs and asks for DPoP-bound tokens; ``"auto"``
+        does so when the authorization server lists the key's algorithm in its
+        ``dpop_signing_alg_values_supported``; ``False`` (the default) never.
+        ``dpop_key`` is the key (a ``DpopKey``); without one the driver makes an
+        ES256 key with ``mcpcore_jwt`` for the client's life (tokens bound to it
+        are of no use to a later run: give a key of your own to keep them).
     ``scope``
         Scopes to ask for besides those the server's challenge names (O19:
         without this, the challenge's, else the resource's ``scopes_supported``).
@@ -145,24 +169,43 @@ class AuthOptions:
         (``authorize=``): a ready sign-in (``mcpcore_signin.browser_auth()``)
         brings its hook and its ``redirect_uri`` together. Of the driver's kind
         (a coroutine function for ``mcpcore_anyio``); the core never calls it.
+    ``subject``
+        Whose tokens these are (W1): the host's user or tenant id, part of every
+        key the store is given (``TokenKey.subject``), so a store shared by many
+        users never hands one user's tokens to another. ``DEFAULT_SUBJECT`` (a
+        single-user host) is not passed to the store's methods, so a store
+        written before subjects keeps working.
     """
 
     store: TokenStore | None = field(default=None, repr=False)
     redirect_uri: str | None = None
     client_metadata_url: str | None = None
     client: PreRegisteredClient | None = None
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"] = (
+        "authorization_code"
+    )
     scope: str | None = None
     client_name: str = "mcpcore"
     user_wait: float = 300.0
     allow_insecure_http: bool = False
     hook_timeout: float = 30.0
     authorize: Callable[[str, str], object] | None = field(default=None, repr=False)
+    assertion: str | PathLike[str] | Callable[[ProvideAssertion], object] | None = field(
+        default=None, repr=False
+    )
+    identity_provider: IdentityProvider | None = None
+    dpop: bool | Literal["auto"] = False
+    dpop_key: DpopKey | None = field(default=None, repr=False)
+    subject: str = DEFAULT_SUBJECT
 
     def config(self, server_url: str, *, interactive: bool) -> OAuthConfig:
         """The flow's configuration for ``server_url`` (raises ``InvalidValue``)."""
         if interactive and self.grant == "authorization_code" and self.redirect_uri is None:
             raise InvalidValue("auth= with an authorize hook needs a redirect_uri")
+        if self.grant in ("jwt_bearer", "enterprise") and self.assertion is None:
+            raise InvalidValue(f"the {self.grant} grant needs an assertion= (a path or a hook)")
+        if not isinstance(self.dpop, bool) and self.dpop != "auto":
+            raise InvalidValue('dpop must be True, False or "auto"')
         timeout = self.hook_timeout
         if (
             isinstance(timeout, bool)
@@ -171,6 +214,8 @@ class AuthOptions:
             or timeout <= 0
         ):
             raise InvalidValue("hook_timeout must be a positive number of seconds")
+        if not isinstance(self.subject, str) or not self.subject:
+            raise InvalidValue("subject must be a non-empty string")
         return OAuthConfig(
             server_url=server_url,
             redirect_uri=self.redirect_uri or UNUSED_REDIRECT,
@@ -184,6 +229,10 @@ class AuthOptions:
             # A store given here may be shared (a hub's clients): with a sign-in
             # lock, its clients sign in one at a time per issuer (R4).
             serialize_sign_ins=callable(getattr(self.store, "lock_sign_in", None)),
+            dpop=self.dpop,
+            dpop_key=self.dpop_key,
+            identity_provider=self.identity_provider,
+            subject=self.subject,
         )
 
 
@@ -206,7 +255,7 @@ class _Attempt:
     deadline: float  # the engine's clock
 
 
-_FLOW_HOOKS = (OpenAuthorizationUrl, SignAssertion)
+_FLOW_HOOKS = (OpenAuthorizationUrl, SignAssertion, ProvideAssertion)
 _STORE_ACTIONS = (SaveTokens, DeleteTokens, SaveClient, DeleteClient, LockTokens, UnlockTokens)
 
 
@@ -313,9 +362,11 @@ class AuthLayer:
         mcp = self._mcp_of(wire)
         if mcp is None:
             return None
+        held = self._held.get(mcp)
+        if held is not None:
+            self.flow.note_response(held.request.url, headers)  # N1: a DPoP-Nonce
         if status not in (401, 403) or self._closing:
             return mcp
-        held = self._held.get(mcp)
         if held is None:
             return mcp
         for name, value in held.request.headers:
@@ -371,6 +422,11 @@ class AuthLayer:
             self._hook_error(action, "unusable", f"answered a {type(value).__name__}, not a str")
         elif isinstance(action, OpenAuthorizationUrl):
             self.flow.receive_callback(value, self._wall(now))
+        elif isinstance(action, ProvideAssertion):
+            try:
+                self.flow.receive_identity(action.request_id, value, self._wall(now))
+            except InvalidValue:
+                self._hook_error(action, "unusable", "answered a str that is not one token")
         else:
             assert isinstance(action, SignAssertion)
             try:
@@ -431,11 +487,12 @@ class AuthLayer:
         self._send(request.exchange_id, held, now)
 
     def _send(self, mcp: int, held: _Held, now: float) -> None:
-        verdict: tuple[bytes, bytes] | Wait | None
+        verdict: list[tuple[bytes, bytes]] | Wait | None
+        method, url = held.request.method, held.request.url
         if self._closing:
-            verdict = self.flow.current_header(self._wall(now))
+            verdict = self.flow.current_headers(method, url, self._wall(now)) or None
         else:
-            verdict = self.flow.prepare(held.ticket, self._wall(now))
+            verdict = self.flow.prepare_headers(held.ticket, method, url, self._wall(now))
         held.for_store = False
         if isinstance(verdict, Wait):
             held.wire = None
@@ -445,9 +502,11 @@ class AuthLayer:
             return
         request = held.request
         if verdict is not None:
-            # The token replaces a configured Authorization header: one, never two.
-            kept = [(k, v) for k, v in request.headers if k.lower() != b"authorization"]
-            request = replace(request, headers=[*kept, verdict])
+            # The token replaces a configured Authorization header: one, never two
+            # (and a DPoP proof of its own, N1).
+            ours = {name for name, _ in verdict}
+            kept = [(k, v) for k, v in request.headers if k.lower() not in ours]
+            request = replace(request, headers=[*kept, *verdict])
         wire = mcp
         if held.sent:
             wire = self._own_id()
@@ -611,13 +670,19 @@ class AuthLayer:
             )
             self._lock_unavailable(action, now)
             self._store_done(now)
-        elif isinstance(action, SignAssertion):
+        elif isinstance(action, (SignAssertion, ProvideAssertion)):
             self._hook_error(action, "late", f"did not answer within {self._hook_timeout:g} s")
         # OpenAuthorizationUrl: the flow's own wait for the person ends now (O41).
 
     def _hook_error(self, action: AuthAction, outcome: str, what: str) -> None:
         """A flow hook gave no usable answer: the flow fails with a ``HookError``."""
-        name = "authorize" if isinstance(action, OpenAuthorizationUrl) else "sign_assertion"
+        name = (
+            "authorize"
+            if isinstance(action, OpenAuthorizationUrl)
+            else "assertion"
+            if isinstance(action, ProvideAssertion)
+            else "sign_assertion"
+        )
         _log.info("the %s hook %s", name, what)
         self.flow.cancel(
             f"the {name} hook {what}",

@@ -2,7 +2,7 @@
 
 Every host hook reaches a driver as an action that carries an ``attempt``
 number: ``OpenAuthorizationUrl`` (the ``authorize`` hook), ``SignAssertion``
-(``sign_assertion``) and the store's ``SaveTokens`` / ``DeleteTokens`` /
+(``sign_assertion``), ``ProvideAssertion`` (``AuthOptions.assertion``) and the store's ``SaveTokens`` / ``DeleteTokens`` /
 ``SaveClient`` / ``DeleteClient`` / ``LockTokens`` / ``UnlockTokens`` (a
 ``TokenStore``'s methods; the token ones through ``apply_to_store``, which
 answers a ``StoreOutcome``). The engine
@@ -125,6 +125,8 @@ def hook_call(
     authorize: Callable[..., object] | None = None,
     sign_assertion: Callable[..., object] | None = None,
     store: TokenStore | None = None,
+    assertion: Callable[..., object] | None = None,
+    assertion_blocks: bool = False,
 ) -> HookCall:
     """What to run for ``action``, given the host's hooks (any of them may be absent)."""
     # OAuth's modules load only for a client that signs in (an input hook needs none of them).
@@ -133,6 +135,7 @@ def hook_call(
         DeleteTokens,
         LockTokens,
         OpenAuthorizationUrl,
+        ProvideAssertion,
         SaveClient,
         SaveTokens,
         SignAssertion,
@@ -146,6 +149,10 @@ def hook_call(
         )
     if isinstance(action, SignAssertion):
         return HookCall(attempt, "sign_assertion", sign_assertion, (action,), blocking=False)
+    if isinstance(action, ProvideAssertion):
+        # N2, N3: the driver's own kind, or a plain function that reads the path
+        # the host gave (``assertion_blocks``: run off the driver's loop).
+        return HookCall(attempt, "assertion", assertion, (action,), blocking=assertion_blocks)
     function: Callable[..., object] | None
     args: tuple[Any, ...]
     if isinstance(action, (SaveTokens, DeleteTokens, LockTokens, UnlockTokens)):
@@ -173,18 +180,20 @@ def hook_call(
 
 
 def read_store(
-    store: TokenStore, server_url: str
+    store: TokenStore, server_url: str, subject: str | None = None
 ) -> tuple[TokenSet | None, Sequence[ClientRecord]]:
-    """What ``store`` holds for ``server_url`` when a client starts (D2).
+    """What ``store`` holds for ``server_url`` (and ``subject``, W1) when a client
+    starts (D2).
 
     A store that raises, or answers with something else, is treated as empty
     (logged by the exception's type): the client starts signed out rather
     than not at all.
     """
     from ._oauth_types import ClientRecord, TokenSet
+    from ._store import get_tokens
 
     try:
-        tokens = store.get_tokens(server_url)
+        tokens = get_tokens(store, server_url, subject)
         clients = list(store.get_clients())
     except Exception as exc:
         _log.warning("the token store could not be read: %s", type(exc).__name__)

@@ -40,6 +40,10 @@ Commands (inputs), all taking ``now``:
   while a refresh or authorization is in flight (possibly started by this
   call, O51), or this request's own 401/403 started it; send after
   ``Authorized``, fail on ``AuthFailed``. ``None``: send without a token (O2).
+* ``prepare_headers(ticket, method, url, now)``: as ``prepare``, with every
+  header to attach: for a DPoP-bound token ``Authorization: DPoP …`` and a
+  fresh ``DPoP`` proof for ``method url`` (N1). ``note_response(url,
+  headers)`` keeps a ``DPoP-Nonce`` an MCP response gave.
 * ``challenge(ticket, status, headers, now) -> Retry | Wait | Fail | None``:
   the MCP request got ``status`` (401/403). ``None``: not an auth matter,
   deliver the HTTP error as usual (O3). ``RETRY``: a newer token is held,
@@ -52,6 +56,8 @@ Commands (inputs), all taking ``now``:
 * ``receive_assertion(request_id, assertion, now)`` — the host signed a
   ``SignAssertion`` (private_key_jwt, O72); ``compact_jws`` builds one from
   a raw JWS signature.
+* ``receive_identity(request_id, assertion, now)`` — the host gave a
+  ``ProvideAssertion`` (the workload token of N3, the identity assertion of N2).
 * ``handle_timer(now)`` / ``next_deadline()`` — the user wait (O41).
 * ``lock_answered(lock_id, held, current, now)`` — the store's answer to
   ``LockTokens``: whether the refresh lock is now held, and the tokens the
@@ -63,8 +69,9 @@ Outputs: ``take_actions()`` returns, in order, ``AuthRequest`` (perform with
 redirects off, body capped, then report), ``AbortExchange`` (stop an
 exchange whose body overran the cap), ``OpenAuthorizationUrl`` (host hook:
 browser or paste, then ``receive_callback``), ``SignAssertion`` (host signer,
-then ``receive_assertion``), ``SaveTokens`` / ``DeleteTokens`` /
-``SaveClient`` / ``DeleteClient`` (the store, O67; perform them before
+then ``receive_assertion``), ``ProvideAssertion`` (the host's assertion for
+the ``jwt_bearer`` and ``enterprise`` grants, then ``receive_identity``),
+``SaveTokens`` / ``DeleteTokens`` / ``SaveClient`` / ``DeleteClient`` (the store, O67; perform them before
 acting on the event that follows them, O48), ``LockTokens`` /
 ``UnlockTokens`` (hold the store's refresh lock around a refresh; answer a
 lock with ``lock_answered``). ``take_events()`` returns
@@ -87,7 +94,9 @@ Structure: ``OAuthFlow`` composes its phases, one part each, in the order of
 the ``PHASES`` table: ``Discovery`` (``_oauth_discovery``), ``Registration``
 (``_oauth_registration``), ``Authorization`` (``_oauth_authorization``),
 ``TokenRequests`` and ``Refresh`` (``_oauth_tokens``; the refresh with the
-store's lock around it). The state they share and the plumbing they act
+store's lock around it), and ``AssertionGrants`` (``_oauth_grants``: workload
+identity and enterprise sign-in, N2, N3). DPoP's proofs and nonces are
+``_oauth_dpop``'s (N1). The state they share and the plumbing they act
 through (send, emit, store, fail) are ``FlowBase``'s (``_oauth_base``). The
 flow composes the phases and no phase imports the flow: a phase hands over to
 another through the ``FlowBase`` it is given (its ports, and ``start_run`` /
@@ -139,6 +148,7 @@ from ._oauth_errors import (
     TokenError,
     fresh_copy,
 )
+from ._oauth_grants import AssertionGrants
 from ._oauth_registration import Registration
 from ._oauth_rules import (
     _EARLY_REFRESH_PAUSE,
@@ -168,13 +178,16 @@ from ._oauth_types import (
     ClientRecord,
     DeleteClient,
     DeleteTokens,
+    DpopKey,
     Fail,
+    IdentityProvider,
     LockTokens,
     OAuthAction,
     OAuthConfig,
     OAuthEvent,
     OpenAuthorizationUrl,
     PreRegisteredClient,
+    ProvideAssertion,
     Purpose,
     RequestTicket,
     Retry,
@@ -210,8 +223,10 @@ __all__ = [
     "DeleteTokens",
     "DestinationRefused",
     "DiscoveryError",
+    "DpopKey",
     "Fail",
     "HookError",
+    "IdentityProvider",
     "InsufficientScope",
     "InvalidMetadata",
     "IssuerMismatch",
@@ -226,6 +241,7 @@ __all__ = [
     "OpenAuthorizationUrl",
     "PkceNotSupported",
     "PreRegisteredClient",
+    "ProvideAssertion",
     "Purpose",
     "RedirectRefused",
     "RegistrationError",
@@ -273,9 +289,14 @@ PHASES: Final[tuple[tuple[str, tuple[tuple[Purpose, str], ...]], ...]] = (
     ("authorization", ()),  # the person signs in; the redirect comes to receive_callback
     (
         "token_requests",
-        ((Purpose.TOKEN_CODE, "on_response"), (Purpose.TOKEN_CLIENT_CREDENTIALS, "on_response")),
+        (
+            (Purpose.TOKEN_CODE, "on_response"),
+            (Purpose.TOKEN_CLIENT_CREDENTIALS, "on_response"),
+            (Purpose.TOKEN_JWT_BEARER, "on_response"),  # N2, N3: a token answer
+        ),
     ),
     ("refresh", ((Purpose.TOKEN_REFRESH, "on_response"),)),
+    ("grants", ((Purpose.TOKEN_EXCHANGE, "on_exchange"),)),  # N2: the IdP's ID-JAG
 )
 
 
@@ -290,6 +311,7 @@ class OAuthFlow(FlowBase):
     authorization: Authorization
     token_requests: TokenRequests
     refresh: Refresh
+    grants: AssertionGrants
 
     def __init__(
         self,
@@ -305,6 +327,7 @@ class OAuthFlow(FlowBase):
         self.authorization = Authorization(self)
         self.token_requests = TokenRequests(self)
         self.refresh = Refresh(self)
+        self.grants = AssertionGrants(self)
         # Which phase reads the answer to each request: the PHASES table.
         self._readers: dict[Purpose, Callable[[_Exchange, float], None]] = {
             purpose: getattr(getattr(self, phase), reader)
@@ -358,6 +381,41 @@ class OAuthFlow(FlowBase):
         )
 
     def prepare(self, ticket: RequestTicket, now: float) -> tuple[bytes, bytes] | Wait | None:
+        """Before an MCP request: its ``Authorization`` header, ``WAIT`` or ``None``
+        (see ``prepare_headers``, which also gives a DPoP proof, N1)."""
+        verdict = self._prepare(ticket, now)
+        if isinstance(verdict, TokenSet):
+            return authorization_header(verdict)
+        return verdict
+
+    def prepare_headers(
+        self, ticket: RequestTicket, method: str, url: str, now: float
+    ) -> list[tuple[bytes, bytes]] | Wait | None:
+        """Before the MCP request ``method url``: the headers to attach (the
+        ``Authorization`` header, and for a DPoP-bound token a fresh ``DPoP``
+        proof, N1), ``WAIT``, or ``None`` (send bare)."""
+        verdict = self._prepare(ticket, now)
+        if isinstance(verdict, TokenSet):
+            return self.headers_for(verdict, method, url, now)
+        return verdict
+
+    def headers_for(
+        self, tokens: TokenSet, method: str, url: str, now: float
+    ) -> list[tuple[bytes, bytes]]:
+        """The headers ``tokens`` go out with on ``method url`` (O1, N1)."""
+        dpop = self.dpop
+        if dpop is not None and tokens.dpop_jkt == dpop.jkt:
+            proof = dpop.proof(method, url, now, tokens.access_token)
+            value = b"DPoP " + tokens.access_token.encode("utf-8")
+            return [(b"authorization", value), (b"dpop", proof)]
+        return [authorization_header(tokens)]
+
+    def note_response(self, url: str, headers: Sequence[tuple[bytes, bytes]]) -> None:
+        """An MCP response's headers: a ``DPoP-Nonce`` in them is kept (N1)."""
+        if self.dpop is not None:
+            self.dpop.note_nonce(url, headers)
+
+    def _prepare(self, ticket: RequestTicket, now: float) -> TokenSet | Wait | None:
         """Before an MCP request: a header to attach, ``WAIT``, or ``None`` (send bare).
 
         R5, R6: a run in flight (a refresh, a step-up, a sign-in) holds back only
@@ -397,7 +455,7 @@ class OAuthFlow(FlowBase):
             # with none, send bare and let the server's 401 start one.
             return WAIT if run is not None else None
         ticket.generation = self._generation
-        return authorization_header(tokens)
+        return tokens
 
     def current_header(self, now: float) -> tuple[bytes, bytes] | None:
         """The header for the token held now, if it has not expired, starting
@@ -406,6 +464,13 @@ class OAuthFlow(FlowBase):
         if tokens is None or (tokens.expires_at is not None and now >= tokens.expires_at):
             return None
         return authorization_header(tokens)
+
+    def current_headers(self, method: str, url: str, now: float) -> list[tuple[bytes, bytes]]:
+        """``current_header`` with its DPoP proof (N1): no header when no token."""
+        tokens = self._tokens
+        if tokens is None or (tokens.expires_at is not None and now >= tokens.expires_at):
+            return []
+        return self.headers_for(tokens, method, url, now)
 
     def challenge(
         self,
@@ -417,7 +482,21 @@ class OAuthFlow(FlowBase):
         """An MCP request got ``status``; decide what the engine does with it (O3)."""
         if status not in (401, 403):
             return None
-        params = parse_www_authenticate(headers) or {}
+        # O4: the Bearer challenge's parameters, or with DPoP the DPoP one's.
+        dpop_params = parse_www_authenticate(headers, "dpop")
+        params = parse_www_authenticate(headers) or dpop_params or {}
+        if (
+            status == 401
+            and self.dpop is not None
+            and dpop_params is not None
+            and dpop_params.get("error") == "use_dpop_nonce"
+            and self.dpop.note_nonce(self.config.server_url, headers)
+            and not ticket.nonce_retried
+        ):
+            # N1 (RFC 9449 9): the resource server wants a nonce: the request goes
+            # once more with a fresh proof that carries it, never twice.
+            ticket.nonce_retried = True
+            return RETRY
         if status == 403 and params.get("error") != "insufficient_scope":
             return None  # O3: an ordinary HTTP error
         scope = params.get("scope") or None
@@ -487,6 +566,7 @@ class OAuthFlow(FlowBase):
         """Start discovery and authorization eagerly (a CLI ``login``); O2."""
         if self._run is not None:
             raise InvalidState("an authorization flow is already in flight")
+        self.refused_grant = None  # N2, N3: the host asks again
         self.start_run(_Goal.AUTHORIZE, now)
 
     def start_run(
@@ -502,6 +582,10 @@ class OAuthFlow(FlowBase):
         self._run = _Run(
             goal=goal, challenge_scope=scope, resource_metadata=resource_metadata, serial=self._runs
         )
+        if goal is not _Goal.REFRESH and self.refused_grant is not None:
+            # O74: a refused assertion grant is not tried again on its own.
+            self._fail(fresh_copy(self.refused_grant))
+            return
         if goal is _Goal.REFRESH:
             self.refresh.start(now)
         elif goal is _Goal.STEP_UP and self._metadata is not None and self._resource is not None:
@@ -535,6 +619,8 @@ class OAuthFlow(FlowBase):
         run.client = client
         if self.config.grant == "client_credentials":
             self.token_requests.client_credentials(now)  # O71, O61
+        elif self.config.grant in ("jwt_bearer", "enterprise"):
+            self.grants.start(now)  # N2, N3
         else:
             self.authorization.start(now)
 
@@ -545,6 +631,10 @@ class OAuthFlow(FlowBase):
     def receive_assertion(self, request_id: int, assertion: str, now: float) -> None:
         """The host signed the ``SignAssertion`` with ``request_id`` (O72)."""
         self.token_requests.receive_assertion(request_id, assertion, now)
+
+    def receive_identity(self, request_id: int, assertion: str, now: float) -> None:
+        """The host gave the ``ProvideAssertion`` with ``request_id`` (N2, N3)."""
+        self.grants.receive_identity(request_id, assertion, now)
 
     def lock_answered(self, lock_id: int, held: bool, current: TokenSet | None, now: float) -> None:
         """The store's answer to ``LockTokens(lock_id)``: ``held`` the refresh lock is

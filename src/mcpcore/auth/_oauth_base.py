@@ -29,6 +29,7 @@ from ..base._errors import InvalidState, InvalidValue
 from ..base._escape import excerpt
 from ..base._events import AbortExchange
 from ..wire._outbound import OutboundPolicy
+from ._oauth_dpop import Dpop
 from ._oauth_errors import (
     DestinationRefused,
     OAuthError,
@@ -137,6 +138,27 @@ class FlowBase:
         pre = config.preregistered
         if config.grant == "client_credentials" and pre is None:
             raise InvalidValue("the client_credentials grant needs a pre-registered client (O71)")
+        if config.grant in ("jwt_bearer", "enterprise") and pre is None:
+            raise InvalidValue(f"the {config.grant} grant needs a pre-registered client (N2, N3)")
+        if config.grant == "enterprise" and config.identity_provider is None:
+            raise InvalidValue("the enterprise grant needs an identity_provider (N2)")
+        if config.identity_provider is not None and not _absolute(
+            config.identity_provider.token_endpoint
+        ):
+            raise InvalidValue("the identity provider's token endpoint must be an absolute URL")
+        self.dpop: Dpop | None = None
+        if config.dpop not in (False, True, "auto"):
+            raise InvalidValue('dpop must be True, False or "auto"')
+        if config.dpop:
+            if config.dpop_key is None:
+                raise InvalidValue("DPoP needs a key: dpop_key=mcpcore_jwt.DpopKey.generate() (N1)")
+            self.dpop = Dpop(config.dpop, config.dpop_key, self._checked_entropy(token_bytes))
+        if (
+            tokens is not None
+            and (tokens.dpop_jkt is not None or tokens.token_type.lower() == "dpop")
+            and (self.dpop is None or tokens.dpop_jkt != self.dpop.jkt)
+        ):
+            tokens = None  # N1: a token bound to a key this client does not hold is of no use
         if (
             pre is not None
             and pre.auth_method in ("client_secret_basic", "client_secret_post")
@@ -180,6 +202,9 @@ class FlowBase:
         self._early_refresh_at: float | None = None
         self._lock_attempts = 0
         self._sign_in_locks: dict[int, str] = {}  # asked-for sign-in locks: id -> issuer
+        # N2, N3: the refusal of the last assertion grant; none is tried again until
+        # ``login`` (a refused platform token is not sent over and over, O74).
+        self.refused_grant: OAuthError | None = None
         # O18: the revision in use, sent on discovery; the engine tells the flow
         # the one its refused request spoke (see ``use_protocol_version``).
         self.protocol_version = config.protocol_version
@@ -212,12 +237,33 @@ class FlowBase:
                     lock_id=run.lock_attempt,
                     server_url=self.config.server_url,
                     sign_in=run.lock_sign_in,
+                    subject=self.config.subject,
                 )
             )
 
     def take_events(self) -> list[OAuthEvent]:
         events, self._events = self._events, []
         return events
+
+    @staticmethod
+    def _checked_entropy(token_bytes: Callable[[int], bytes]) -> Callable[[int], bytes]:
+        def entropy(n: int) -> bytes:
+            data = token_bytes(n)
+            if not isinstance(data, bytes) or len(data) != n:
+                raise InvalidValue(f"token_bytes({n}) must return {n} bytes")
+            return data
+
+        return entropy
+
+    def _dpop_on(self) -> Dpop | None:
+        """N1: the key, when this run's token requests carry a proof."""
+        dpop = self.dpop
+        if dpop is None:
+            return None
+        tokens = self._tokens
+        if dpop.active(self._metadata) or (tokens is not None and tokens.dpop_jkt == dpop.jkt):
+            return dpop
+        return None
 
     def _entropy(self, n: int) -> bytes:
         data = self._token_bytes(n)
@@ -301,6 +347,12 @@ class FlowBase:
     def _emit(self, action: OAuthAction) -> None:
         self._actions.append(action)
 
+    def _grant_refused(self, error: OAuthError) -> None:
+        """N2, N3: an assertion grant was refused: no retry and no other grant
+        until the host signs in again (``login``); the flow fails with ``error``."""
+        self.refused_grant = error
+        self._fail(error)
+
     def _fail(self, error: OAuthError) -> None:
         _log.debug("oauth: flow failed: %s", type(error).__name__)
         self._release_lock()
@@ -320,7 +372,9 @@ class FlowBase:
         return self._metadata
 
     def _key(self, issuer: str) -> TokenKey:
-        return TokenKey(server_url=self.config.server_url, issuer=issuer)
+        return TokenKey(
+            server_url=self.config.server_url, issuer=issuer, subject=self.config.subject
+        )
 
     def _remember(self, *secrets: str | None) -> None:
         for secret in secrets:

@@ -285,4 +285,5 @@ class Discovery:
             auth_methods=_str_list(doc, "token_endpoint_auth_methods_supported", what),
             cimd=cimd,
             iss_supported=iss_supported,
+            dpop_algs=tuple(_str_list(doc, "dpop_signing_alg_values_supported", what) or ()),
         )

@@ -146,12 +146,25 @@ class AuthorizationRequired(OAuthError):
 
 
 class TokenError(OAuthError):
-    """O47: the token endpoint refused. ``error`` is the OAuth code, ``status`` the HTTP one."""
+    """O47: the token endpoint refused. ``error`` is the OAuth code, ``status`` the HTTP one.
 
-    def __init__(self, message: str, *, error: str | None = None, status: int | None = None):
+    ``step`` names the request of a two-step grant that failed (N2):
+    ``"token_exchange"`` at the identity provider, ``"jwt_bearer"`` at the
+    authorization server; ``None`` for a grant of one step.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error: str | None = None,
+        status: int | None = None,
+        step: str | None = None,
+    ):
         super().__init__(message)
         self.error = error
         self.status = status
+        self.step = step
 
 
 class InsufficientScope(OAuthError):

@@ -4,7 +4,11 @@
 with the client's authentication (secret, or a signed assertion through the
 host, O44, O45, O71, O72) and reads the answer (O46-O48, O54, O55);
 ``Refresh`` refreshes a token with the endpoint and client recorded with it
-(O51-O53, O57) and starts anew when the refresh token is refused (O55).
+(O51-O53, O57), always naming its ``resource``, and starts anew when the
+refresh token is refused (O55), by the rules of W4b: the store is read again
+under the lock first (another run may have refreshed: its set is taken), only
+the set read is deleted, and a refresh ahead of expiry leaves the access token
+in use until it expires.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ._oauth_types import (
     _PendingToken,
     _Phase,
 )
+from ._store import same_tokens
 
 if TYPE_CHECKING:
     from ._oauth_base import FlowBase
@@ -128,7 +133,7 @@ class TokenRequests:
                 )
             )
             return
-        self.post(purpose, url, params, client, None)
+        self.post(purpose, url, params, client, None, now)
 
     def receive_assertion(self, request_id: int, assertion: str, now: float) -> None:
         """The host signed the ``SignAssertion`` with ``request_id`` (O72)."""
@@ -144,7 +149,7 @@ class TokenRequests:
         run.pending_token = None
         flow._remember(assertion)
         flow._phase = flow._resume_phase
-        self.post(pending.purpose, pending.url, pending.params, client, assertion)
+        self.post(pending.purpose, pending.url, pending.params, client, assertion, now)
 
     def post(
         self,
@@ -153,9 +158,16 @@ class TokenRequests:
         params: list[tuple[str, str]],
         client: ClientRecord,
         assertion: str | None,
+        now: float,
     ) -> None:
         flow = self.flow
         headers = [(b"content-type", _FORM), (b"accept", _JSON)]
+        dpop = flow._dpop_on()
+        if dpop is not None:
+            # N1: a fresh proof on every token request (RFC 9449 5); kept to be
+            # sent once more with the nonce a use_dpop_nonce answer gives.
+            headers.append((b"dpop", dpop.proof("POST", url, now)))
+            flow._need_run().resend = _PendingToken(purpose=purpose, url=url, params=params)
         body = list(params)
         method = client.auth_method
         if method == "client_secret_basic" and client.client_secret:
@@ -178,6 +190,9 @@ class TokenRequests:
 
     def on_response(self, ex: _Exchange, now: float) -> None:
         flow = self.flow
+        dpop = flow._dpop_on()
+        if dpop is not None:
+            dpop.note_nonce(ex.url, ex.headers)  # N1: the nonce is kept per origin
         if 300 <= ex.status < 400:
             flow._fail(flow._redirect("the token endpoint", ex.status))  # O62
             return
@@ -205,8 +220,13 @@ class TokenRequests:
         if not isinstance(access, str) or not access:
             raise MalformedResponse(f"{what} has no 'access_token'")
         token_type = doc.get("token_type")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        dpop = flow._dpop_on()
+        bound: str | None = None
+        if dpop is not None and isinstance(token_type, str) and token_type.lower() == "dpop":
+            bound = dpop.jkt  # N1: bound to the key the proof was made with
+        elif not isinstance(token_type, str) or token_type.lower() != "bearer":
             raise MalformedResponse(f"{what}: 'token_type' is not Bearer")
+        kind = "DPoP" if bound is not None else "Bearer"
         if not all("!" <= ch <= "~" for ch in access):
             # F3: the token becomes a header value; a line break would add headers
             raise MalformedResponse(f"{what}: 'access_token' has characters outside visible ASCII")
@@ -225,15 +245,16 @@ class TokenRequests:
             return replace(
                 old,
                 access_token=access,
-                token_type="Bearer",
+                token_type=kind,
                 expires_at=expires_at,
                 refresh_token=refresh or old.refresh_token,
                 scope=scope or old.scope,
+                dpop_jkt=bound,
             )
         meta = flow._need_metadata()
         return TokenSet(
             access_token=access,
-            token_type="Bearer",
+            token_type=kind,
             expires_at=expires_at,
             refresh_token=refresh,
             scope=scope or run.scope,  # O23
@@ -241,16 +262,34 @@ class TokenRequests:
             token_endpoint=meta.token_endpoint,
             resource=flow._resource or canonical_resource(flow.config.server_url),
             client_id=client.client_id,
+            dpop_jkt=bound,
         )
 
     def on_error(self, ex: _Exchange, now: float) -> None:
         flow = self.flow
         run = flow._need_run()
         code, description = flow._oauth_error(ex.body)
+        client = run.client
+        dpop = flow._dpop_on()
+        if (
+            code == "use_dpop_nonce"
+            and ex.status == 400
+            and dpop is not None
+            and dpop.nonce(ex.url) is not None
+            and not run.nonce_retried
+            and run.resend is not None
+            and client is not None
+        ):
+            # N1 (RFC 9449 8): the token endpoint wants a nonce; the request goes
+            # once more with a fresh proof that carries it, never twice.
+            run.nonce_retried = True
+            pending = run.resend
+            # Through ``request``: a private_key_jwt client signs a fresh assertion.
+            self.request(pending.purpose, pending.url, pending.params, client, now)
+            return
         if ex.purpose is Purpose.TOKEN_REFRESH:
             flow.refresh.refused(ex, code, now)
             return
-        client = run.client
         if (
             code == "invalid_client"
             and client is not None
@@ -265,6 +304,18 @@ class TokenRequests:
             return
         shown = f": {code}" if code else ""
         detail = f" ({description})" if description else ""
+        if ex.purpose is Purpose.TOKEN_JWT_BEARER:
+            # N2, N3: the step that failed is named; the assertion never is.
+            flow._grant_refused(
+                TokenError(
+                    "the JWT bearer grant at the authorization server failed with HTTP "
+                    f"{ex.status}{shown}{detail}",
+                    error=code,
+                    status=ex.status,
+                    step="jwt_bearer",
+                )
+            )
+            return
         flow._fail(
             TokenError(
                 f"the token endpoint refused the request with HTTP {ex.status}{shown}{detail} (O47)",
@@ -323,6 +374,7 @@ class Refresh:
                 lock_id=run.lock_attempt,
                 server_url=flow.config.server_url,
                 sign_in=run.lock_sign_in,
+                subject=flow.config.subject,
             )
         )
 
@@ -336,7 +388,10 @@ class Refresh:
             if held:  # a lock no run waits for any more: give it straight back
                 flow._emit(
                     UnlockTokens(
-                        lock_id=lock_id, server_url=flow.config.server_url, sign_in=sign_in
+                        lock_id=lock_id,
+                        server_url=flow.config.server_url,
+                        sign_in=sign_in,
+                        subject=flow.config.subject,
                     )
                 )
             return
@@ -357,6 +412,17 @@ class Refresh:
             return
         run.locked = True
         ours = flow._tokens
+        refused = run.refused
+        if refused is not None:
+            run.refused = None
+            if (
+                current is None
+                or same_tokens(current, refused[0])
+                or not issuers_match(current.issuer, refused[0].issuer)
+            ):
+                self.give_up(refused, current, now)
+                return
+            # W4b: another run stored a newer set meanwhile: it is taken, not deleted.
         if (
             current is not None
             and ours is not None
@@ -418,20 +484,60 @@ class Refresh:
         self.flow.token_requests.on_response(ex, now)
 
     def refused(self, ex: _Exchange, code: str | None, now: float) -> None:
-        """O55: the refresh token is dead: forget the tokens, authorize anew."""
+        """O55, W4b: the refresh token is dead. Nothing is deleted yet: the store is
+        read again under its lock (``give_up`` follows, or the set another run
+        stored meanwhile is taken: a lease that ran out, a store without a lock,
+        a provider that revoked the family when two runs spent one token)."""
         flow = self.flow
         run = flow._need_run()
-        # Only the tokens this refresh started from: the store's lock is held, so a
-        # run sharing the store cannot have stored newer ones meanwhile, and the
-        # condition keeps a store without the lock from losing them either.
         tokens = flow._tokens
-        if tokens is not None:
-            flow._emit(DeleteTokens(key=flow._key(tokens.issuer), only_if=tokens))
-        flow._release_lock()
-        flow._tokens = None
         if code == "invalid_client":
             flow._forget_client(tokens.issuer if tokens else None)
-        _log.debug("oauth: refresh refused (HTTP %d); authorizing anew", ex.status)
+        flow._release_lock()
+        if tokens is None:  # pragma: no cover - a refresh always starts from a set
+            self.give_up(None, None, now, ex.status, code)
+            return
+        _log.debug("oauth: refresh refused (HTTP %d); reading the store again", ex.status)
+        run.refused = (tokens, code, ex.status)
+        flow._phase = _Phase.LOCKING
+        run.lock_since = now
+        run.lock_tries = 0
+        self.ask_lock(now)
+
+    def give_up(
+        self,
+        refused: tuple[TokenSet, str | None, int] | None,
+        read: TokenSet | None,
+        now: float,
+        status: int = 400,
+        code: str | None = None,
+    ) -> None:
+        """W4b: the store holds no newer set: delete only ``read`` (the set read
+        under the lock, if any). A refresh ahead of expiry (the access token still
+        valid) leaves the access token in use until it expires, without its refresh
+        token (the next 401 or expiry signs in anew); otherwise authorize anew."""
+        flow = self.flow
+        run = flow._need_run()
+        if read is not None:
+            flow._emit(DeleteTokens(key=flow._key(read.issuer), only_if=read))
+        flow._release_lock()
+        if refused is not None:
+            tokens, code, status = refused
+            if run.goal is _Goal.REFRESH and (tokens.expires_at is None or now < tokens.expires_at):
+                _log.debug("oauth: refresh refused (HTTP %d); the access token is kept", status)
+                flow._tokens = replace(tokens, refresh_token=None)
+                shown = f": {code}" if code else ""
+                flow._fail(
+                    TokenError(
+                        f"the token endpoint refused the refresh with HTTP {status}{shown}; "
+                        "the access token is used until it expires (O55)",
+                        error=code,
+                        status=status,
+                    )
+                )
+                return
+        flow._tokens = None
+        _log.debug("oauth: refresh refused (HTTP %d); authorizing anew", status)
         flow._run = None
         flow.start_run(
             _Goal.AUTHORIZE, now, scope=run.challenge_scope, resource_metadata=run.resource_metadata

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Literal, Union
+from typing import Any, Final, Literal, Protocol, Union
 
 from ..base._events import AbortExchange
 from ._oauth_errors import OAuthError
 from ._oauth_rules import _no_query
 
 __all__ = [
+    "DEFAULT_SUBJECT",
     "WAIT",
     "AuthFailed",
     "AuthRequest",
@@ -29,13 +30,16 @@ __all__ = [
     "ClientRecord",
     "DeleteClient",
     "DeleteTokens",
+    "DpopKey",
     "Fail",
+    "IdentityProvider",
     "LockTokens",
     "OAuthAction",
     "OAuthConfig",
     "OAuthEvent",
     "OpenAuthorizationUrl",
     "PreRegisteredClient",
+    "ProvideAssertion",
     "Purpose",
     "RequestTicket",
     "Retry",
@@ -75,6 +79,58 @@ class PreRegisteredClient:
         )
 
 
+class DpopKey(Protocol):
+    """The key a client proves possession of with DPoP (N1, RFC 9449).
+
+    ``alg`` is its JWS algorithm (``"ES256"``), ``public_jwk`` its public key as
+    a JWK (no private part), and ``sign(signing_input)`` the raw JWS signature
+    over ``signing_input`` (for ES256, ``r || s``). Signing with a key held in
+    memory is computation, not I/O, so the core calls ``sign`` itself, once per
+    proof; ``mcpcore_jwt.DpopKey`` is a ready one.
+    """
+
+    @property
+    def alg(self) -> str: ...
+
+    @property
+    def public_jwk(self) -> dict[str, str]: ...
+
+    def sign(self, signing_input: bytes) -> bytes: ...
+
+
+SubjectTokenType = Literal["id_token", "saml2"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdentityProvider:
+    """The enterprise identity provider of N2: where the identity assertion is
+    exchanged for an ID-JAG (RFC 8693). ``client_secret`` never shows (A4).
+
+    ``token_endpoint`` is the IdP's token endpoint; ``client_id`` (and
+    ``client_secret``, sent with HTTP Basic) this client's registration there;
+    ``subject_token_type`` what the ``assertion`` hook gives: an OpenID
+    Connect ID token (``"id_token"``) or a SAML 2.0 assertion (``"saml2"``).
+    """
+
+    token_endpoint: str
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    subject_token_type: SubjectTokenType = "id_token"
+
+    def __repr__(self) -> str:
+        secret = "<held>" if self.client_secret else None
+        return (
+            f"IdentityProvider(token_endpoint={_no_query(self.token_endpoint)!r}, "
+            f"client_id={self.client_id!r}, client_secret={secret}, "
+            f"subject_token_type={self.subject_token_type!r})"
+        )
+
+
+Grant = Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"]
+# W1: the subject of tokens stored without one (a single-user host's).
+DEFAULT_SUBJECT = "default"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OAuthConfig:
     """What the host configures for one MCP server (built by ``AuthOptions.config``)."""
@@ -85,7 +141,7 @@ class OAuthConfig:
     application_type: Literal["native", "web"] = "native"
     client_metadata_url: str | None = None  # CIMD (O25)
     preregistered: PreRegisteredClient | None = None
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    grant: Grant = "authorization_code"
     scope: str | None = None  # hard override of O19
     want_refresh_tokens: bool = True
     user_wait: float = 300.0  # O41
@@ -98,14 +154,26 @@ class OAuthConfig:
     # A3: the store is shared and has a sign-in lock: one sign-in at a time per
     # issuer, and a later one first takes fitting tokens another run stored.
     serialize_sign_ins: bool = False
+    # N1: DPoP always (True), when the authorization server lists the key's
+    # algorithm in dpop_signing_alg_values_supported ("auto"), or never (False).
+    dpop: bool | Literal["auto"] = False
+    dpop_key: DpopKey | None = field(default=None, repr=False)
+    identity_provider: IdentityProvider | None = None  # N2: grant="enterprise"
+    # W1: whose tokens these are (the host's user or tenant id): part of every key.
+    subject: str = DEFAULT_SUBJECT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenKey:
-    """Where tokens are stored: (server URL, issuer) (O67)."""
+    """Where tokens are stored: (server URL, issuer, subject) (O67, W1).
+
+    ``subject`` is whose tokens they are: the host's user or tenant id
+    (``AuthOptions.subject``); ``DEFAULT_SUBJECT`` when the host has one user.
+    """
 
     server_url: str
     issuer: str
+    subject: str = DEFAULT_SUBJECT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +189,9 @@ class TokenSet:
     token_endpoint: str
     resource: str
     client_id: str
+    # N1: the RFC 7638 thumbprint of the DPoP key a "DPoP" token is bound to (the
+    # key's public half: no secret); a token bound to another key is not used.
+    dpop_jkt: str | None = None
 
     def __repr__(self) -> str:
         refresh = "<held>" if self.refresh_token else None
@@ -161,6 +232,7 @@ class RequestTicket:
     generation: int = -1  # which token generation it was sent with
     authorizations: int = 0  # 401-driven flows started or joined
     step_ups: int = 0  # 403 insufficient_scope flows started or joined
+    nonce_retried: bool = False  # N1: a use_dpop_nonce 401 was answered once
     refreshed: bool = False  # a refresh was already tried for it (O52)
     waits_for: int = 0  # the flow run its own 401/403 started or joined (0: none)
 
@@ -176,6 +248,8 @@ class Purpose(Enum):
     TOKEN_CODE = "token_code"
     TOKEN_REFRESH = "token_refresh"
     TOKEN_CLIENT_CREDENTIALS = "token_client_credentials"
+    TOKEN_EXCHANGE = "token_exchange"  # N2: at the identity provider (RFC 8693)
+    TOKEN_JWT_BEARER = "token_jwt_bearer"  # N2, N3: at the authorization server (RFC 7523)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,6 +320,24 @@ class SignAssertion:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProvideAssertion:
+    """Give the assertion a grant presents, with ``receive_identity(request_id, text)``.
+
+    ``kind`` ``"workload"`` (N3): the platform's workload token, read anew for
+    each grant (platform tokens rotate); ``"identity"`` (N2): the person's
+    identity assertion from the enterprise identity provider (an ID token or a
+    SAML assertion), exchanged there for an ID-JAG. ``audience`` is the MCP
+    server's authorization server (its issuer), ``resource`` the MCP server.
+    """
+
+    request_id: int
+    kind: Literal["workload", "identity"]
+    audience: str
+    resource: str
+    attempt: int = 0  # D2: set by the engine; report the answer with it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SaveTokens:
     """Store ``tokens`` under ``key`` (O48, O54, O67).
 
@@ -286,11 +378,14 @@ class LockTokens:
     (``lock_sign_in``): clients sharing a store ask a person to sign in with
     one authorization server one at a time, and the one that comes second
     first reads what the first stored (R4).
+
+    ``subject``: whose tokens the refresh lock guards (W1).
     """
 
     lock_id: int
     server_url: str
     sign_in: str | None = None
+    subject: str = DEFAULT_SUBJECT
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -301,6 +396,7 @@ class UnlockTokens:
     lock_id: int
     server_url: str
     sign_in: str | None = None
+    subject: str = DEFAULT_SUBJECT  # W1
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
@@ -326,6 +422,7 @@ OAuthAction = Union[
     AbortExchange,
     OpenAuthorizationUrl,
     SignAssertion,
+    ProvideAssertion,
     SaveTokens,
     DeleteTokens,
     SaveClient,
@@ -401,6 +498,7 @@ class _Phase(Enum):
     LOCKING = "locking"  # waiting for the store's refresh lock
     REFRESHING = "refreshing"
     CLIENT_GRANT = "client_grant"
+    ASSERTING = "asserting"  # N2, N3: waiting for the host's assertion
 
 
 class _Goal(Enum):
@@ -421,6 +519,7 @@ class _Metadata:
     cimd: bool
     iss_supported: bool
     legacy_defaults: bool = False  # O16: no document at all
+    dpop_algs: tuple[str, ...] = ()  # N1: dpop_signing_alg_values_supported
 
 
 @dataclass(slots=True)
@@ -475,6 +574,13 @@ class _Run:
     lock_tries: int = 0
     lock_sign_in: str | None = None  # the lock asked for is this issuer's sign-in lock
     refreshing: TokenSet | None = None  # the set a refresh started from (CAS)
+    nonce_retried: bool = False  # N1: the token endpoint's use_dpop_nonce answered once
+    # N1: the token request last sent, to send again with the nonce a
+    # use_dpop_nonce answer gives.
+    resend: _PendingToken | None = None
+    # W4b: the set whose refresh was refused, and the refusal (its code and HTTP
+    # status), while the store is read again under the lock before anything is deleted.
+    refused: tuple[TokenSet, str | None, int] | None = None
 
 
 def _as_method(method: str) -> AuthMethod:

@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 from typing import Protocol, Union
 
 from ._oauth_types import (
+    DEFAULT_SUBJECT,
     ClientRecord,
     DeleteClient,
     DeleteTokens,
     LockTokens,
     OpenAuthorizationUrl,
+    ProvideAssertion,
     SaveClient,
     SaveTokens,
     SignAssertion,
@@ -43,6 +45,7 @@ __all__ = [
     "StoreOutcome",
     "TokenStore",
     "apply_to_store",
+    "get_tokens",
     "same_tokens",
 ]
 
@@ -55,15 +58,24 @@ class TokenStore(Protocol):
     ``mcpcore_threaded``), one write at a time, in order. A method that raises or
     does not answer within ``AuthOptions.hook_timeout`` loses nothing but the
     write: the tokens stay in memory for the client's life, and it is logged.
-    Tokens are keyed by ``TokenKey(server_url, issuer)``; ``get_tokens`` gives the
-    newest set held for a server whatever its issuer. Clients are keyed by issuer.
-    A store shared between clients is called from several threads at once.
+    Tokens are keyed by ``TokenKey(server_url, issuer, subject)``; ``get_tokens``
+    gives the newest set held for a server and subject whatever its issuer.
+    Clients are keyed by issuer. A store shared between clients is called from
+    several threads at once.
+
+    Subjects (W1): a client whose ``AuthOptions.subject`` is not
+    ``DEFAULT_SUBJECT`` calls ``get_tokens(server_url, subject=...)`` (and
+    ``lock_tokens``/``unlock_tokens`` likewise), and its keys carry the subject;
+    the store must never answer one subject with another's tokens. A client of
+    the default subject calls them without ``subject=``, so a store written
+    before subjects keeps working for a single-user host.
 
     A store with only these methods keeps working but is not safe to share
     between processes: two refreshing at once can spend a rotating refresh token
     twice and sign the user out. ``SharedTokenStore`` adds what sharing needs.
     """
 
+    # A store that keeps subjects takes ``subject=`` too (W1: see above).
     def get_tokens(self, server_url: str) -> TokenSet | None: ...
 
     def set_tokens(self, key: TokenKey, tokens: TokenSet) -> object: ...
@@ -80,8 +92,8 @@ class TokenStore(Protocol):
 class SharedTokenStore(TokenStore, Protocol):
     """A ``TokenStore`` that runs (threads, processes) may share (R4).
 
-    ``set_tokens(key, tokens, replaces=old)`` stores only if the set held for
-    ``key.server_url`` is still ``old`` (``same_tokens``), and
+    ``set_tokens(key, tokens, replaces=old)`` stores only if the newest set held
+    for ``key.server_url`` and ``key.subject`` is still ``old`` (``same_tokens``), and
     ``delete_tokens(key, only_if=old)`` deletes only then; each returns whether
     it applied, atomically for every user of the store. Without
     ``replaces``/``only_if`` they write whatever is there (and return True).
@@ -97,7 +109,7 @@ class SharedTokenStore(TokenStore, Protocol):
 
     def delete_tokens(self, key: TokenKey, *, only_if: TokenSet | None = None) -> bool: ...
 
-    def lock_tokens(self, server_url: str) -> bool: ...
+    def lock_tokens(self, server_url: str) -> bool: ...  # and subject=, as get_tokens
 
     def unlock_tokens(self, server_url: str) -> None: ...
 
@@ -131,37 +143,45 @@ class MemoryTokenStore:
         self._tokens: dict[TokenKey, tuple[int, TokenSet]] = {}
         self._clients: dict[str, ClientRecord] = {}
         self._stored = itertools.count()
-        self._refreshing: dict[str, object] = {}  # server URLs whose refresh lock is held
+        # (server URL, subject) pairs whose refresh lock is held
+        self._refreshing: dict[tuple[str, str], object] = {}
         self._signing_in: dict[str, object] = {}  # issuers whose sign-in lock is held
 
     def __repr__(self) -> str:
         return f"MemoryTokenStore({len(self._tokens)} token sets, {len(self._clients)} clients)"
 
-    def get_tokens(self, server_url: str) -> TokenSet | None:
-        found = [held for k, held in self._tokens.copy().items() if k.server_url == server_url]
+    def get_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> TokenSet | None:
+        found = [
+            held
+            for k, held in self._tokens.copy().items()
+            if k.server_url == server_url and k.subject == subject
+        ]
         return max(found, key=lambda held: held[0])[1] if found else None
 
     def set_tokens(
         self, key: TokenKey, tokens: TokenSet, *, replaces: TokenSet | None = None
     ) -> bool:
-        if replaces is not None and not same_tokens(self.get_tokens(key.server_url), replaces):
+        if replaces is not None and not same_tokens(self._newest(key), replaces):
             return False
         self._tokens[key] = (next(self._stored), tokens)
         return True
 
     def delete_tokens(self, key: TokenKey, *, only_if: TokenSet | None = None) -> bool:
-        if only_if is not None and not same_tokens(self.get_tokens(key.server_url), only_if):
+        if only_if is not None and not same_tokens(self._newest(key), only_if):
             return False
         self._tokens.pop(key, None)
         return True
 
-    def lock_tokens(self, server_url: str) -> bool:
+    def _newest(self, key: TokenKey) -> TokenSet | None:
+        return self.get_tokens(key.server_url, subject=key.subject)
+
+    def lock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
         # setdefault is one indivisible step: of two threads asking, one gets its mark in.
         mark = object()
-        return self._refreshing.setdefault(server_url, mark) is mark
+        return self._refreshing.setdefault((server_url, subject), mark) is mark
 
-    def unlock_tokens(self, server_url: str) -> None:
-        self._refreshing.pop(server_url, None)
+    def unlock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> None:
+        self._refreshing.pop((server_url, subject), None)
 
     def lock_sign_in(self, issuer: str) -> bool:
         """Take the sign-in lock for ``issuer`` without waiting (R4)."""
@@ -185,6 +205,7 @@ StoreAction = Union[SaveTokens, DeleteTokens, SaveClient, DeleteClient, LockToke
 AuthAction = Union[
     OpenAuthorizationUrl,
     SignAssertion,
+    ProvideAssertion,
     SaveTokens,
     DeleteTokens,
     SaveClient,
@@ -203,6 +224,17 @@ class StoreOutcome:
     current: TokenSet | None = field(default=None, repr=False)
 
 
+def _subject(subject: str | None) -> dict[str, str]:
+    """The ``subject=`` to pass a store: none for the default subject, so a host's
+    store written before subjects keeps working (W1)."""
+    return {} if subject is None or subject == DEFAULT_SUBJECT else {"subject": subject}
+
+
+def get_tokens(store: TokenStore, server_url: str, subject: str | None) -> TokenSet | None:
+    """``store.get_tokens`` for ``server_url`` and ``subject`` (W1)."""
+    return store.get_tokens(server_url, **_subject(subject))
+
+
 def _shared(store: TokenStore) -> SharedTokenStore | None:
     return store if callable(getattr(store, "lock_tokens", None)) else None  # type: ignore[return-value]
 
@@ -214,13 +246,14 @@ def _locks_for(
     lock of its server, or (``sign_in``) its issuer's sign-in lock; None for a
     store without it (the action then takes nothing)."""
     if action.sign_in is not None:
-        key, names = action.sign_in, ("lock_sign_in", "unlock_sign_in")
+        key, names, extra = action.sign_in, ("lock_sign_in", "unlock_sign_in"), {}
     else:
         key, names = action.server_url, ("lock_tokens", "unlock_tokens")
+        extra = _subject(action.subject)
     take, give = (getattr(store, name, None) for name in names)
     if not callable(take) or not callable(give):
         return None, None
-    return (lambda: take(key) is True), (lambda: give(key))
+    return (lambda: take(key, **extra) is True), (lambda: give(key, **extra))
 
 
 def apply_to_store(store: TokenStore, action: StoreAction) -> StoreOutcome:
@@ -236,7 +269,7 @@ def apply_to_store(store: TokenStore, action: StoreAction) -> StoreOutcome:
         if lock is not None and not lock():
             return StoreOutcome(False)
         try:
-            return StoreOutcome(True, store.get_tokens(action.server_url))
+            return StoreOutcome(True, get_tokens(store, action.server_url, action.subject))
         except BaseException:
             if unlock is not None:
                 unlock()
@@ -250,7 +283,9 @@ def apply_to_store(store: TokenStore, action: StoreAction) -> StoreOutcome:
                 shared.set_tokens(action.key, action.tokens, replaces=action.replaces) is True
             )
         # A plain store: checked by reading first (not atomic: see TokenStore).
-        if not same_tokens(store.get_tokens(action.key.server_url), action.replaces):
+        if not same_tokens(
+            get_tokens(store, action.key.server_url, action.key.subject), action.replaces
+        ):
             return StoreOutcome(False)
         store.set_tokens(action.key, action.tokens)
         return StoreOutcome(True)
@@ -260,7 +295,9 @@ def apply_to_store(store: TokenStore, action: StoreAction) -> StoreOutcome:
             return StoreOutcome(True)
         if shared is not None:
             return StoreOutcome(shared.delete_tokens(action.key, only_if=action.only_if) is True)
-        if not same_tokens(store.get_tokens(action.key.server_url), action.only_if):
+        if not same_tokens(
+            get_tokens(store, action.key.server_url, action.key.subject), action.only_if
+        ):
             return StoreOutcome(False)
         store.delete_tokens(action.key)
         return StoreOutcome(True)

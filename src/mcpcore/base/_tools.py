@@ -29,6 +29,7 @@ from ._schema import SchemaInvalid, Validator, compile_schema
 
 if TYPE_CHECKING:
     from ._filters import ToolFilter
+    from ._pins import PinChanged
 
 __all__ = [
     "DEFAULT_SEGMENT_PATTERN",
@@ -217,13 +218,15 @@ class SyncReport:
     """The diff of two catalogues of one server (T6): sorted tuples of ids.
 
     ``added``, ``removed``, ``changed`` and ``untouched`` partition the union of
-    both catalogues' ids.
+    both catalogues' ids. ``pins`` holds a ``PinChanged`` for each tool whose
+    listed definition differs from its pin, first seen in this listing (U1).
     """
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     untouched: tuple[str, ...] = ()
+    pins: tuple[PinChanged, ...] = ()
 
 
 def _text(value: object) -> str | None:

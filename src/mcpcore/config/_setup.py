@@ -38,6 +38,7 @@ from ._config import (
 if TYPE_CHECKING:
     from ..auth._authorizing import AuthOptions
     from ..base._filters import ToolFilter
+    from ..features._pins import PinStore
 
 __all__ = [
     "LOCAL_REFUSED",
@@ -137,6 +138,8 @@ class ClientOptions(TypedDict, total=False):
         ``AuthOptions.store`` and sends them. Without it a 401 is an error
         naming the status. The person-facing step needs the driver's
         ``authorize`` hook; a signed client assertion its ``sign_assertion``.
+        For a hub, a mapping of server names to ``AuthOptions`` gives each
+        entry its own (another store, another ``subject``, W1).
     ``include`` / ``exclude`` (None)
         Tool filters (V4): lists of glob patterns (``"search_*"``) matched
         against each tool's original name, case-insensitively; a pattern
@@ -230,6 +233,20 @@ class ClientOptions(TypedDict, total=False):
     ``cancel_tasks_on_close`` (False)
         Closing the client cancels the tasks its calls follow (``tasks/cancel``);
         left off, they run on and may be picked up with ``resume_task()``.
+    ``pins`` (``"warn"``)
+        What a tool whose definition (name, title, description, schemas,
+        annotations) changed since it was first listed does (U1): ``"warn"``
+        logs it and reports it in the sync report's ``pins``; ``"block"``
+        also withholds the tool (out of ``tools`` and ``register_into``;
+        calling it raises ``ToolChanged``) until ``accept_change(tool_id)``.
+    ``pin_store`` (a ``MemoryPinStore`` of the client's own)
+        Where pins outlive the client (a ``PinStore``, such as
+        ``mcpcore_stores.SqlitePinStore``): read when the client starts,
+        written as tools are pinned and changes accepted, always off the
+        event loop. A hub's clients may share one: pins are per server.
+    ``pin_subject`` (``"default"``)
+        Whose pins these are (the host's user or tenant): pins are kept per
+        server and per subject.
     """
 
     call_timeout: float
@@ -252,7 +269,7 @@ class ClientOptions(TypedDict, total=False):
     client_name: str
     protocol: str
     proxy: str
-    auth: AuthOptions | None
+    auth: AuthOptions | Mapping[str, AuthOptions | None] | None
     include: Sequence[str] | Mapping[str, Sequence[str]] | None
     exclude: Sequence[str] | Mapping[str, Sequence[str]] | None
     log_level: str
@@ -268,6 +285,9 @@ class ClientOptions(TypedDict, total=False):
     tasks: bool | Mapping[str, bool]
     task_timeout: float
     cancel_tasks_on_close: bool
+    pins: Literal["warn", "block"]
+    pin_store: PinStore | None
+    pin_subject: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +320,9 @@ class ClientSetup:
     tracing: bool = False
     # V3: the headers= callable for this server (its repr may hold a secret: never shown).
     headers: HeaderSource | None = field(default=None, repr=False)
+    # U1: where pins outlive the client (None: in memory only), and whose they are.
+    pin_store: PinStore | None = None
+    pin_subject: str = "default"
 
 
 def prepare_client(
@@ -345,6 +368,7 @@ def prepare_client(
         tasks=_per_server_flag(options.get("tasks", False), lowered, "tasks"),
         task_timeout=positive_seconds(options.get("task_timeout", 3600.0), "task_timeout"),
         cancel_tasks_on_close=bool(options.get("cancel_tasks_on_close", False)),
+        pins=_pins_policy(options.get("pins", "warn")),
     )
     allow_local = options.get("allow_local", False)
     plugin_root = options.get("plugin_root")
@@ -415,11 +439,29 @@ def prepare_client(
         config_error=error,
         proxy=proxy,
         outbound=outbound,
-        auth=_auth(options.get("auth"), resolved),
+        auth=_auth(options.get("auth"), resolved, lowered),
         close_grace=positive_seconds(options.get("close_grace", DEFAULT_GRACE), "close_grace"),
         tracing=_flag(options.get("tracing", False), "tracing"),
         headers=_header_source(options.get("headers"), lowered),
+        pin_store=options.get("pin_store"),
+        pin_subject=_pin_subject(options.get("pin_subject")),
     )
+
+
+def _pins_policy(value: object) -> Literal["warn", "block"]:
+    """U1: the ``pins=`` option (``InvalidValue`` for anything but its two words)."""
+    if value == "warn" or value == "block":
+        return value
+    raise InvalidValue('pins must be "warn" or "block"')
+
+
+def _pin_subject(value: object) -> str:
+    """U1: whose pins (``"default"``, mcpcore's default subject, when left out)."""
+    if value is None:
+        return "default"
+    if not isinstance(value, str) or not value:
+        raise InvalidValue("pin_subject must be a non-empty string")
+    return value
 
 
 def _header_source(value: object, server: str) -> HeaderSource | None:
@@ -458,18 +500,34 @@ def _flag(value: object, option: str) -> bool:
     return value
 
 
-def _auth(value: object, server: RemoteServer | LocalServer | None) -> AuthOptions | None:
-    """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start."""
+def _auth(
+    value: object, server: RemoteServer | LocalServer | None, name: str
+) -> AuthOptions | None:
+    """A3: ``auth=`` for a remote server, checked now (``InvalidValue``), not at start.
+    A hub's mapping of server names to ``AuthOptions`` gives each entry its own
+    (its own store or subject, W1); an entry not named there has none."""
     if value is None:
         return None
     from ..auth._authorizing import AuthOptions
     from ..auth._oauth import OAuthFlow
 
+    if isinstance(value, Mapping):
+        for key, each in value.items():
+            if each is not None and not isinstance(each, AuthOptions):
+                raise TypeError(f"auth[{excerpt(repr(key), 40)}] must be an AuthOptions (or None)")
+        value = {ascii_lower(str(key)): each for key, each in value.items()}.get(name)
+        if value is None:
+            return None
     if not isinstance(value, AuthOptions):
         raise TypeError("auth must be an AuthOptions (or None)")
     if not isinstance(server, RemoteServer):
         return None  # a local server or an invalid entry: nothing to authorize
-    OAuthFlow(value.config(server.url, interactive=False), token_bytes=bytes)  # raises if unusable
+    config = value.config(server.url, interactive=False)
+    if config.dpop and config.dpop_key is None:
+        from dataclasses import replace
+
+        config = replace(config, dpop=False)  # N1: the driver makes the key at start
+    OAuthFlow(config, token_bytes=bytes)  # raises if unusable
     return value
 
 

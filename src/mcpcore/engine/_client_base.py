@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from ..base._errors import InvalidState, InvalidValue, UnknownTool
@@ -25,10 +26,12 @@ if TYPE_CHECKING:
     from ..auth._authorizing import AuthAction, AuthOptions, TokenStore
     from ..auth._hooks import HookCall
     from ..auth._oauth import ClientRecord, TokenSet
+    from ..base._pins import Pin, PinChanged
     from ..base._render import ToolOutput
     from ..base._tools import SyncReport, Tool
-    from ..config._config import RemoteServer
+    from ..config._config import LocalServer, RemoteServer
     from ..features._input import AskHost
+    from ..features._pins import PinStore
     from ..features._resources import ReadResult, Resource, ServerResource
     from ..features._resume import Continuation
     from ..features._skills import DirectoryWalk, ServerSkill, Skill
@@ -83,7 +86,12 @@ class ClientBase:
     _store: TokenStore | None
     _authorize: Callable[..., object] | None
     _sign_assertion: Callable[..., object] | None
+    _assertion: Callable[..., object] | None = None  # N2, N3: AuthOptions.assertion
+    _assertion_blocks: bool = False  # it reads a file: run it as the store's methods are
     _header_source: HeaderSource | None = None  # V3: the headers= callable, if any
+    _server: RemoteServer | LocalServer | None
+    _pin_store: PinStore | None = None  # U1: the host's, else pins live in memory only
+    _pin_subject: str = "default"
     _elicit: Callable[..., object] | None = None
     _roots_hook: Callable[..., object] | None = None
     _sample: Callable[..., object] | None = None
@@ -147,7 +155,7 @@ class ClientBase:
             from ..auth._hooks import read_store
 
             self._store = auth.store or MemoryTokenStore()
-            tokens, clients = read_store(self._store, server.url)
+            tokens, clients = read_store(self._store, server.url, auth.subject)
         return HttpClientEngine(
             server,
             options=self._options,
@@ -178,7 +186,68 @@ class ClientBase:
             authorize=self._authorize,
             sign_assertion=self._sign_assertion,
             store=self._store,
+            assertion=self._assertion,
+            assertion_blocks=self._assertion_blocks,
         )
+
+    # --- pinned tool definitions (U1) ----------------------------------------------
+
+    def _pin_server(self) -> str:
+        """The server the pins are kept under: its URL, or ``local:<name>``."""
+        from ..config._config import RemoteServer
+
+        server = self._server
+        return (
+            server.url if isinstance(server, RemoteServer) else f"local:{self._options.server_name}"
+        )
+
+    def _pins_to_read(self) -> Callable[[], dict[str, Pin]] | None:
+        """What reads the host's pin store when the client starts (blocking: the
+        driver runs it off its lock and off the event loop), or None without one."""
+        store = self._pin_store
+        if store is None:
+            return None
+        from ..features._pins import read_pins
+
+        return partial(read_pins, store, self._pin_server(), self._pin_subject)
+
+    def _pins_read(self, pins: Mapping[str, Pin]) -> None:
+        """Seed the engine's pins with what the store held (before the engine starts)."""
+        engine = self._engine
+        if engine is not None:
+            engine.session.tools.pins.load(pins)
+
+    def _pin_writes(self) -> Callable[[], None] | None:
+        """The pins the engine made since the last turn, as one blocking function that
+        stores them in order (the driver runs it off its lock), or None."""
+        engine = self._engine
+        if engine is None:
+            return None
+        writes = engine.session.tools.take_pin_writes()
+        store = self._pin_store
+        if not writes or store is None:
+            return None  # without a store of the host's, pins live in the engine only
+        server, subject = self._pin_server(), self._pin_subject
+
+        def store_pins() -> None:
+            for write in writes:
+                write.apply(store, server, subject)
+
+        return store_pins
+
+    def _accept(self, tool_id: str) -> bool:
+        """U1: the engine's part of ``accept_change`` (in a turn)."""
+        engine = self._engine
+        if engine is None:
+            return False
+        return engine.session.tools.accept_change(tool_id)
+
+    @property
+    def pin_changes(self) -> tuple[PinChanged, ...]:
+        """U1: the tools whose listed definition differs from their pin, not accepted
+        yet (withheld ones under ``pins="block"``), as of the last listing."""
+        engine = self._engine
+        return () if engine is None else engine.session.tools.pins.changes
 
     def owns(self, continuation: Continuation) -> bool:
         """Whether ``continuation`` is of a call to this client's server (Q4)."""
@@ -457,6 +526,11 @@ class _NamedClient(Protocol):
     @property
     def tools(self) -> tuple[Tool, ...]: ...
 
+    @property
+    def pin_changes(self) -> tuple[PinChanged, ...]: ...
+
+    def accept_change(self, tool_id: str) -> bool: ...
+
 
 class HubBase(Generic[_C]):
     """The part of ``McpHub`` that does no I/O, shared by both drivers (L7, C4, K7).
@@ -485,6 +559,17 @@ class HubBase(Generic[_C]):
     @property
     def tools(self) -> tuple[Tool, ...]:
         return tuple(tool for client in self.clients.values() for tool in client.tools)
+
+    @property
+    def pin_changes(self) -> tuple[PinChanged, ...]:
+        """U1: every client's changed tools not accepted yet (see ``McpClient.pin_changes``)."""
+        return tuple(change for client in self.clients.values() for change in client.pin_changes)
+
+    def accept_change(self, tool_id: str) -> bool:
+        """U1: accept the changed definition of ``tool_id`` on the client it routes to
+        (``UnknownTool`` for a server this hub does not have); False when that tool
+        has no change waiting."""
+        return self.client_for(tool_id).accept_change(tool_id)
 
     def _tagged(self, listings: Mapping[str, Sequence[Resource]]) -> list[ServerResource]:
         """F2: each server's resources tagged with its name, in the hub's order."""

@@ -119,6 +119,9 @@ class SessionOptions:
     tasks: bool = False
     task_timeout: float = 3600.0
     cancel_tasks_on_close: bool = False
+    # U1: what a tool whose definition changed since it was pinned does:
+    # "warn" (log and report) or "block" (withheld until the host accepts it).
+    pins: Literal["warn", "block"] = "warn"
 
 
 def timeout_error(pending: Pending) -> CallTimeout:

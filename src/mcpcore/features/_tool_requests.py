@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..base._errors import (
@@ -38,6 +38,7 @@ from ..wire._requests import Pages, Pending, RequestKind, error_detail, register
 
 if TYPE_CHECKING:
     from ..base._tools import Tool
+    from ._pins import PinBook, PinWrite
     from ._port import SessionPort
 
 __all__ = ["TOOLS_CALL", "TOOLS_LIST", "ToolsFeature"]
@@ -96,7 +97,10 @@ class ToolsFeature:
     def __init__(self, session: SessionPort) -> None:
         self._session = session
         self._path = session.path
+        # U1: the catalogue the host sees (withheld tools left out) and the one listed
         self.catalogue: Catalogue | None = None
+        self.listed: Catalogue | None = None
+        self._pins: PinBook | None = None  # U1: made at the first listing (B5)
         self.listing: _Listing | None = None
         self._queued: list[int] = []
         self._next_refresh_id = 1
@@ -107,6 +111,19 @@ class ToolsFeature:
         self._header_params: dict[str, tuple[HeaderParam, ...]] = {}
         # M42: calls waiting for a re-list before they are sent again
         self._after_relist: list[Pending] = []
+
+    @property
+    def pins(self) -> PinBook:
+        """U1: this client's pins (the feature module loads on first use)."""
+        if self._pins is None:
+            from ._pins import PinBook
+
+            self._pins = PinBook()
+        return self._pins
+
+    def take_pin_writes(self) -> list[PinWrite]:
+        """U1: the pins made since the last call, for the driver to store."""
+        return [] if self._pins is None else self._pins.take_writes()
 
     # --- calls ---------------------------------------------------------------------
 
@@ -127,6 +144,11 @@ class ToolsFeature:
         assert self.catalogue is not None
         tool = self.catalogue.get(tool_id)
         if tool is None:
+            withheld = None if self._pins is None else self._pins.withheld(tool_id)
+            if withheld is not None:
+                from ..base._pins import ToolChanged
+
+                raise ToolChanged(withheld)  # U1: nothing is sent
             hidden = self.catalogue.filtered.get(tool_id)
             if hidden is not None:
                 raise UnknownTool(tool_id, filtered=hidden)
@@ -297,9 +319,10 @@ class ToolsFeature:
         ):
             # E7: the last listing is fresh: it is the catalogue, nothing is sent.
             _log.debug("%s tools re-list served from the last one (ttlMs)", self._session.tag)
+            listed = self.listed or catalogue
             self._session.events.append(
                 ToolsRefreshed(
-                    refresh_id=refresh_id, catalogue=catalogue, report=catalogue.diff(catalogue)
+                    refresh_id=refresh_id, catalogue=catalogue, report=listed.diff(listed)
                 )
             )
             return refresh_id
@@ -380,6 +403,10 @@ class ToolsFeature:
             return
         self.listing = None
         cache = self._session.cache
+        previous = self.listed or self.catalogue
+        # U1: each listing goes past the pins; the host sees what they let through.
+        self.listed = catalogue
+        catalogue, pin_changes = self.pins.observe(catalogue, options.pins)
         if listing.refresh_id is _STARTUP:
             self.catalogue = catalogue
             cache.forget()  # E7: a (re)start: nothing of before is reused
@@ -389,17 +416,19 @@ class ToolsFeature:
                 self.relist_after_start = False
                 self.queue_refresh(-1, now)
             return
-        previous = self.catalogue
         assert previous is not None
         self.catalogue = catalogue
         cache.listed("tools/list", result.get("ttlMs"), result.get("cacheScope"), None, now)
         self._session.relisted()
         _log.debug("%s tools re-listed: %d tools", self._session.tag, len(catalogue))
+        report = previous.diff(self.listed)
+        if pin_changes:
+            report = replace(report, pins=pin_changes)
         self._session.events.append(
             ToolsRefreshed(
                 refresh_id=None if listing.refresh_id < 0 else listing.refresh_id,
                 catalogue=catalogue,
-                report=previous.diff(catalogue),
+                report=report,
             )
         )
         self._resend_after_relist(now)
@@ -431,6 +460,17 @@ class ToolsFeature:
             kept.append(raw)
         self._header_params = params
         return kept
+
+    def accept_change(self, tool_id: str) -> bool:
+        """U1: pin the listed definition of the changed tool ``tool_id``; a withheld
+        tool is back in the catalogue. False when it has no change waiting."""
+        change = self.pins.accept(tool_id)
+        if change is None:
+            return False
+        _log.info("%s tool %r: its changed definition was accepted", self._session.tag, tool_id)
+        if change.withheld and self.listed is not None:
+            self.catalogue = self.pins.visible(self.listed)
+        return True
 
     def clear(self) -> None:
         self.listing = None

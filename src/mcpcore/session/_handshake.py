@@ -446,7 +446,7 @@ class Handshake:
             self._s.tools.list_at_start(now)
         else:
             # P3: no tools capability, nothing to list.
-            self._s.tools.catalogue = Catalogue.from_listing(
+            self._s.tools.catalogue = self._s.tools.listed = Catalogue.from_listing(
                 self._s.options.server_name, [], separator=self._s.options.separator
             )
             self.listed_at_start(self._s.tools.catalogue, 0, now)
