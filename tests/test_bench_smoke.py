@@ -29,7 +29,7 @@ def test_bench_quick_writes_a_report(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text(encoding="utf-8")
-    for budget in ("B1", "B2", "B3", "B3 (resources)", "B4", "B5", "B6", "B7", "B11"):
+    for budget in ("B1", "B2", "B3", "B3 (resources)", "B4", "B5", "B6", "B7", "B11", "B12"):
         assert f"## {budget}" in text
     # Every client of the quick run appears, and no measurement crashed.
     for client in ("anyio", "threaded", "official"):
@@ -143,3 +143,43 @@ def test_bench_ab_all_pairs_one_tree_against_itself(tmp_path: Path) -> None:
     assert res["scenarios"]["b5"]["measures"]["import mcpcore: modules"]["ratio"] == 1.0
     for line in ("B1 —", "B3 —", "B5 —", "B9 —", "load average"):
         assert line in proc.stdout
+
+
+def test_bench_cold_runs_one_round(tmp_path: Path) -> None:
+    """B12 and B3 cold / warm (``python -m bench.cold``), one round of our drivers and the
+    sync floor: every fresh process lists the 5,003 tools and answers its call."""
+    out = tmp_path / "cold.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.cold",
+            "--only",
+            "b12",
+            "--rounds",
+            "1",
+            "--warm",
+            "1",
+            "--clients",
+            "anyio,threaded,floor-sync",
+            "--trio",
+            "absent",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(out.read_text(encoding="utf-8"))["b12 sse no-trio"]
+    assert res["errors"] == []
+    for client in ("anyio", "threaded", "floor-sync"):
+        (sample,) = res["samples"][client]
+        assert 0 < sample["import"] < sample["b12 wall"], sample
+        assert sample["b3 cold wall"] > 0 and sample["b3 warm wall"] > 0

@@ -273,6 +273,103 @@ def test_B5_F1_importing_a_driver_loads_no_feature_module(driver: str) -> None:
     assert out.stdout.strip() == "[]"
 
 
+# B5 (issue 40): how many modules ``import DRIVER`` adds to a fresh interpreter, all
+# of them (the standard library's, anyio's, ours), and how many of those are ours.
+# Before issue 40: anyio 119 (47 ours), threaded 116 (47 ours); after it, exactly
+# the limits below. A new module imported by every client must fit under them or
+# come with a reason to raise them (and B5's figure in bench/report.md).
+DRIVER_MODULES = {"mcpcore_anyio": (112, 45), "mcpcore_threaded": (109, 45)}
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVER_MODULES))
+def test_B5_importing_a_driver_loads_at_most_so_many_modules(driver: str) -> None:
+    """B5: ``import mcpcore_anyio`` adds at most 112 modules to a fresh interpreter, 45
+    of them mcpcore's; ``import mcpcore_threaded`` at most 109, 45 of them mcpcore's
+    (``DRIVER_MODULES``). Every module is import time a program pays before its
+    first connection: features load on first use, and the HTTP stack on the first
+    remote start."""
+    code = (
+        "import sys; before = set(sys.modules); "
+        f"import {driver}; "
+        "new = set(sys.modules) - before; "
+        "print(len(new), len([m for m in new if m.startswith('mcpcore')]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    total, ours = map(int, out.stdout.split())
+    limit, our_limit = DRIVER_MODULES[driver]
+    assert total <= limit and ours <= our_limit, (total, ours)
+
+
+# Run in a fresh interpreter: counts the SSL contexts made and the times certifi's
+# bundle is asked for while a client connects to a plain http:// server and calls a
+# tool; then makes one context itself, to show the count sees one.
+_NO_TLS = """
+import ssl, sys
+made = []
+_new = ssl.SSLContext.__new__
+def counting(cls, *args, **kwargs):
+    made.append(cls.__name__)
+    return _new(cls, *args, **kwargs)
+ssl.SSLContext.__new__ = counting
+bundle = []
+try:
+    import certifi
+except ImportError:
+    pass
+else:
+    _where = certifi.where
+    def where():
+        bundle.append(1)
+        return _where()
+    certifi.where = where
+url = sys.argv[1]
+if DRIVER == "mcpcore_anyio":
+    import anyio
+    from mcpcore_anyio import McpClient
+    async def main():
+        async with McpClient("demo", {"url": url}) as client:
+            assert (await client.ready(20)).ok
+            return (await client.call("demo/echo", {"text": "plain"})).text
+    text = anyio.run(main)
+else:
+    from mcpcore_threaded import McpClient
+    with McpClient("demo", {"url": url}) as client:
+        assert client.ready(20).ok
+        text = client.call("demo/echo", {"text": "plain"}).text
+during = (len(made), len(bundle))
+ssl.create_default_context()
+print(text, during, len(made))
+"""
+
+
+@pytest.mark.parametrize("driver", ["mcpcore_anyio", "mcpcore_threaded"])
+def test_B3_no_tls_setup_for_plain_http(driver: str) -> None:
+    """B3 (issue 40): a client of an ``http://`` server makes no SSL context and never
+    loads certifi's CA bundle, neither to connect nor to call; both are made for the
+    first ``https`` origin only (tests/test_tls.py). A fresh interpreter, so nothing
+    made them before."""
+    from mcpcore_demo import DemoServer
+
+    with DemoServer(json_response=True).serve_in_thread() as running:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"DRIVER = {driver!r}\n{_NO_TLS}",
+                f"http://127.0.0.1:{running.port}/mcp",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert out.returncode == 0, out.stderr[-2000:]
+    # no context and no bundle while connecting and calling; the count itself works
+    assert out.stdout.split() == ["plain", "(0,", "0)", "1"], out.stdout
+
+
 def test_B5_public_names_are_declared_in_the_three_places() -> None:
     """B5: each public name of ``mcpcore`` is in ``_EXPORTS`` (what loads it on first
     use), in ``__all__``, and imported from that same module under TYPE_CHECKING."""

@@ -145,6 +145,8 @@ def _instances() -> list[McpError]:
         HandshakeError("version"),
         TransportError("down"),
         CallTimeout("slow", tool="s/t", budget=1.5),
+        mcpcore.MayHaveRun("reset; the server may have run tool 's/t'", tool="s/t", request_id=7),
+        mcpcore.SealBroken("continuation", missing=True),
         BackendError("line\nnext\x1b[2J", tool="s/t"),
         mcpcore.Cancelled("cancelled by the caller", server="s"),
         Unavailable("refused", server="s"),

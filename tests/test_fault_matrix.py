@@ -14,14 +14,14 @@ after headers, oversized reply, non-JSON data, cursor loop) are not repeated.
 | reset during handshake (close, RST, body cut) | unavailable, "closed or reset" / "before the response arrived" (X5) |
 | garbage bytes instead of HTTP | TransportError "not valid HTTP", session goes on (X5) |
 | drop mid-SSE with event ids | resumed by GET + Last-Event-ID, call succeeds, POSTed once (H4) |
-| drop mid-SSE without ids | TransportError "before the response arrived" |
+| drop mid-SSE without ids | MayHaveRun (a TransportError) "before the response arrived; the server may have run tool ..." (U3) |
 | resume answered empty forever | LimitExceeded max_reconnects after max_reconnects + 1 GETs |
 | JSON that is not JSON-RPC | RemoteProtocolError "invalid JSON-RPC"; session goes on (P0, P5) |
 | response to an unknown id | ignored (debug log), the real response wins (P5) |
 | duplicate responses | the first wins, the second ignored |
 | 401/403/404/500/503 + HTML with ESC | unavailable: "HTTP <status>", escaped ``\\x1b``, no raw ESC (H7, X1) |
 | wrong content type | TransportError "unexpected content type (text/html)" |
-| session expiry mid-call | TransportError "may have run"; not replayed (H6) |
+| session expiry mid-call | MayHaveRun (a TransportError) "may have run"; not replayed (H6, U3) |
 | 100,000 tools | unavailable naming max_tools; with max_tools raised: 100,000 tools |
 | invalid / duplicate names | dropped with a WARNING naming server and repr (T2) |
 | sampling, elicitation, roots requests | each answered -32601 (P4) |
@@ -44,6 +44,7 @@ from drivers import DRIVERS, backend_of, open_client, wait_for
 from mcpcore import (
     HttpLimits,
     LimitExceeded,
+    MayHaveRun,
     RemoteProtocolError,
     TransportError,
 )
@@ -249,7 +250,9 @@ async def test_H4_drop_mid_sse_without_ids_is_a_transport_error(driver: str) -> 
                 with pytest.raises(TransportError) as info:
                     await client.call("demo/echo", {"text": "x"})
         text = str(info.value)
-        assert text == "the connection was closed or reset before the response arrived"
+        # U3: the call went out whole (its stream began): it may have run; H4's words first
+        assert isinstance(info.value, MayHaveRun) and info.value.tool == "demo/echo"
+        assert text.startswith("the connection was closed or reset before the response arrived; ")
         assert [r.method for r in running.server.received].count("GET") == 0
         assert len(calls_to(running.server)) == 1
 
@@ -410,6 +413,7 @@ async def test_H6_expiry_during_a_call_is_not_replayed(driver: str) -> None:
                 with pytest.raises(TransportError) as info:
                     await client.call("demo/echo", {"text": "x"})
                 assert "may have run" in str(info.value) and "not sent again" in str(info.value)
+                assert isinstance(info.value, MayHaveRun) and info.value.tool == "demo/echo"  # U3
                 assert len(calls_to(running.server)) == 1
                 # L5: still ready; the next call works on a fresh session.
                 assert (await client.call("demo/echo", {"text": "after"})).text == "after"

@@ -395,6 +395,7 @@ class McpClient(ClientSurface):
         assert isinstance(engine, HttpClientEngine) and pool is not None
         xid = request.exchange_id
         handed_off = False
+        built: httpcore.Request | None = None  # what the pool was given (U3: was it sent?)
         with scope:
             try:
                 async with AsyncExitStack() as stack:
@@ -409,15 +410,10 @@ class McpClient(ClientSurface):
                         assert isinstance(pool, AsyncPool)
                         body = request.body
                         framed = None if body is None else (len(body), _OneChunk(body))
-                        response = await pool.handle_async_request(
-                            http_request(
-                                request.method,
-                                request.url,
-                                request.headers,
-                                framed,
-                                request.replayable,
-                            )
+                        built = http_request(
+                            request.method, request.url, request.headers, framed, request.replayable
                         )
+                        response = await pool.handle_async_request(built)
                         chunks, close = response_body(response)
                         stack.push_async_callback(close)
                     else:
@@ -447,6 +443,11 @@ class McpClient(ClientSurface):
                                     return
                 engine.response_ended(xid, self._now())
             except Exception as exc:
+                if built is not None:
+                    from mcpcore_httpcore import was_sent  # loaded with the pool
+
+                    if was_sent(built):  # U3: it failed after going out whole
+                        engine.request_sent(xid, self._now())
                 engine.response_failed(xid, TransportFailure.from_exception(exc), self._now())
             finally:
                 if not handed_off:

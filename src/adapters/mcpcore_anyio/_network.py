@@ -197,6 +197,9 @@ class AsyncPool(
         while True:
             connection = await self._take(request.url.origin, timeouts.get("pool"), again)
             kept_alive = connection.is_idle()  # it served a request before
+            stream = connection.network_stream
+            if isinstance(stream, BodyEnd):
+                stream.saw_request_begin()  # U3: nothing of this request went out yet
             try:
                 response = await connection.handle_async_request(request)
             except BaseException as exc:
@@ -403,6 +406,7 @@ class _AsyncioStream(BodyEnd, HeldWrites, httpcore.AsyncNetworkStream):
         inbound = self._inbound
         if self._unsent:
             self._send_unsent()
+        self.saw_sent()  # every write went out, unless one failed (then it is not)
         if not inbound.buffer and not inbound.ended:
             try:
                 # the drivers' exchanges pass no timeout (the engine keeps the deadlines):
@@ -533,6 +537,7 @@ class _Watched(BodyEnd, httpcore.AsyncNetworkStream):
         self._inner = inner
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self.saw_sent()  # every write before it was awaited whole (a failed one is marked)
         data = await self._inner.read(max_bytes, timeout)
         self.saw_read(data)
         return data

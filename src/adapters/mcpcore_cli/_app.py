@@ -21,6 +21,7 @@ module of its own, and none imports this one:
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import signal
@@ -31,8 +32,6 @@ from collections.abc import Callable, Mapping
 import mcpcore
 from mcpcore import McpError, UnknownTool
 
-from ._auth import cmd_auth, cmd_login, cmd_logout
-from ._check import cmd_check
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -45,16 +44,9 @@ from ._common import (
     exit_status,
 )
 from ._declared import in_cli_words, limit_hint
-from ._demo import cmd_demo
 from ._parsers import command_parser, top_parser
-from ._pins import cmd_pins
-from ._prompts import cmd_prompt, cmd_prompts
-from ._resources import cmd_read, cmd_resources
-from ._skills import cmd_skill, cmd_skills
-from ._tasks import cmd_task
 from ._term import LogFormatter, prepare_streams, show
 from ._tokens import TokenFileError
-from ._tools import cmd_call, cmd_tools
 
 __all__ = ["main"]
 
@@ -62,23 +54,34 @@ __all__ = ["main"]
 # --- entry point -----------------------------------------------------------------------
 
 
-_COMMANDS: Mapping[str, Callable[[Cli, argparse.Namespace], int]] = {
-    "demo": cmd_demo,
-    "tools": cmd_tools,
-    "call": cmd_call,
-    "task": cmd_task,
-    "resources": cmd_resources,
-    "read": cmd_read,
-    "prompts": cmd_prompts,
-    "prompt": cmd_prompt,
-    "skills": cmd_skills,
-    "skill": cmd_skill,
-    "check": cmd_check,
-    "pins": cmd_pins,
-    "login": cmd_login,
-    "logout": cmd_logout,
-    "auth": cmd_auth,
+# command -> (its group's module, its function). A command imports its own module
+# when it runs, so a command's startup pays only for what it uses (`call` and
+# `tools` never load the sign-in, resources, prompts, check or demo commands).
+_COMMANDS: Mapping[str, tuple[str, str]] = {
+    "demo": ("._demo", "cmd_demo"),
+    "tools": ("._tools", "cmd_tools"),
+    "call": ("._tools", "cmd_call"),
+    "task": ("._tasks", "cmd_task"),
+    "resources": ("._resources", "cmd_resources"),
+    "read": ("._resources", "cmd_read"),
+    "prompts": ("._prompts", "cmd_prompts"),
+    "prompt": ("._prompts", "cmd_prompt"),
+    "skills": ("._skills", "cmd_skills"),
+    "skill": ("._skills", "cmd_skill"),
+    "check": ("._check", "cmd_check"),
+    "pins": ("._pins", "cmd_pins"),
+    "login": ("._auth", "cmd_login"),
+    "logout": ("._auth", "cmd_logout"),
+    "auth": ("._auth", "cmd_auth"),
 }
+
+
+def _command(name: str) -> Callable[[Cli, argparse.Namespace], int]:
+    module, function = _COMMANDS[name]
+    run: Callable[[Cli, argparse.Namespace], int] = getattr(
+        importlib.import_module(module, __package__), function
+    )
+    return run
 
 
 def _setup_logging(cli: Cli, verbose: bool) -> logging.Handler:
@@ -151,7 +154,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
         except SystemExit as exc:  # --help
             return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
         handler = _setup_logging(cli, ns.verbose or args.verbose)
-        return _COMMANDS[ns.command](cli, args)
+        return _command(ns.command)(cli, args)
     except UsageError as exc:
         where = f"mcpcore {command} --help" if command else "mcpcore --help"
         cli.err(f"{exc} (see '{where}')")

@@ -25,6 +25,7 @@ from mcpcore import (
     ConfigError,
     InvalidArguments,
     LocalProtocolError,
+    MayHaveRun,
     McpError,
     RemoteProtocolError,
     TransportError,
@@ -186,6 +187,7 @@ def error_kind(exc: BaseException) -> str:
     """What went wrong, as ``call --json``'s error object names it."""
     kinds: tuple[tuple[type[BaseException], str], ...] = (
         (CallTimeout, "timeout"),
+        (MayHaveRun, "may_have_run"),  # U3: before "transport", which it also is
         (UnknownTool, "unknown_tool"),
         (InvalidArguments, "invalid_arguments"),
         (ConfigError, "config"),

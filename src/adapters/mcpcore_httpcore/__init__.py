@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # names for annotations only: importing this loads neither ht
 __all__ = [
     "COALESCE_LIMIT",
     "REPLAYABLE",
+    "SENT",
     "BodyEnd",
     "Connections",
     "HeldWrites",
@@ -76,6 +77,7 @@ __all__ = [
     "sent_again_after",
     "wait_readable",
     "wait_writable",
+    "was_sent",
 ]
 
 # Writes smaller than this are held until the response is read, so a request's
@@ -84,6 +86,10 @@ COALESCE_LIMIT = 64 * 1024
 
 # The key, in an httpcore request's extensions, of the core's HttpRequest.replayable.
 REPLAYABLE = "mcpcore_replayable"
+
+# The key the pools set, in the extensions of a request that failed, when its bytes
+# had all gone out before it failed (U3: the driver reports request_sent).
+SENT = "mcpcore_sent"
 
 
 # --- the pools' bookkeeping ---------------------------------------------------------------------
@@ -318,12 +324,29 @@ class BodyEnd:
     _tail: bytes = b""
     _answered = False  # a byte arrived since the latest request was written
     _write_failed = False  # a write did not all go out: the connection is done
+    _went_out = False  # the latest request's bytes all went out (U3)
 
     def saw_written(self) -> None:
         # One request at a time on an HTTP/1.1 connection: what was read before
         # the request belongs to an earlier response.
         self._tail = b""
         self._answered = False
+        self._went_out = False
+
+    def saw_request_begin(self) -> None:
+        """A new request is about to use this connection: nothing of it went out yet."""
+        self._went_out = False
+
+    def saw_sent(self) -> None:
+        """A read begins, every write before it (held ones too) gone out: httpcore
+        reads only once the whole request is written, so it went out whole unless a
+        write failed (U3)."""
+        if not self._write_failed:
+            self._went_out = True
+
+    def went_out(self) -> bool:
+        """Whether the latest request's bytes all went out (U3)."""
+        return self._went_out and not self._write_failed
 
     def saw_read(self, data: bytes) -> None:
         if len(data) >= _KEEP:
@@ -394,6 +417,12 @@ def sent_again_after(error: BaseException, stream: object, request: httpcore.Req
         return False
     replayable = bool(request.extensions.get(REPLAYABLE))
     return isinstance(stream, BodyEnd) and stream.may_send_again(replayable)
+
+
+def was_sent(request: httpcore.Request) -> bool:
+    """Whether ``request``, which failed, had all its bytes go out first (U3): what
+    the driver then reports to the engine (``request_sent``) before the failure."""
+    return bool(request.extensions.get(SENT))
 
 
 def body_end_arrived(response: Any, received: int) -> bool | None:
@@ -680,6 +709,8 @@ class PoolBase(Generic[C, PP, B]):
         if isinstance(error, httpcore.ConnectionNotAvailable):
             return again
         if again or not kept_alive or aborted or not sent_again_after(error, stream, request):
+            if isinstance(stream, BodyEnd) and stream.went_out():
+                request.extensions[SENT] = True  # U3: it failed after going out whole
             return None
         return True  # once, on a new connection
 

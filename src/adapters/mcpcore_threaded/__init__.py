@@ -7,10 +7,15 @@ protocol state of its own.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcpcore import Availability
 
 from ._client import CallHandle, McpClient, ProgressCallback, ResourceReader, ToolRegistration
-from ._hub import McpHub
+
+if TYPE_CHECKING:
+    from ._hub import McpHub
+
 
 __all__ = [
     "Availability",
@@ -21,3 +26,18 @@ __all__ = [
     "ResourceReader",
     "ToolRegistration",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # McpHub loads when first asked for: a program with one client never imports
+    # the hub and its fan-out (B5, issue 40). `from ... import McpHub` works as usual.
+    if name == "McpHub":
+        from ._hub import McpHub
+
+        globals()["McpHub"] = McpHub
+        return McpHub
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"McpHub"})

@@ -364,6 +364,8 @@ class McpClient(ClientSurface):
         thread of its own (``_read_rest``) unless it ends without waiting, so
         the caller returns at once.
         """
+        from mcpcore_httpcore import was_sent
+
         from ._network import (  # loaded by start() already
             content_length,
             ends_without_waiting,
@@ -386,12 +388,12 @@ class McpClient(ClientSurface):
             self._exchange_done(xid, exchange)
             return
         handed_off = False
+        built: httpcore.Request | None = None  # what the pool was given (U3: was it sent?)
         try:
-            response = pool.handle_request(
-                http_request(
-                    request.method, request.url, request.headers, request.body, request.replayable
-                )
+            built = http_request(
+                request.method, request.url, request.headers, request.body, request.replayable
             )
+            response = pool.handle_request(built)
             try:
                 with self._turn:
                     if exchange.aborted:
@@ -421,7 +423,7 @@ class McpClient(ClientSurface):
                 if not handed_off:  # (a handed-off response is closed by its thread)
                     response.close()
         except Exception as exc:
-            self._report_failed(xid, exchange, exc)
+            self._report_failed(xid, exchange, exc, sent=built is not None and was_sent(built))
         finally:
             if not handed_off:
                 self._permits.release()
@@ -529,9 +531,13 @@ class McpClient(ClientSurface):
             engine.response_ended(xid, now)
             self._dispatch()
 
-    def _report_failed(self, xid: int, exchange: _Exchange, exc: Exception) -> None:
+    def _report_failed(
+        self, xid: int, exchange: _Exchange, exc: Exception, *, sent: bool = False
+    ) -> None:
         with self._turn:
             if not exchange.aborted:
+                if sent:  # U3: it failed after going out whole
+                    self._engine_http().request_sent(xid, self._now())
                 self._engine_http().response_failed(
                     xid, TransportFailure.from_exception(exc), self._now()
                 )

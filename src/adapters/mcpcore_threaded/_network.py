@@ -140,6 +140,7 @@ class AbortableStream(BodyEnd, HeldWrites, httpcore.NetworkStream):
         try:
             if self._unsent:
                 self._send_unsent()
+            self.saw_sent()  # every write went out (a failed one raised above)
             try:
                 self.set_timeout(timeout)
                 data = self._sock.recv(max_bytes)
@@ -621,6 +622,9 @@ class Pool(
         while True:
             connection = self._take(request.url.origin, timeouts.get("pool"), fresh=again)
             kept_alive = connection.is_idle()  # it served a request before
+            stream = connection.link.stream
+            if isinstance(stream, BodyEnd):
+                stream.saw_request_begin()  # U3: nothing of this request went out yet
             try:
                 response = connection.handle_request(request)
             except BaseException as exc:

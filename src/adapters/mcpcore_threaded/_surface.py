@@ -272,11 +272,11 @@ class ClientSurface(ClientBase):
             return None
         engine: HttpClientEngine | StdioClientEngine
         if isinstance(self._server, RemoteServer):
-            import secrets  # B5: hashlib and OpenSSL load on the first remote start
-
+            # os.urandom is what secrets.token_bytes(n) returns, without loading
+            # secrets' hmac, hashlib, OpenSSL's hashes and random (issue 40: B3 cold).
             engine = self._remote_engine(
                 self._server,
-                token_bytes=secrets.token_bytes,
+                token_bytes=os.urandom,
                 wall_offset=time.time() - self._now(),
             )
         else:
@@ -549,7 +549,11 @@ class ClientSurface(ClientBase):
         (arguments JSON cannot carry) before anything is sent; ``BackendError`` when the
         tool reports an error (``isError``); ``CallTimeout`` past ``timeout`` (the
         client's ``call_timeout`` by default); ``Unavailable`` or ``TransportError``
-        when the server cannot be reached. ``on_progress(progress, total, message)``
+        when the server cannot be reached; ``MayHaveRun`` (a ``TransportError``) when
+        the request went out whole and no answer came: the server may have run the
+        tool, so check before calling it again (U3; a key of your own in ``meta``,
+        an idempotency key, goes unchanged, and the client never sends a call
+        twice). ``on_progress(progress, total, message)``
         is called for each progress report.
         ``on_input="return"``: when a 2026-07-28 server asks the person something,
         the call returns an ``InputRequired`` (its questions and a ``Continuation``)
@@ -593,7 +597,9 @@ class ClientSurface(ClientBase):
         ``Continuation.from_json``), once. Returns the tool's output, or another
         ``InputRequired`` when the server asks again. Raises at once, with nothing
         sent, for a continuation of another server or one resumed already, or
-        answers that do not fit (``InvalidValue``, ``InvalidState``, ``InputError``).
+        answers that do not fit (``InvalidValue``, ``InvalidState``, ``InputError``);
+        with the ``seal_key`` option, for one whose seal does not match
+        (``SealBroken``, U2).
         """
 
         def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:
@@ -642,7 +648,10 @@ class ClientSurface(ClientBase):
         would have; status changes come to ``on_progress``. ``timeout``: how long
         to follow it (the client's ``task_timeout`` by default). A task that
         failed raises ``BackendError``; one cancelled ``Cancelled``; a handle of
-        another server ``InvalidValue`` (nothing sent). Giving up (Ctrl-C, or ``CallHandle.cancel``) sends ``tasks/cancel``.
+        another server ``InvalidValue`` (nothing sent); with the ``seal_key``
+        option, a handle whose seal does not match ``SealBroken`` and a bare id
+        ``InvalidValue`` (U2). Giving up (Ctrl-C, or ``CallHandle.cancel``) sends
+        ``tasks/cancel``.
         """
 
         def begin(engine: HttpClientEngine | StdioClientEngine, now: float) -> int:

@@ -399,6 +399,13 @@ class AuthLayer:
             return None
         return self._ended(wire)
 
+    def request_sent(self, wire: int) -> int | None:
+        """U3: the request of ``wire`` went out whole: the mapping's exchange it
+        carries (None for the flow's own requests, or one dropped)."""
+        if wire in self._wire_to_flow:
+            return None
+        return self._mcp_of(wire)
+
     def response_failed(self, wire: int, failure: TransportFailure, now: float) -> int | None:
         flow_id = self._forget_flow_wire(wire)
         if flow_id is not None:

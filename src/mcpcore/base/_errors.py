@@ -34,12 +34,14 @@ __all__ = [
     "InvalidValue",
     "LimitExceeded",
     "LocalProtocolError",
+    "MayHaveRun",
     "McpError",
     "NotOffered",
     "ProtocolError",
     "RemoteProtocolError",
     "RequestRefused",
     "ResourceNotFound",
+    "SealBroken",
     "ServerError",
     "SkillMismatch",
     "TransportError",
@@ -129,6 +131,23 @@ class InvalidValue(LocalProtocolError, ValueError):
     """
 
 
+class SealBroken(InvalidValue):
+    """A sealed continuation or task handle (U2) whose seal is missing or does not
+    match any key given: it was written by someone without the key, or edited
+    since. ``what`` names the kind of text ("continuation", "task handle"); the
+    message names nothing of its content, and never a key.
+    """
+
+    def __init__(self, what: str, *, missing: bool = False) -> None:
+        reason = "carries no seal" if missing else "has a seal that does not match the key"
+        super().__init__(
+            f"the {what} {reason}: it was not written by a client holding the key, "
+            "or it was changed since; it is refused"
+        )
+        self.what = what
+        self.missing = missing
+
+
 class RemoteProtocolError(ProtocolError):
     """The server sent something the protocol does not allow (P0, P5)."""
 
@@ -209,6 +228,24 @@ class CallTimeout(TransportError):
 
 #: How much of a tool's error text a ``BackendError`` message shows (X1, X5).
 _BACKEND_EXCERPT = 300
+
+
+class MayHaveRun(TransportError):
+    """A ``tools/call`` was sent whole and its answer did not arrive (U3): the
+    server may have run the tool, so calling it again may run it twice.
+
+    A ``TransportError``, so handlers of transport errors still catch it. The
+    message is the transport's reason with the words "the server may have run
+    tool ..." after it; ``tool`` is the tool's id, ``request_id`` the JSON-RPC
+    id the call carried (what a server's logs name). A call that provably
+    never reached the server (refused, no connection, failed before its
+    request was written) keeps its own error instead.
+    """
+
+    def __init__(self, message: str, *, tool: str | None, request_id: int | None) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.request_id = request_id
 
 
 class ServerError(McpError):
@@ -357,11 +394,13 @@ for _public in (
     InvalidState,
     InvalidArguments,
     InvalidValue,
+    SealBroken,
     RemoteProtocolError,
     LimitExceeded,
     HandshakeError,
     TransportError,
     CallTimeout,
+    MayHaveRun,
     BackendError,
     Cancelled,
     ServerError,

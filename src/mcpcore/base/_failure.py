@@ -18,7 +18,6 @@ URL rather than a failing server: a 405 to a POST at a legacy ``…/sse`` URL.
 
 from __future__ import annotations
 
-import html
 import os
 import re
 from dataclasses import dataclass, field
@@ -237,6 +236,8 @@ def status_reason(display_url: str, status: int, body: str) -> str:
     an MCP endpoint usually is. Pass ``body`` with every secret already cut out.
     """
     if _HTML_PAGE.match(body):
+        import html  # with its entity tables, only for an HTML error page (B5)
+
         page = body[:_PAGE_READ]
         title = _TITLE.search(page)
         text = title.group(1) if title else _TAG.sub(" ", _HIDDEN.sub(" ", page))

@@ -70,20 +70,22 @@ _PROTOCOLS = ("auto", "legacy", "modern", *MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 _TOP_LEVEL_KEYS = ("$schema", "mcpServers")
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_SEGMENT = re.compile(r"[a-z0-9_.\-]{1,128}")
-_PLACEHOLDER = re.compile(r"\$\{([^{}]*)\}")
+# The patterns are compiled when first used (``re.compile`` keeps them), not on
+# import: a client's configuration is read after the import (B5, issue 40).
+_SEGMENT = r"[a-z0-9_.\-]{1,128}"
+_PLACEHOLDER = r"\$\{([^{}]*)\}"
 # Placeholders written in other tools' syntax, which C7 leaves as they are: ${VAR}
 # (Claude Code's, optionally with a ":-default"), a "${" never closed, and, in a
 # url or header (no shell ever reads them), a shell's $VAR after a separator.
-_FOREIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(:?[-=?+].*)?", re.DOTALL)
+_FOREIGN = r"(?s)([A-Za-z_][A-Za-z0-9_]*)(:?[-=?+].*)?"
 _KNOWN_NAMES = frozenset({"userHome", "PLUGIN_ROOT", "PLUGIN_DATA"})
-_OPENED = re.compile(r"\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)?")
-_SHELL_VAR = re.compile(r"(?<![^\s=/:,;\"'(])\$([A-Z_][A-Z0-9_]*)(?![A-Za-z0-9_])")
-_ENV_STYLE = re.compile(r"[A-Z_][A-Z0-9_]*")
+_OPENED = r"\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)?"
+_SHELL_VAR = r"(?<![^\s=/:,;\"'(])\$([A-Z_][A-Z0-9_]*)(?![A-Za-z0-9_])"
+_ENV_STYLE = r"[A-Z_][A-Z0-9_]*"
 #: At most this many unexpanded placeholders are named in an entry's warning.
 _MAX_NOTED = 5
 # Anything that cannot appear raw in a request target: controls, space, DEL, non-ASCII.
-_URL_BAD_CHAR = re.compile(r"[^\x21-\x7e]")
+_URL_BAD_CHAR = r"[^\x21-\x7e]"
 
 
 # ---------------------------------------------------------------------------
@@ -236,7 +238,7 @@ def expand(
 
     if "${" not in text:
         return text
-    return _PLACEHOLDER.sub(substitute, text)
+    return re.compile(_PLACEHOLDER).sub(substitute, text)
 
 
 def _foreign_placeholders(text: str, *, shell: bool = False) -> list[str]:
@@ -254,20 +256,20 @@ def _foreign_placeholders(text: str, *, shell: bool = False) -> list[str]:
         return []
     notes: list[str] = []
     closed: set[int] = set()
-    for match in _PLACEHOLDER.finditer(text):
+    for match in re.compile(_PLACEHOLDER).finditer(text):
         closed.add(match.start())
         body = match.group(1)
-        written = _FOREIGN.fullmatch(body)
+        written = re.compile(_FOREIGN).fullmatch(body)
         if body.startswith("env:") or written is None or written.group(1) in _KNOWN_NAMES:
             continue
         name = written.group(1)
         shown = f"${{{name}:-…}}" if written.group(2) else f"${{{name}}}"
         notes.append(f"holds `{shown}`, which is not expanded; did you mean `${{env:{name}}}`?")
-    for match in _OPENED.finditer(text):
+    for match in re.compile(_OPENED).finditer(text):
         if match.start() in closed:
             continue
         prefix, name = match.group(1) or "", match.group(2)
-        if name is None or not (prefix or _ENV_STYLE.fullmatch(name)):
+        if name is None or not (prefix or re.compile(_ENV_STYLE).fullmatch(name)):
             # Not a variable's name: said without quoting the text (it may be a secret).
             notes.append("holds a '${' that is never closed, so it is not expanded")
             continue
@@ -276,7 +278,7 @@ def _foreign_placeholders(text: str, *, shell: bool = False) -> list[str]:
             f"did you mean `${{env:{name}}}`?"
         )
     if shell:
-        for match in _SHELL_VAR.finditer(text):
+        for match in re.compile(_SHELL_VAR).finditer(text):
             name = match.group(1)
             if any(c.isalpha() for c in name):
                 notes.append(
@@ -519,7 +521,7 @@ def server_name(name: str) -> str:
     Raises :class:`ConfigError` (``key=name``) when it is not one.
     """
     lowered = name.translate(_ASCII_LOWER)
-    if not _SEGMENT.fullmatch(lowered):
+    if not re.compile(_SEGMENT).fullmatch(lowered):
         raise ConfigError(
             "the name is not a valid id "
             "(1–128 characters from a-z, 0-9, '_', '-', '.' after lowercasing)",
@@ -632,7 +634,7 @@ def _parse_remote(
         ctx.fail(f"'url' must be a string, not {json_type_name(raw)}", "url")
     shown = repr(_display_url(raw))
     url = ctx.expand(raw, f"url {shown}", "url", plugin_dirs=False, said="the url", shell=True)
-    if _URL_BAD_CHAR.search(url):
+    if re.compile(_URL_BAD_CHAR).search(url):
         ctx.fail(
             f"url {shown} contains whitespace, control or non-ASCII characters "
             "(percent-encode them)",

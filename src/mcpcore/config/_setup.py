@@ -233,6 +233,15 @@ class ClientOptions(TypedDict, total=False):
     ``cancel_tasks_on_close`` (False)
         Closing the client cancels the tasks its calls follow (``tasks/cancel``);
         left off, they run on and may be picked up with ``resume_task()``.
+    ``seal_key`` (None)
+        Seal what the client gives out to be kept (U2): every ``Continuation``
+        and ``TaskHandle`` carries an HMAC-SHA256 of its canonical form under
+        this key, and ``to_json()`` writes it; every one given back
+        (``resume``, ``resume_task``, ``task_status``, ``cancel_task``) must
+        carry a seal that matches, or ``SealBroken`` is raised and nothing is
+        sent (a bare task id is refused too). Bytes or text, or a sequence of
+        keys to rotate them: the first seals, any of them is accepted. The key
+        is a secret: never shown.
     ``pins`` (``"warn"``)
         What a tool whose definition (name, title, description, schemas,
         annotations) changed since it was first listed does (U1): ``"warn"``
@@ -285,6 +294,7 @@ class ClientOptions(TypedDict, total=False):
     tasks: bool | Mapping[str, bool]
     task_timeout: float
     cancel_tasks_on_close: bool
+    seal_key: bytes | str | Sequence[bytes | str] | None  # U2: one key, or newest first
     pins: Literal["warn", "block"]
     pin_store: PinStore | None
     pin_subject: str
@@ -368,6 +378,7 @@ def prepare_client(
         tasks=_per_server_flag(options.get("tasks", False), lowered, "tasks"),
         task_timeout=positive_seconds(options.get("task_timeout", 3600.0), "task_timeout"),
         cancel_tasks_on_close=bool(options.get("cancel_tasks_on_close", False)),
+        seal_keys=_seal_keys(options.get("seal_key")),
         pins=_pins_policy(options.get("pins", "warn")),
     )
     allow_local = options.get("allow_local", False)
@@ -446,6 +457,18 @@ def prepare_client(
         pin_store=options.get("pin_store"),
         pin_subject=_pin_subject(options.get("pin_subject")),
     )
+
+
+def _seal_keys(value: object) -> tuple[bytes, ...]:
+    """U2: the ``seal_key`` option as keys, newest first (none when left out)."""
+    if value is None:
+        return ()
+    from ..base._seal import seal_keys  # loaded by a client that seals (B5)
+
+    try:
+        return seal_keys(value)
+    except InvalidValue as exc:
+        raise InvalidValue(f"seal_key: {exc}") from None
 
 
 def _pins_policy(value: object) -> Literal["warn", "block"]:

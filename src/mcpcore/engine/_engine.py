@@ -474,6 +474,23 @@ class HttpClientEngine(_EngineBase):
 
     # --- transport input ---------------------------------------------------------
 
+    def request_sent(self, exchange_id: int, now: float) -> None:
+        """The request of ``exchange_id`` was written whole (its last byte handed to
+        the network), before any answer: the server may act on it from now on (U3).
+
+        A driver reports it once per exchange, when it knows; a ``tools/call``
+        whose exchange then fails without an answer ends with ``MayHaveRun``.
+        An exchange never reported (refused, no connection, broken while its
+        request was being written) keeps its failure as it is.
+        """
+        auth = self.auth
+        if auth is not None:
+            routed = auth.request_sent(exchange_id)
+            if routed is None:
+                return
+            exchange_id = routed
+        self.http.request_sent(exchange_id, now)
+
     def response_started(
         self, exchange_id: int, status: int, headers: Sequence[tuple[bytes, bytes]], now: float
     ) -> None:
@@ -667,7 +684,7 @@ class HttpClientEngine(_EngineBase):
                 if isinstance(item, MessageArrived):
                     session.receive_message(item.message, now, related=item.related)
                 elif isinstance(item, RequestFailed):
-                    session.request_failed(item.request_id, item.error, now)
+                    session.request_failed(item.request_id, item.error, now, sent=item.sent)
                 else:
                     session.session_expired(item.resend, now)
             for request_id in session.take_abandoned():

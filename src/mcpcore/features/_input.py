@@ -330,6 +330,7 @@ class InputDesk:
             else None,
             # two calls that paused alike stay two continuations, each resumable once
             pause=f"{pending.call_id}@{now!r}",
+            seal_key=keys[0] if (keys := self._s.options.seal_keys) else None,
         )
         if paused is None:
             return False

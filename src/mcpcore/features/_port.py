@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..base._errors import CallTimeout, InvalidValue
+from ..base._errors import CallTimeout, InvalidValue, MayHaveRun, McpError, TransportError
 from ._input_options import InputOptions
 
 if TYPE_CHECKING:
@@ -122,6 +122,10 @@ class SessionOptions:
     # U1: what a tool whose definition changed since it was pinned does:
     # "warn" (log and report) or "block" (withheld until the host accepts it).
     pins: Literal["warn", "block"] = "warn"
+    # U2: the host's seal keys (newest first): every continuation and task handle
+    # this client gives out is sealed with the first, every one it is given back
+    # must match one. Secrets: never shown.
+    seal_keys: tuple[bytes, ...] = field(default=(), repr=False)
 
 
 def timeout_error(pending: Pending) -> CallTimeout:
@@ -138,6 +142,28 @@ def timeout_error(pending: Pending) -> CallTimeout:
             budget=pending.budget,
         )
     return CallTimeout(f"{pending.kind.method} did not finish in time", budget=None)
+
+
+def may_have_run(error: McpError, pending: Pending, request_id: int) -> McpError:
+    """U3: the error of a ``tools/call`` whose request reached the server whole and
+    whose answer did not arrive: ``MayHaveRun``, its words the transport's own with
+    what it means after them. A deadline (``CallTimeout``) or an error that is not
+    the transport's stays as it is."""
+    if not isinstance(error, TransportError) or isinstance(error, (CallTimeout, MayHaveRun)):
+        return error
+    tool = pending.tool.id if pending.tool is not None else None
+    text = str(error)
+    named = f"tool {tool!r}" if tool is not None else "the tool"
+    if "may have run" in text:  # the words say so already (H6): name the call
+        words = f"{text} ({named}, request id {request_id})"
+    else:
+        words = (
+            f"{text}; the server may have run {named} (request id {request_id}): "
+            "check before calling it again"
+        )
+    failed = MayHaveRun(words, tool=tool, request_id=request_id)
+    failed.status = error.status
+    return failed
 
 
 def positive_seconds(value: object, what: str = "a call timeout") -> float:

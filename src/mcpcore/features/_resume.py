@@ -21,11 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, get_type_hints
 
 from ..base._errors import InvalidState, InvalidValue, UnknownTool
 from ..base._escape import excerpt
+from ..base._seal import SEAL_FIELD, SealKeys, canonical_bytes, check_seal, seal_keys, seal_of
 from ._questions import Elicitation, check_answer, read_elicitation
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def endpoint_digest(url: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Continuation:
     """Everything needed to finish a paused call (Q4); ``to_json()`` /
-    ``Continuation.from_json(text)`` keep it anywhere.
+    ``Continuation.from_json(text)`` keep it anywhere; ``key=`` seals it and
+    checks its seal (U2).
 
     ``tool`` is the tool's name on the server; ``params`` the call's params as
     first sent (its arguments: store them as carefully as the call itself);
@@ -69,39 +71,64 @@ class Continuation:
     task_id: str | None = None
     pause: str = ""
 
+    # U2: the seal this continuation carries (a client with seal_key= made it, or
+    # it was read back from sealed text); to_json() writes it. Never compared.
+    seal: str = field(default="", repr=False, compare=False)
+
     @property
     def id(self) -> str:
-        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()[:32]
+        return hashlib.sha256(canonical_bytes(self._body())).hexdigest()[:32]
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "mcpcoreContinuation": _FORMAT,
-                "endpoint": self.endpoint,
-                "tool": self.tool,
-                "params": self.params,
-                "requestState": self.request_state,
-                "inputRequests": self.input_requests,
-                "rounds": self.rounds,
-                **({"taskId": self.task_id} if self.task_id is not None else {}),
-                **({"pause": self.pause} if self.pause else {}),
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
+    def _body(self) -> dict[str, Any]:
+        """Its fields as written, without the seal: what a seal covers."""
+        return {
+            "mcpcoreContinuation": _FORMAT,
+            "endpoint": self.endpoint,
+            "tool": self.tool,
+            "params": self.params,
+            "requestState": self.request_state,
+            "inputRequests": self.input_requests,
+            "rounds": self.rounds,
+            **({"taskId": self.task_id} if self.task_id is not None else {}),
+            **({"pause": self.pause} if self.pause else {}),
+        }
+
+    def to_json(self, *, key: SealKeys | None = None) -> str:
+        """The continuation as JSON (canonical form). With ``key`` (bytes or text,
+        or a sequence of keys: the first is used), sealed with an HMAC-SHA256 of
+        that form (U2); without it, the seal it carries, if any."""
+        body = self._body()
+        seal = seal_of(body, seal_keys(key)[0]) if key is not None else self.seal
+        if seal:
+            body[SEAL_FIELD] = seal
+        return canonical_bytes(body).decode("utf-8")
+
+    def sealed(self, key: SealKeys) -> Continuation:
+        """This continuation carrying its seal under ``key`` (the first, given several)."""
+        return replace(self, seal=seal_of(self._body(), seal_keys(key)[0]))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Continuation:
-        """Read a continuation back; ``InvalidValue`` when ``text`` is not one."""
+    def from_json(cls, text: str | bytes, *, key: SealKeys | None = None) -> Continuation:
+        """Read a continuation back; ``InvalidValue`` when ``text`` is not one.
+
+        With ``key`` (one key, or several: the new one first, then old ones while
+        keys rotate), its seal must match one of them, or ``SealBroken`` (an
+        ``InvalidValue``) is raised, naming nothing of its content (U2). Without
+        ``key`` a seal is kept as it is, unchecked: a client made with
+        ``seal_key=`` checks it when the continuation is resumed.
+        """
+        keys = seal_keys(key) if key is not None else None
         if len(text) > _MAX_CONTINUATION:
             raise InvalidValue("the continuation is larger than any this client writes")
         try:
             data = json.loads(text)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise InvalidValue("the continuation is not JSON") from None
         if not isinstance(data, dict) or data.get("mcpcoreContinuation") != _FORMAT:
             raise InvalidValue("the text is not a continuation this client wrote")
+        seal = data.pop(SEAL_FIELD, "")
+        if keys is not None:
+            check_seal(data, seal, keys, "continuation")
         endpoint, tool, params = data.get("endpoint"), data.get("tool"), data.get("params")
         state, requests, rounds, pause = (
             data.get("requestState"),
@@ -122,9 +149,10 @@ class Continuation:
             and rounds >= 1
             and (task_id is None or (isinstance(task_id, str) and task_id))
             and isinstance(pause, str)
+            and isinstance(seal, str)
         ):
             raise InvalidValue("the continuation is damaged (a field is missing or wrong)")
-        return cls(endpoint, tool, params, state, requests, rounds, task_id, pause)
+        return cls(endpoint, tool, params, state, requests, rounds, task_id, pause, seal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +184,7 @@ def paused_call(
     elicit_url: bool,
     task_id: str | None = None,
     pause: str = "",
+    seal_key: bytes | None = None,
 ) -> InputRequired | None:
     """The ``InputRequired`` for a round that asks the person something, or
     ``None`` when no question in it is for a person (roots only: answered as usual)."""
@@ -185,6 +214,8 @@ def paused_call(
         task_id=task_id,
         pause=pause,
     )
+    if seal_key is not None:  # U2: the client's seal_key= seals what it gives out
+        continuation = continuation.sealed(seal_key)
     return InputRequired(server, tool_id, questions, continuation)
 
 
@@ -204,7 +235,8 @@ def resume_call(
 
     Raises at once, with nothing sent: ``InvalidState`` before the session is
     ready, outside 2026-07-28, or for a continuation this client resumed
-    already; ``InvalidValue`` for one of another server, or for answers that do
+    already; ``SealBroken`` for one whose seal does not match the client's
+    ``seal_key`` (when it has one, U2); ``InvalidValue`` for one of another server, or for answers that do
     not match the questions; ``InputError`` for an answer that does not fit its
     form; ``UnknownTool`` when the server no longer lists the tool.
     """
@@ -217,6 +249,8 @@ def resume_call(
         raise InvalidValue("resume() takes the Continuation of an InputRequired")
     if not session.modern:
         raise InvalidState("resuming a paused call needs a server that speaks 2026-07-28")
+    if options.seal_keys:  # U2: only a continuation sealed with the host's key resumes
+        check_seal(continuation._body(), continuation.seal, options.seal_keys, "continuation")
     if continuation.endpoint != desk.endpoint:
         raise InvalidValue("this continuation belongs to a call to another server")
     ident = continuation.id

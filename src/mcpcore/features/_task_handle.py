@@ -10,10 +10,11 @@ names it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import get_type_hints
 
 from ..base._errors import InvalidValue
+from ..base._seal import SEAL_FIELD, SealKeys, canonical_bytes, check_seal, seal_keys, seal_of
 
 __all__ = ["MAX_TASK_ID", "TaskHandle"]
 
@@ -32,7 +33,8 @@ class TaskHandle:
     entry) it was made through; ``tool`` the tool's name on the server;
     ``endpoint`` a digest of the server's URL (never the URL itself), which a
     client checks before it resumes a handle. ``to_json()`` /
-    ``TaskHandle.from_json(text)`` keep it anywhere. A task id may be all a
+    ``TaskHandle.from_json(text)`` keep it anywhere; ``key=`` seals it and
+    checks its seal (U2). A task id may be all a
     server needs to hand out the result: store it as carefully as the call.
     """
 
@@ -41,31 +43,56 @@ class TaskHandle:
     tool: str
     endpoint: str = field(default="", repr=False)
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "mcpcoreTask": _FORMAT,
-                "taskId": self.task_id,
-                "server": self.server,
-                "tool": self.tool,
-                "endpoint": self.endpoint,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
+    # U2: the seal this handle carries (a client with seal_key= made it, or it was
+    # read back from sealed text); to_json() writes it. Never compared.
+    seal: str = field(default="", repr=False, compare=False)
+
+    def _body(self) -> dict[str, object]:
+        """Its fields as written, without the seal: what a seal covers."""
+        return {
+            "mcpcoreTask": _FORMAT,
+            "taskId": self.task_id,
+            "server": self.server,
+            "tool": self.tool,
+            "endpoint": self.endpoint,
+        }
+
+    def to_json(self, *, key: SealKeys | None = None) -> str:
+        """The handle as JSON (canonical form). With ``key`` (bytes or text, or a
+        sequence of keys: the first is used), sealed with an HMAC-SHA256 of that
+        form (U2); without it, the seal it carries, if any."""
+        body = self._body()
+        seal = seal_of(body, seal_keys(key)[0]) if key is not None else self.seal
+        if seal:
+            body[SEAL_FIELD] = seal
+        return canonical_bytes(body).decode("utf-8")
+
+    def sealed(self, key: SealKeys) -> TaskHandle:
+        """This handle carrying its seal under ``key`` (the first, given several)."""
+        return replace(self, seal=seal_of(self._body(), seal_keys(key)[0]))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> TaskHandle:
-        """Read a handle back; ``InvalidValue`` when ``text`` is not one."""
+    def from_json(cls, text: str | bytes, *, key: SealKeys | None = None) -> TaskHandle:
+        """Read a handle back; ``InvalidValue`` when ``text`` is not one.
+
+        With ``key`` (one key, or several: the new one first, then old ones while
+        keys rotate), its seal must match one of them, or ``SealBroken`` (an
+        ``InvalidValue``) is raised, naming nothing of its content (U2). Without
+        ``key`` a seal is kept as it is, unchecked: a client made with
+        ``seal_key=`` checks it when the handle is used.
+        """
+        keys = seal_keys(key) if key is not None else None
         if len(text) > _MAX_HANDLE:
             raise InvalidValue("the task handle is larger than any this client writes")
         try:
             data = json.loads(text)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise InvalidValue("the task handle is not JSON") from None
         if not isinstance(data, dict) or data.get("mcpcoreTask") != _FORMAT:
             raise InvalidValue("the text is not a task handle this client wrote")
+        seal = data.pop(SEAL_FIELD, "")
+        if keys is not None:
+            check_seal(data, seal, keys, "task handle")
         task_id, server, tool, endpoint = (
             data.get("taskId"),
             data.get("server"),
@@ -78,9 +105,10 @@ class TaskHandle:
             and isinstance(server, str)
             and isinstance(tool, str)
             and isinstance(endpoint, str)
+            and isinstance(seal, str)
         ):
             raise InvalidValue("the task handle is damaged (a field is missing or wrong)")
-        return cls(task_id, server, tool, endpoint)
+        return cls(task_id, server, tool, endpoint, seal)
 
 
 TaskHandle.__annotations__ = get_type_hints(TaskHandle)

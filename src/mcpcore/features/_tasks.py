@@ -60,6 +60,7 @@ from ..base._events import (
     RequestSucceeded,
 )
 from ..base._render import ToolOutput, render_result
+from ..base._seal import check_seal
 from ..wire._jsonrpc import ErrorResponse, Request
 from ..wire._modern import MAX_INPUT_ROUNDS
 from ..wire._requests import Ask, Pending, RequestKind, error_detail, register
@@ -388,11 +389,14 @@ class TaskDesk:
                 return False
         answer = read_task(raw, expected=None, modern=session.modern)
         tool = pending.tool
-        handle = TaskHandle(
-            answer.status.task_id,
-            session.options.server_name,
-            tool.name if tool is not None else str((pending.base or {}).get("name")),
-            session.input.endpoint,
+        handle = sealed(
+            session,
+            TaskHandle(
+                answer.status.task_id,
+                session.options.server_name,
+                tool.name if tool is not None else str((pending.base or {}).get("name")),
+                session.input.endpoint,
+            ),
         )
         call_id = pending.call_id
         _log.debug(
@@ -454,7 +458,10 @@ class TaskDesk:
         answers (``tasks/update``), then is followed again under a new call id;
         ``task_id`` and ``rounds`` are its continuation's."""
         session = self._s
-        handle = TaskHandle(task_id, session.options.server_name, tool.name, session.input.endpoint)
+        handle = sealed(
+            session,
+            TaskHandle(task_id, session.options.server_name, tool.name, session.input.endpoint),
+        )
         session.begin_host_request()
         call_id = session.path.new_id()
         limit = session.options.task_timeout
@@ -795,11 +802,23 @@ def _task_failed(task: _Task, error: object) -> McpError:
     return failed
 
 
+def sealed(session: SessionPort, handle: TaskHandle) -> TaskHandle:
+    """``handle`` sealed with the client's seal key, when it has one (U2)."""
+    keys = session.options.seal_keys
+    return handle.sealed(keys[0]) if keys else handle
+
+
 def task_id_of(session: SessionPort, task: object) -> tuple[str, str | None]:
     """The task id (and the tool's name, when known) a host's ``TaskHandle`` or
     bare id names; ``InvalidValue`` for anything else, or a handle of another
-    server's task."""
+    server's task. With the client's seal keys (U2) only a ``TaskHandle`` whose
+    seal matches one is taken (``SealBroken`` otherwise)."""
+    keys = session.options.seal_keys
+    if keys and not isinstance(task, TaskHandle):  # U2: a bare id carries no seal
+        raise InvalidValue("a client with a seal key names a task by its sealed TaskHandle")
     if isinstance(task, TaskHandle):
+        if keys:
+            check_seal(task._body(), task.seal, keys, "task handle")
         if task.endpoint and task.endpoint != session.input.endpoint:
             raise InvalidValue("this task handle belongs to a task of another server")
         return task.task_id, task.tool or None

@@ -50,7 +50,13 @@ from ..base._events import (
 from ..base._tools import Catalogue
 from ..features._desks import NO_TASKS, DeskHolder, NoQuestions, make_task_desk
 from ..features._input_options import client_capabilities
-from ..features._port import SessionOptions, SessionState, positive_seconds, timeout_error
+from ..features._port import (
+    SessionOptions,
+    SessionState,
+    may_have_run,
+    positive_seconds,
+    timeout_error,
+)
 from ..features._subscriptions import Listener
 from ..features._tool_requests import ToolsFeature
 from ..wire._headers import standard_headers
@@ -394,11 +400,16 @@ class ClientSession(DeskHolder):
         else:
             self._handle_response(message, now)
 
-    def request_failed(self, request_id: int, error: McpError, now: float) -> None:
-        """The exchange carrying ``request_id`` failed in the transport."""
+    def request_failed(
+        self, request_id: int, error: McpError, now: float, *, sent: bool = False
+    ) -> None:
+        """The exchange carrying ``request_id`` failed in the transport; ``sent``: its
+        request had reached the server whole (U3: a call then may have run)."""
         pending = self.path.take(request_id)
         if pending is None:
             return
+        if sent and pending.kind.method == "tools/call":
+            error = may_have_run(error, pending, request_id)
         if (
             pending.kind.resend
             and self.modern

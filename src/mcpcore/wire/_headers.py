@@ -20,7 +20,6 @@ headers go on which POST belongs to the HTTP mapping.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 import re
@@ -347,6 +346,8 @@ def encode_header_text(text: str) -> str:
     """
     if _is_plain(text):
         return text
+    import base64  # only for a value that needs the sentinel (B5)
+
     payload = base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
     return f"{_PREFIX}{payload}{_SUFFIX}"
 
@@ -372,6 +373,8 @@ def decode_header_value(text: str) -> str:
     if match is None:
         return text
     payload = match.group(1)
+    import base64  # only for a value that carries the sentinel (B5)
+
     try:
         raw = base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):

@@ -565,7 +565,7 @@ class HttpMapping:
             # The session ended while the request ran: never resumed on another
             # session (or on none), and never sent again.
             assert stream.request_id is not None
-            self._upward.append(RequestFailed(stream.request_id, _may_have_run()))
+            self._upward.append(RequestFailed(stream.request_id, _may_have_run(), sent=True))
         else:
             self._listening = False  # start_listening() opens one on the new session
 
@@ -578,6 +578,13 @@ class HttpMapping:
         """The status line and headers arrived. ``headers`` are ``(bytes, bytes)`` pairs,
         as HTTP libraries give them (``TypeError`` otherwise)."""
         self._reader.response_started(exchange_id, status, headers, now)
+
+    def request_sent(self, exchange_id: int, now: float) -> None:
+        """U3: the exchange's request was written whole (see ``HttpClientEngine.request_sent``)."""
+        self._last_now = now
+        ex = self._exchanges.get(exchange_id)
+        if ex is not None:
+            ex.sent = True
 
     def response_data(self, exchange_id: int, data: bytes, now: float) -> None:
         """A piece of the body arrived."""

@@ -88,6 +88,9 @@ class MessageArrived:
 class RequestFailed:
     request_id: int
     error: McpError
+    # U3: the request reached the server whole (written whole, or answered with a
+    # success status): a call that fails so may have run.
+    sent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +146,7 @@ class _Exchange:
     candidate_session_id: str | None = None
     opened_at: float = 0.0  # the ``now`` it was asked for (X4: timings)
     json_error: bool = False  # an error status with a JSON body (M9)
+    sent: bool = False  # U3: the driver wrote the request whole (request_sent)
     owed: bool = False  # a request closing still delivers (T9), like a notice
 
 

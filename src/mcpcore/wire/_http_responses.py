@@ -352,7 +352,7 @@ class ResponseReader:
                 self.m._upward.append(SessionExpired([ex.message]))
         elif ex.kind is _Kind.RESUME and request_id is not None:
             # The call was already running: it may have run, so it is never replayed.
-            self.m._upward.append(RequestFailed(request_id, _may_have_run()))
+            self.m._upward.append(RequestFailed(request_id, _may_have_run(), sent=True))
             if not stale:
                 self.m._upward.append(SessionExpired([]))
         elif not stale:
@@ -455,6 +455,7 @@ class ResponseReader:
                     RequestFailed(
                         stream.request_id,
                         TransportError(f"{what} before the response arrived"),
+                        sent=_reached_server(ex),
                     )
                 )
             return
@@ -494,6 +495,13 @@ class ResponseReader:
         if kind is _Kind.LISTEN:
             self.m._listening = True
         self.m._schedule(_Timer(at=now + delay, stream=stream, kind=kind))
+
+
+def _reached_server(ex: _Exchange) -> bool:
+    """U3: whether the request this exchange carried reached the server whole: the
+    driver said it was written whole, the server began a success answer, or the
+    exchange resumes a stream the server opened for it (H4)."""
+    return ex.sent or 200 <= ex.status < 300 or ex.kind is _Kind.RESUME
 
 
 def _is_json_rpc_error(body: bytes) -> bool:
