@@ -114,6 +114,8 @@ def test_each_command_runs_from_a_module_of_its_group() -> None:
         "task": "mcpcore_cli._tasks",
         "resources": "mcpcore_cli._resources",
         "read": "mcpcore_cli._resources",
+        "skills": "mcpcore_cli._skills",
+        "skill": "mcpcore_cli._skills",
         "prompts": "mcpcore_cli._prompts",
         "prompt": "mcpcore_cli._prompts",
         "check": "mcpcore_cli._check",

@@ -103,6 +103,15 @@ MODERN = [
     "json-schema-2020-12-preservation",
 ]
 
+# 0.2.0-alpha.12: the skills extension's client scenarios (SEP-2640, N4), at the
+# suite's default revision; the conformance client lists and loads skills in them.
+SKILLS = [
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+]
+
 
 def _expected_failures() -> list[str]:
     lines = BASELINE.read_text().splitlines()
@@ -238,6 +247,35 @@ def test_N1_N2_N3_alpha_auth_extension_scenario_passes(scenario: str, tmp_path: 
     assert own <= passed, passed
 
 
+@pytest.mark.parametrize("scenario", SKILLS)
+def test_N4_N5_alpha_skills_scenario_passes_with_a_check(scenario: str, tmp_path: Path) -> None:
+    """N4, N5: each skills scenario passes with its check passed, not 0/0: the
+    listing reads no file; a SKILL.md whose digest, size or frontmatter differs
+    from its entry is refused and the skill's other files never read."""
+    _passed_with_real_checks(_run_alpha(scenario, tmp_path), tmp_path)
+
+
+def test_N5_a_pass_with_zero_checks_fails(tmp_path: Path) -> None:
+    """N5: the guard every scenario above goes through refuses a run that passed
+    with no check behind it (the suite's "Passed: 0/0"), and one with a failure."""
+    ok = subprocess.CompletedProcess[str]([], 0, "", "")
+    (tmp_path / "checks.json").write_text("[]")
+    with pytest.raises(AssertionError):
+        _passed_with_real_checks(ok, tmp_path)
+    checks = [{"id": "x", "status": "SUCCESS"}, {"id": "y", "status": "FAILURE"}]
+    (tmp_path / "checks.json").write_text(json.dumps(checks))
+    with pytest.raises(AssertionError):
+        _passed_with_real_checks(ok, tmp_path)
+    (tmp_path / "checks.json").write_text(json.dumps(checks[:1]))
+    _passed_with_real_checks(ok, tmp_path)
+
+
+def test_N4_every_alpha_skills_scenario_is_run() -> None:
+    """N4: 0.2.0-alpha.12's client scenarios of the skills extension are all above."""
+    alpha = _listed(conformance_alpha_command("list", "--client"))
+    assert sorted(name for name, _ in alpha if name.startswith("sep-2640-")) == sorted(SKILLS)
+
+
 @pytest.mark.parametrize("scenario", _expected_failures())
 def test_out_of_scope_scenario_matches_the_baseline(scenario: str, tmp_path: Path) -> None:
     """Out of scope (OAuth, elicitation): failing as the baseline says, and no more."""
@@ -287,4 +325,6 @@ def test_Q1_Q4_every_alpha_scenario_and_every_elicitation_scenario_is_run() -> N
     # N5: every authorization scenario of alpha is run, the extensions too.
     run_auth = {*run_on_alpha, *AUTH_EXTENSIONS}
     assert [name for name, _ in alpha if name.startswith("auth/") and name not in run_auth] == []
+    # N5: and every other scenario of alpha too, the skills extension's included.
+    assert [name for name, _ in alpha if name not in {*run_auth, *SKILLS}] == []
     assert not [line for line in _expected_failures() if "elicitation" in line or "2322" in line]

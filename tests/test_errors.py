@@ -152,6 +152,7 @@ def _instances() -> list[McpError]:
         Unavailable("refused", server="s"),
         UnknownTool("add", suggestions=("py/add",)),
         mcpcore.ResourceNotFound("a://gone", detail="-32002: no such resource"),
+        mcpcore.SkillMismatch("pdf", "SKILL.md", "digest"),
         mcpcore.OutputSchemaViolation("structuredContent broke the schema", keyword="required", tool="s/t"),
         # A1-A5: the OAuth errors, each with the attributes it carries
         mcpcore.OAuthError("authorization failed"),

@@ -28,6 +28,7 @@ from mcpcore import (
     McpError,
     PreRegisteredClient,
     ProvideAssertion,
+    SkillMismatch,
 )
 from mcpcore_anyio import McpClient
 from mcpcore_jwt import DpopKey, PrivateKeySigner, async_signer
@@ -147,6 +148,34 @@ def _auth_for(scenario: str) -> tuple[AuthOptions, dict[str, Any]]:
     return AuthOptions(client_metadata_url=CIMD_URL, redirect_uri=REDIRECT_URI), hooks
 
 
+# --- skills (SEP-2640, N4) ----------------------------------------------------------------
+
+# The scenarios where the host's model asks for no skill: listing must read no file.
+SKILLS_LISTED_ONLY = {"sep-2640-client-no-prefetch"}
+
+
+async def use_skills(client: McpClient, scenario: str) -> None:
+    """A host with skills: list them (no file read), then, as its model asks for
+    each, load it: ``SKILL.md`` first, verified, and its other files only when
+    that passed. A file that fails verification is dropped, the skill not loaded."""
+    if not client.offers("skills"):
+        return
+    skills = await client.list_skills()
+    print(f"[{scenario}] {len(skills)} skills listed", file=sys.stderr)
+    if scenario in SKILLS_LISTED_ONLY:
+        return
+    for skill in skills:
+        try:
+            await client.read_skill_file(skill, "SKILL.md")
+            for path in await client.list_skill_files(skill):
+                if path != "SKILL.md":
+                    await client.read_skill_file(skill, path)
+        except SkillMismatch as exc:
+            print(f"[{scenario}] skill not loaded: {exc}", file=sys.stderr)
+            continue
+        print(f"[{scenario}] skill {skill.name!r} loaded", file=sys.stderr)
+
+
 async def run(url: str, scenario: str) -> int:
     auth, hooks = _auth_for(scenario)
     async with McpClient(
@@ -174,6 +203,7 @@ async def run(url: str, scenario: str) -> int:
                 print(f"[{scenario}] {tool_id}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
             print(f"[{scenario}] {tool_id}: {output.text[:200]!r}", file=sys.stderr)
+        await use_skills(client, scenario)
     return 0
 
 

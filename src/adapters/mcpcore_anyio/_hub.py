@@ -29,6 +29,8 @@ if TYPE_CHECKING:
         Listing,
         Resource,
         ServerResource,
+        ServerSkill,
+        Skill,
         TaskHandle,
         TaskStatus,
     )
@@ -133,6 +135,23 @@ class McpHub(HubDriver):
         offering = {name: c for name, c in self.clients.items() if c.offers("resources")}
         listings = await self._each(offering, one)
         return self._tagged({name: got for name, got in listings.items() if got is not None})
+
+    async def list_skills(self, *, timeout: float | None = None) -> list[ServerSkill]:
+        """N4: the skills of every ready server that declares the skills extension,
+        each tagged with its server, listed at once; no file is read. A server whose
+        listing fails is left out, with a warning naming it and why; read a file
+        with ``hub.clients[item.server].read_skill_file(item.skill, path)``."""
+
+        async def one(name: str, client: McpClient, _: float | None) -> Listing[Skill] | None:
+            try:
+                return await client.list_skills(timeout=timeout)
+            except McpError as exc:
+                _log.warning("server %r: its skills could not be listed: %s", name, exc)
+                return None
+
+        offering = {name: c for name, c in self.clients.items() if c.offers("skills")}
+        listings = await self._each(offering, one)
+        return self._tagged_skills({n: got for n, got in listings.items() if got is not None})
 
     async def ready(self, timeout: float | None = None) -> dict[str, Availability]:
         async def one(_: str, client: McpClient, left: float | None) -> Availability:

@@ -1,5 +1,5 @@
 """The ``mcpcore`` commands: demo, tools, call, task, resources, read, prompts,
-prompt, check, pins, login, logout, auth status.
+prompt, skills, skill, check, pins, login, logout, auth status.
 
 This module is the top: ``main`` parses the command line (``_parsers``), runs
 the command from the dispatch table, and turns an error into a message on
@@ -8,7 +8,8 @@ module of its own, and none imports this one:
 
 - ``_tools``: ``tools`` and ``call``; ``_tasks``: ``task``, and following a
   task that ``call`` started; ``_resources``: ``resources`` and ``read``;
-  ``_prompts``: ``prompts`` and ``prompt``; ``_check``: ``check``; ``_pins``: ``pins``;
+  ``_prompts``: ``prompts`` and ``prompt``; ``_skills``: ``skills`` and
+  ``skill``; ``_check``: ``check``; ``_pins``: ``pins``;
   ``_auth``: ``login``, ``logout`` and ``auth status``; ``_demo``: ``demo``.
 - What they share: ``_connect`` (the servers a command names, their clients,
   readiness and the hints), ``_results`` (the progress line, a result printed
@@ -65,6 +66,8 @@ _COMMANDS: Mapping[str, tuple[str, str]] = {
     "read": ("._resources", "cmd_read"),
     "prompts": ("._prompts", "cmd_prompts"),
     "prompt": ("._prompts", "cmd_prompt"),
+    "skills": ("._skills", "cmd_skills"),
+    "skill": ("._skills", "cmd_skill"),
     "check": ("._check", "cmd_check"),
     "pins": ("._pins", "cmd_pins"),
     "login": ("._auth", "cmd_login"),
@@ -143,7 +146,7 @@ def _run(cli: Cli, arguments: list[str]) -> int:
                 top.print_usage(cli.stderr)
                 raise UsageError(
                     "a command is required (demo, tools, call, task, resources, read, prompts, "
-                    "prompt, check, pins, login, logout, auth)"
+                    "prompt, skills, skill, check, pins, login, logout, auth)"
                 )
             command = ns.command
             cli.json_errors = command == "call" and "--json" in ns.rest

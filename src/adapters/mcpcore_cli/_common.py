@@ -91,6 +91,8 @@ COMMANDS = (
     "read",
     "prompts",
     "prompt",
+    "skills",
+    "skill",
     "check",
     "pins",
     "login",

@@ -94,6 +94,9 @@ def top_parser() -> _Parser:
             "  prompts list a server's prompts and their arguments\n"
             "  prompt  get one prompt's messages (arguments: key=value pairs, or a JSON\n"
             "          object of strings)\n"
+            "  skills  list a server's skills (SEP-2640) without reading their files\n"
+            "  skill   read one file of a skill (SKILL.md unless a PATH is given),\n"
+            "          verified against the skill's entry\n"
             "  check   validate an mcp.json and probe every server in it at once: one\n"
             "          row per server (ready, unavailable or invalid, and why)\n"
             "  pins    the pinned tool definitions of a server: each tool pinned, new or\n"
@@ -115,8 +118,8 @@ def top_parser() -> _Parser:
         choices=COMMANDS,
         metavar="COMMAND",
         help=(
-            "demo, tools, call, task, resources, read, prompts, prompt, check, pins, "
-            "login, logout or auth (described below)"
+            "demo, tools, call, task, resources, read, prompts, prompt, skills, skill, "
+            "check, pins, login, logout or auth (described below)"
         ),
     )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -512,6 +515,17 @@ _FEATURE_USAGE = {
         f"mcpcore prompts {_SERVER_FORMS} {_FLAGS}",
         "List the prompts of one server (URL) or of the servers of an mcp.json, with "
         "their arguments (a trailing ? marks an optional one).",
+    ),
+    "skills": (
+        f"mcpcore skills {_SERVER_FORMS} {_FLAGS}",
+        "List the skills (SEP-2640) of one server (URL) or of the servers of an mcp.json: "
+        "name, files and bytes (or dynamic), description. No file is read.",
+    ),
+    "skill": (
+        f"mcpcore skill {_SERVER_FORMS} NAME [PATH] {_FLAGS}",
+        "Read one file of a skill, SKILL.md unless PATH names another, and print it once "
+        "it matches the skill's entry (size, digest, frontmatter); a file that does not "
+        "is refused and never printed. With --config, --server NAME says which server.",
     ),
     "prompt": (
         f"mcpcore prompt {_SERVER_FORMS} NAME [ARGS_JSON | key=value...] {_FLAGS}",

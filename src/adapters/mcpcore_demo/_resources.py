@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ._jsonrpc import INVALID_PARAMS
+from ._skills import read_skill
 from ._tools import IMAGE_PNG
 
 __all__ = ["get_prompt", "list_prompts", "list_resources", "list_templates", "read_resource"]
@@ -81,6 +82,10 @@ def read_resource(params: dict[str, Any]) -> dict[str, Any] | tuple[int, str]:
     if uri == "demo://logo.png":
         blob = base64.b64encode(IMAGE_PNG).decode("ascii")
         return {"contents": [{"uri": uri, "mimeType": "image/png", "blob": blob}]}
+    if uri.startswith("skill://"):
+        skill = read_skill(uri)
+        if skill is not None:
+            return skill
     if uri.startswith(_GREETING) and len(uri) > len(_GREETING):
         name = unquote(uri[len(_GREETING) :])
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"Hello, {name}!"}]}

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from . import _resources
+from . import _resources, _skills
 from ._context import DemoTool, ToolContext, ToolResult
 from ._jsonrpc import (
     INVALID_PARAMS,
@@ -47,6 +47,8 @@ _FEATURES: dict[str, Callable[[dict[str, Any]], dict[str, Any] | tuple[int, str]
     "resources/read": _resources.read_resource,
     "prompts/list": _resources.list_prompts,
     "prompts/get": _resources.get_prompt,
+    "skills/list": _skills.list_skills,  # N4
+    "resources/directory/read": _skills.read_directory,
 }
 
 
@@ -149,6 +151,8 @@ class JsonRpcSide(ServerState):
         }
         if version >= "2025-11-25":  # tasks came with that revision
             result["capabilities"]["tasks"] = dict(TASKS_CAPABILITY)
+            # N4: the skills extension (SEP-2640), under the extensions of that revision
+            result["capabilities"]["extensions"] = {_skills.EXTENSION: dict(_skills.SETTINGS)}
         if self.instructions is not None:
             result["instructions"] = self.instructions
         return result

@@ -20,8 +20,11 @@ and sign-in locks are leases that end after ``lease`` seconds (W3), and
 that cannot be reached raises ``StoreUnavailable``, whose message names no
 secret (W5); a record mcpcore did not write raises ``StoreCorrupt``.
 
-``SqlitePinStore(path)`` keeps pinned tool definitions (U1) per server and
-subject in a SQLite file, for a host whose pins outlive its process.
+Three ``mcpcore.PinStore`` implementations keep pinned tool definitions (U1)
+per server and subject, for a host whose pins outlive its process:
+``SqlitePinStore(path)`` in a SQLite file (processes on one machine),
+``PostgresPinStore(dsn)`` and ``RedisPinStore(url)`` (many machines; the same
+extras, connections and ``StoreUnavailable`` as the token stores).
 
 The stores load on first use: importing this package imports neither
 psycopg nor redis.
@@ -35,12 +38,16 @@ from ._errors import StoreCorrupt, StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
     from ._pins import SqlitePinStore
+    from ._pins_postgres import PostgresPinStore
+    from ._pins_redis import RedisPinStore
     from ._postgres import PostgresTokenStore
     from ._redis import RedisTokenStore
     from ._sqlite import SqliteTokenStore
 
 __all__ = [
+    "PostgresPinStore",
     "PostgresTokenStore",
+    "RedisPinStore",
     "RedisTokenStore",
     "SqlitePinStore",
     "SqliteTokenStore",
@@ -55,6 +62,8 @@ _LAZY = {
     "PostgresTokenStore": "._postgres",
     "RedisTokenStore": "._redis",
     "SqlitePinStore": "._pins",
+    "PostgresPinStore": "._pins_postgres",
+    "RedisPinStore": "._pins_redis",
 }
 
 

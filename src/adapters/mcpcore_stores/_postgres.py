@@ -36,10 +36,10 @@ name.
 Tasks and continuations are rows keyed by (subject, id); taking a continuation
 is ``DELETE ... RETURNING``: one statement, so one taker gets it (W4).
 
-One connection per store, in autocommit, used by one thread at a time (a
-lock): every statement stands alone. A dropped connection is opened again once
-per call. ``statement_timeout`` (and the connect timeout) is ``timeout``.
-Whatever psycopg raises leaves as ``StoreUnavailable`` (unreachable, refused
+The connection (one per store, in autocommit, opened again once per call when
+it dropped, ``timeout`` bounding connecting and each statement) and its errors
+are ``_postgres_connection``'s, shared with ``PostgresPinStore``: whatever
+psycopg raises leaves as ``StoreUnavailable`` (unreachable, refused
 credentials, no answer in time) or ``StoreError``, whose message names the
 store's kind and host:port, never the DSN or its password (W5); psycopg's own
 error (which carries the connection's settings, password included) is never
@@ -48,8 +48,6 @@ kept or chained.
 
 from __future__ import annotations
 
-import math
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -57,15 +55,14 @@ from mcpcore import (
     DEFAULT_SUBJECT,
     ClientRecord,
     Continuation,
-    InvalidValue,
     TaskHandle,
     TokenKey,
     TokenSet,
     same_tokens,
 )
 
-from ._errors import StoreError, StoreUnavailable
-from ._lease import check_lease, check_timeout, holder_token, lock_name
+from ._lease import check_lease, holder_token, lock_name
+from ._postgres_connection import Connection, PostgresConnection, PostgresError
 from ._records import (
     decode_client,
     decode_continuation,
@@ -75,24 +72,12 @@ from ._records import (
     encode_tokens,
 )
 
-try:
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-except ImportError as exc:  # pragma: no cover - the extra is not installed
-    raise ImportError(
-        "PostgresTokenStore needs psycopg 3: pip install 'mcpcore[postgres]'"
-    ) from exc
-
 __all__ = ["PostgresTokenStore"]
 
 _T = TypeVar("_T")
-_KIND = "PostgreSQL store"
 # A compare-and-set that lost its version to a write of the very set it compares
 # (another worker stored the same tokens) reads again: at most this many times.
 _CAS_ROUNDS = 8
-# Held (pg_advisory_xact_lock) while the tables are made, so that workers starting
-# together do not race CREATE TABLE IF NOT EXISTS (which is not safe against itself).
-_SCHEMA_LOCK = 0x6D6370636F7265  # "mcpcore"
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS mcpcore_token_heads (
@@ -167,21 +152,6 @@ _TAKE_LEASE = """
 _GIVE_LEASE = "DELETE FROM mcpcore_leases WHERE name = %(name)s AND holder = %(holder)s"
 
 
-def _where(dsn: str) -> tuple[str, str]:
-    """(host:port, database) named by ``dsn``: what messages and ``repr`` show."""
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        problem = True
-    else:
-        problem = False
-    if problem:  # raised here, not in the handler: psycopg's error may quote the DSN
-        raise InvalidValue("the PostgreSQL DSN cannot be parsed")
-    host = str(params.get("host") or params.get("hostaddr") or "localhost")
-    port = str(params.get("port") or "5432")
-    return f"{host}:{port}", str(params.get("dbname") or params.get("user") or "")
-
-
 class PostgresTokenStore:
     """A ``mcpcore.SharedTokenStore`` on PostgreSQL (see the module docstring).
 
@@ -193,17 +163,12 @@ class PostgresTokenStore:
 
     def __init__(self, dsn: str, *, lease: float = 30.0, timeout: float = 5.0) -> None:
         self._lease = check_lease(lease)
-        self._timeout = check_timeout(timeout)
-        self._where, self._database = _where(dsn)
-        self._dsn = dsn
-        self._lock = threading.Lock()  # one statement at a time on the connection
-        self._conn: psycopg.Connection[Any] | None = None
-        self._schema_ready = False
-        self._closed = False
+        self._db = PostgresConnection(dsn, timeout=timeout, schema=_SCHEMA)
+        self._lock = self._db.lock  # guards _holders too
         self._holders: dict[str, str] = {}  # lease name -> the holder token this store wrote
 
     def __repr__(self) -> str:
-        return f"PostgresTokenStore({self._where}/{self._database})"
+        return f"PostgresTokenStore({self._db.where}/{self._db.database})"
 
     def __enter__(self) -> PostgresTokenStore:
         return self
@@ -213,83 +178,26 @@ class PostgresTokenStore:
 
     # --- the connection -----------------------------------------------------------------
 
-    def _connect(self) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(
-            self._dsn,
-            autocommit=True,
-            connect_timeout=max(2, math.ceil(self._timeout)),
-            # a peer that stops acknowledging (a cut network) fails the call, not hangs it
-            tcp_user_timeout=math.ceil(self._timeout * 1000),
-        )
-        try:
-            millis = str(math.ceil(self._timeout * 1000))
-            conn.execute("SELECT set_config('statement_timeout', %s, false)", (millis,))
-            if not self._schema_ready:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-                self._schema_ready = True
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _run(self, work: Callable[[psycopg.Connection[Any]], _T]) -> _T:
-        """``work(connection)``, on a live connection (opened again once if it dropped);
-        psycopg's errors leave as the store's, naming no secret."""
-        failure: str | None = None
-        unavailable = True
-        with self._lock:
-            if self._closed:
-                raise StoreError(f"the {_KIND} at {self._where} is closed")
-            for attempt in (1, 2):
-                reused = self._conn is not None
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = None
-                        self._conn = self._connect()
-                    return work(self._conn)
-                except psycopg.OperationalError as exc:
-                    broken = self._conn is None or self._conn.broken or self._conn.closed
-                    if broken:
-                        self._drop()
-                    if broken and reused and attempt == 1:
-                        continue  # the connection dropped since the last call: once more
-                    failure = _reason(exc)
-                except psycopg.Error as exc:
-                    unavailable = False
-                    failure = f"refused the statement ({type(exc).__name__})"
-                break
-        # Raised outside the handlers: psycopg's error (it carries the connection's
-        # settings, the password among them) is neither chained nor kept.
-        message = f"the {_KIND} at {self._where} {failure}"
-        raise StoreUnavailable(message) if unavailable else StoreError(message)
-
-    def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except psycopg.Error:
-                pass
+    def _run(self, work: Callable[[Connection], _T]) -> _T:
+        """``work(connection)``; psycopg's errors leave as the store's, naming no secret."""
+        return self._db.run(work)
 
     def close(self) -> None:
         """Give back the leases this store holds (when the database answers) and
         close its connection."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            conn, held = self._conn, list(self._holders.items())
+
+        def give_back(conn: Connection | None) -> None:
+            held = list(self._holders.items())
             self._holders.clear()
-            if conn is not None and not conn.closed and not conn.broken:
-                for name, holder in held:
-                    try:
-                        conn.execute(_GIVE_LEASE, {"name": name, "holder": holder})
-                    except psycopg.Error:
-                        break  # they end by themselves within the lease
-            self._drop()
+            if conn is None:
+                return  # no live connection: they end by themselves within the lease
+            for name, holder in held:
+                try:
+                    conn.execute(_GIVE_LEASE, {"name": name, "holder": holder})
+                except PostgresError:
+                    break  # they end by themselves within the lease
+
+        self._db.close(give_back)
 
     # --- tokens -------------------------------------------------------------------------
 
@@ -467,19 +375,3 @@ class PostgresTokenStore:
             ).fetchone()
         )
         return None if row is None else decode_continuation(row[0])
-
-
-def _reason(exc: psycopg.OperationalError) -> str:
-    """What went wrong, in words that quote nothing of the DSN."""
-    if isinstance(exc, psycopg.errors.QueryCanceled):
-        return "did not answer in time"
-    text = str(exc).lower()
-    if (
-        "authentication" in text
-        or "password" in text
-        or ("role" in text and "does not exist" in text)
-    ):
-        return "refused the credentials"
-    if "timeout" in text or "timed out" in text:
-        return "did not answer in time"
-    return "cannot be reached"

@@ -29,13 +29,13 @@ sign-in lock is the same lease under another name.
 
 Taking a continuation is ``GETDEL`` (Redis 6.2): one command, one taker (W4).
 
-redis-py's client keeps a pool of connections and is safe across threads; a
-dropped connection is tried again once, at once (redis-py's own default, ten
-tries with growing pauses, would hold a call for seconds). ``timeout`` bounds
-connecting and every answer. Whatever redis-py raises leaves as
-``StoreUnavailable`` (unreachable, refused credentials, no answer in time) or
-``StoreError``, whose message names the store's kind and host:port, never the
-URL or its password (W5); redis-py's own error is never kept or chained.
+The client (redis-py's, a pool safe across threads, a dropped connection tried
+again once, ``timeout`` bounding connecting and every answer) and its errors
+are ``_redis_connection``'s, shared with ``RedisPinStore``: whatever redis-py
+raises leaves as ``StoreUnavailable`` (unreachable, refused credentials, no
+answer in time) or ``StoreError``, whose message names the store's kind and
+host:port, never the URL or its password (W5); redis-py's own error is never
+kept or chained.
 """
 
 from __future__ import annotations
@@ -45,20 +45,18 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
-from urllib.parse import urlsplit
 
 from mcpcore import (
     DEFAULT_SUBJECT,
     ClientRecord,
     Continuation,
-    InvalidValue,
     TaskHandle,
     TokenKey,
     TokenSet,
 )
 
-from ._errors import StoreCorrupt, StoreError, StoreUnavailable
-from ._lease import check_lease, check_timeout, holder_token, lock_name
+from ._errors import StoreCorrupt
+from ._lease import check_lease, holder_token, lock_name
 from ._records import (
     decode_client,
     decode_continuation,
@@ -67,18 +65,11 @@ from ._records import (
     encode_client,
     encode_tokens,
 )
-
-try:
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-except ImportError as exc:  # pragma: no cover - the extra is not installed
-    raise ImportError("RedisTokenStore needs redis-py: pip install 'mcpcore[redis]'") from exc
+from ._redis_connection import RedisConnection, RedisError, key_part
 
 __all__ = ["RedisTokenStore"]
 
 _T = TypeVar("_T")
-_KIND = "Redis store"
 _PREFIX = "mcpcore:"
 
 # The newest set's issuer in a tokens hash (the highest s:ISSUER), shared by the scripts.
@@ -129,28 +120,10 @@ return 0
 """
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
 def _fingerprint(tokens: TokenSet) -> str:
     """What ``same_tokens`` compares (the access and refresh token), as a digest."""
     pair = json.dumps([tokens.access_token, tokens.refresh_token], separators=(",", ":"))
     return hashlib.sha256(pair.encode("utf-8")).hexdigest()
-
-
-def _where(url: str) -> tuple[str, str]:
-    """(host:port or socket path, database) named by ``url``: what messages and ``repr`` show."""
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        parts = None
-    if parts is None:  # raised here, not in the handler: the error may quote the URL
-        raise InvalidValue("the Redis URL cannot be parsed")
-    if parts.scheme == "unix":
-        return parts.path, "0"
-    return f"{host or 'localhost'}:{port or 6379}", parts.path.strip("/") or "0"
 
 
 class RedisTokenStore:
@@ -164,30 +137,16 @@ class RedisTokenStore:
 
     def __init__(self, url: str, *, lease: float = 30.0, timeout: float = 5.0) -> None:
         self._lease = check_lease(lease)
-        self._timeout = check_timeout(timeout)
-        self._where, self._database = _where(url)
-        failure: str | None = None
-        try:
-            self._redis: redis.Redis = redis.Redis.from_url(
-                url,
-                socket_timeout=self._timeout,
-                socket_connect_timeout=self._timeout,
-                retry=Retry(NoBackoff(), 1),
-                decode_responses=False,
-            )
-        except (ValueError, redis.RedisError):
-            failure = "URL cannot be used"
-        if failure is not None:  # raised here, not in the handler: the error may quote the URL
-            raise InvalidValue(f"the Redis {failure}")
+        self._db = RedisConnection(url, timeout=timeout)
+        self._redis = self._db.redis
         self._set = self._redis.register_script(_SET)
         self._delete = self._redis.register_script(_DELETE)
         self._give_lease = self._redis.register_script(_GIVE_LEASE)
         self._lock = threading.Lock()  # guards _holders
         self._holders: dict[str, str] = {}  # lease key -> the holder token this store wrote
-        self._closed = False
 
     def __repr__(self) -> str:
-        return f"RedisTokenStore({self._where}/{self._database})"
+        return f"RedisTokenStore({self._db.where}/{self._db.database})"
 
     def __enter__(self) -> RedisTokenStore:
         return self
@@ -197,65 +156,39 @@ class RedisTokenStore:
 
     def _run(self, work: Callable[[], _T]) -> _T:
         """``work()``; redis-py's errors leave as the store's, naming no secret."""
-        if self._closed:
-            raise StoreError(f"the {_KIND} at {self._where} is closed")
-        unavailable = True
-        try:
-            return work()
-        except redis.AuthenticationError:
-            failure = "refused the credentials"
-        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-            failure = (
-                "did not answer in time"
-                if isinstance(exc, redis.TimeoutError)
-                else "cannot be reached"
-            )
-        except redis.ResponseError as exc:
-            text = str(exc).upper()
-            if text.startswith(("NOAUTH", "WRONGPASS", "NOPERM")):
-                failure = "refused the credentials"
-            else:
-                unavailable = False
-                failure = "refused the command (ResponseError)"
-        except redis.RedisError as exc:
-            unavailable = False
-            failure = f"failed ({type(exc).__name__})"
-        # Raised outside the handlers: redis-py's error is neither chained nor kept.
-        message = f"the {_KIND} at {self._where} {failure}"
-        raise StoreUnavailable(message) if unavailable else StoreError(message)
+        return self._db.run(work)
 
     def close(self) -> None:
         """Give back the leases this store holds (when Redis answers) and close its connections."""
         with self._lock:
-            if self._closed:
+            if self._db.closed:
                 return
             held = list(self._holders.items())
             self._holders.clear()
         for key, holder in held:
             try:
                 self._give_lease(keys=[key], args=[holder])
-            except redis.RedisError:
+            except RedisError:
                 break  # they end by themselves within the lease
-        self._closed = True
-        self._redis.close()
+        self._db.close()
 
     # --- keys ---------------------------------------------------------------------------
 
     @staticmethod
     def _tokens_key(subject: str, server_url: str) -> str:
-        return f"{_PREFIX}tokens:{_digest(subject)}:{_digest(server_url)}"
+        return f"{_PREFIX}tokens:{key_part(subject)}:{key_part(server_url)}"
 
     @staticmethod
     def _lease_key(name: str) -> str:
-        return f"{_PREFIX}lease:{_digest(name)}"
+        return f"{_PREFIX}lease:{key_part(name)}"
 
     @staticmethod
     def _task_key(subject: str, task_id: str) -> str:
-        return f"{_PREFIX}task:{_digest(subject)}:{_digest(task_id)}"
+        return f"{_PREFIX}task:{key_part(subject)}:{key_part(task_id)}"
 
     @staticmethod
     def _continuation_key(subject: str, continuation_id: str) -> str:
-        return f"{_PREFIX}continuation:{_digest(subject)}:{_digest(continuation_id)}"
+        return f"{_PREFIX}continuation:{key_part(subject)}:{key_part(continuation_id)}"
 
     # --- tokens -------------------------------------------------------------------------
 

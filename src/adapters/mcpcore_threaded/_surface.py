@@ -73,6 +73,8 @@ if TYPE_CHECKING:
         SampleResult,
         Sampling,
         SignAssertion,
+        Skill,
+        SkillFileContent,
         TaskHandle,
         TaskStatus,
     )
@@ -744,6 +746,54 @@ class ClientSurface(ClientBase):
         """F5: one prompt's messages; the arguments are strings (anything else is
         refused before sending, ``InvalidArguments``)."""
         return self._ask(self._ask_prompt(name, arguments), timeout)  # type: ignore[no-any-return]
+
+    def list_skills(
+        self,
+        *,
+        max_skill_files: int | None = None,
+        max_skill_bytes: int | None = None,
+        timeout: float | None = None,
+    ) -> Listing[Skill]:
+        """N4: every skill the server lists (``skills/list``, SEP-2640), each its
+        entry: name, description, frontmatter, files with digest and size. No file
+        is read. ``NotOffered`` (nothing sent) when the server does not declare the
+        skills extension; ``LimitExceeded`` names the bound a skill overruns
+        (``None``: the SEP's 512 files and 16 MiB, ``MAX_SKILL_FILES`` and
+        ``MAX_SKILL_BYTES``)."""
+        self._ensure_ready()
+        ask = self._ask_skills(max_skill_files, max_skill_bytes)
+        return self._ask(ask, timeout)  # type: ignore[no-any-return]
+
+    def read_skill_file(
+        self, skill: Skill | str, path: str = "SKILL.md", *, timeout: float | None = None
+    ) -> SkillFileContent:
+        """N4: one file of a skill (its entry, or its name: listed first), read and
+        checked against the entry: size, digest, and for ``SKILL.md`` the
+        frontmatter. A mismatch raises ``SkillMismatch`` and the content is
+        dropped; a path the entry does not list is refused (``InvalidValue``)."""
+        if isinstance(skill, str):
+            skill = self._skill_named(self.list_skills(timeout=timeout), skill)
+        ask = self._ask_skill_file(skill, path)
+        return self._ask(ask, timeout)  # type: ignore[no-any-return]
+
+    def list_skill_files(
+        self,
+        skill: Skill | str,
+        *,
+        max_skill_files: int | None = None,
+        timeout: float | None = None,
+    ) -> tuple[str, ...]:
+        """N4: the paths of a skill's files: its entry's, or for a dynamic
+        skill the walk of its directory with ``resources/directory/read`` where
+        the server offers it. No file is read."""
+        if isinstance(skill, str):
+            skill = self._skill_named(self.list_skills(timeout=timeout), skill)
+        found = self._skill_files(skill, max_skill_files)
+        if isinstance(found, tuple):
+            return found
+        while (ask := found.next_ask()) is not None:
+            found.add(self._ask(ask, timeout))
+        return tuple(found.paths)
 
     def refresh(self) -> SyncReport:
         """Re-list the tools (T6) → what changed since the last listing; its ``pins``

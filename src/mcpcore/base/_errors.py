@@ -43,6 +43,7 @@ __all__ = [
     "ResourceNotFound",
     "SealBroken",
     "ServerError",
+    "SkillMismatch",
     "TransportError",
     "Unavailable",
     "UnknownTool",
@@ -160,6 +161,9 @@ _RAISED_WITH = {
     "max_line_size": "limits=HttpLimits(max_message_size=..., max_read_size=...)",
     "max_pages": "max_pages=...",
     "max_tools": "max_tools=...",
+    # N4: the skills extension's limits (SEP-2640: a host accepts at least these)
+    "max_skill_files": "list_skills(max_skill_files=...)",
+    "max_skill_bytes": "list_skills(max_skill_bytes=...)",
 }
 
 
@@ -176,6 +180,25 @@ class LimitExceeded(RemoteProtocolError):
         #: The library's own hint, which a host with its own word for the option
         #: (a command line's flag) may take out of the message.
         self.option_hint = hint
+
+
+class SkillMismatch(RemoteProtocolError):
+    """A skill's file does not match the entry ``skills/list`` gave for it (N4,
+    SEP-2640): its ``digest``, its ``size``, or (``SKILL.md``) its ``frontmatter``
+    (``field`` names the key, or the whole block when it does not parse). The
+    content was dropped, never returned; the message names the skill, the path
+    and what mismatched (escaped server text), never the content."""
+
+    def __init__(self, skill: str, path: str, what: str, *, field: str | None = None) -> None:
+        detail = f" ({excerpt(field, 80)!r})" if field is not None else ""
+        super().__init__(
+            f"skill {excerpt(skill, 80)!r}, file {excerpt(path, 200)!r}: its {what}{detail} "
+            "does not match the skill's entry; the content was dropped"
+        )
+        self.skill = skill
+        self.path = path
+        self.what = what
+        self.field = field
 
 
 class HandshakeError(RemoteProtocolError):
@@ -384,6 +407,7 @@ for _public in (
     RequestRefused,
     ResourceNotFound,
     NotOffered,
+    SkillMismatch,
     Unavailable,
     UnknownTool,
 ):

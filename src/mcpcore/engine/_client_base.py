@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..features._pins import PinStore
     from ..features._resources import ReadResult, Resource, ServerResource
     from ..features._resume import Continuation
+    from ..features._skills import DirectoryWalk, ServerSkill, Skill
     from ..session._session import SessionOptions
     from ..wire._http import HeaderSource, HttpLimits
     from ._engine import HttpClientEngine, StdioClientEngine
@@ -320,13 +321,14 @@ class ClientBase:
     def offers(self, feature: str) -> bool:
         """Whether the server declared ``feature`` among its capabilities
         (``"tools"``, ``"resources"``, ``"prompts"``, ``"completions"``,
-        ``"logging"``); ``False`` until it is ready."""
-        engine = self._engine
-        return (
-            engine is not None
-            and engine.state is SessionState.READY
-            and feature in engine.session.server_capabilities
-        )
+        ``"logging"``), or ``"skills"``: the skills extension (N4, SEP-2640);
+        ``False`` until it is ready."""
+        capabilities = self._capabilities()
+        if feature == "skills":
+            from ..features._skills import skills_offered
+
+            return skills_offered(capabilities) is not None
+        return feature in capabilities
 
     # --- the asks behind each driver's resources and prompts methods (F2, F5) -----
     # Each feature module loads here, on first use, never on import of a driver.
@@ -357,6 +359,41 @@ class ClientBase:
         from ..features._prompts import PROMPTS_GET, get_params
 
         return Ask(PROMPTS_GET, get_params(name, arguments), name)
+
+    # --- the asks behind the skills methods (N4) -------------------------------
+
+    def _capabilities(self) -> Mapping[str, Any]:
+        engine = self._engine
+        if engine is None or engine.state is not SessionState.READY:
+            return {}
+        return engine.session.server_capabilities
+
+    def _ask_skills(self, max_skill_files: int | None, max_skill_bytes: int | None) -> Ask:
+        from ..features._skills import skills_ask
+
+        return skills_ask(
+            self._options.server_name,
+            self._capabilities(),
+            max_skill_files=max_skill_files,
+            max_skill_bytes=max_skill_bytes,
+        )
+
+    def _ask_skill_file(self, skill: Skill, path: str) -> Ask:
+        from ..features._skills import read_file_ask
+
+        return read_file_ask(skill, path)
+
+    def _skill_named(self, skills: Sequence[Skill], name: str) -> Skill:
+        from ..features._skills import find_skill
+
+        return find_skill(tuple(skills), name, self._options.server_name)
+
+    def _skill_files(
+        self, skill: Skill, max_skill_files: int | None
+    ) -> tuple[str, ...] | DirectoryWalk:
+        from ..features._skills import skill_files
+
+        return skill_files(skill, self._capabilities(), max_files=max_skill_files)
 
     @property
     def call_timeout(self) -> float:
@@ -542,6 +579,14 @@ class HubBase(Generic[_C]):
             ServerResource(name, resource)
             for name in self.clients
             for resource in listings.get(name, ())
+        ]
+
+    def _tagged_skills(self, listings: Mapping[str, Sequence[Skill]]) -> list[ServerSkill]:
+        """N4: each server's skills tagged with its name, in the hub's order."""
+        from ..features._skills import ServerSkill
+
+        return [
+            ServerSkill(name, skill) for name in self.clients for skill in listings.get(name, ())
         ]
 
     def _chosen(self, server: str | None) -> dict[str, _C]:
