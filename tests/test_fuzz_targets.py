@@ -32,12 +32,8 @@ OAUTH_TARGETS = [
     "oauth_challenge",
     "oauth_callback",
 ]
-NEW_TARGETS = [
-    "seal",
-    "records",
-    "dpop",
-    "pins",
-]  # issue 44: this round's parsers (hand-written seeds)
+# Issue 44: this round's parsers (hand-written and generated seeds).
+NEW_TARGETS = ["seal", "records", "dpop", "pins", "skills"]
 TARGETS = ["sse", "jsonrpc", "http", "session", "input", "config", *OAUTH_TARGETS, *NEW_TARGETS]
 
 if str(FUZZ) not in sys.path:
@@ -490,3 +486,17 @@ def test_U1_a_stored_pin_nested_past_the_parsers_depth_is_no_object() -> None:
     listing = Catalogue.from_listing("srv", [{"name": "echo", "inputSchema": {"type": "object"}}])
     visible, changes = book.observe(listing, "block")
     assert [change.name for change in changes] == ["echo"] and visible.tools == ()
+
+
+def test_N4_a_frontmatter_integer_past_pythons_digit_limit_is_a_skill_mismatch() -> None:
+    """N4 (found by fuzz_skills): a YAML integer of more than 4,300 digits in a
+    SKILL.md raised ValueError out of ``parse_frontmatter`` (and so out of a file's
+    read), where only ``SkillMismatch`` is documented. No entry's JSON can carry such
+    a number either (the wire refuses it), so the frontmatter does not match."""
+    from mcpcore.base._errors import SkillMismatch
+    from mcpcore.features._skills import parse_frontmatter
+
+    for value in ("9" * 4400, "[" + "1" * 4400 + ", a]", "-" + "1" * 5000):
+        with pytest.raises(SkillMismatch):
+            parse_frontmatter(f"---\nname: s\nversion: {value}\n---\n", skill="s")
+    assert parse_frontmatter("---\nname: s\nversion: 12\n---\n")["version"] == 12

@@ -659,7 +659,10 @@ def _scalar(text: str) -> Any:
     if text in ("false", "False", "FALSE"):
         return False
     if _INT.match(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # past Python's 4,300 digits: no entry's JSON could hold it either
+            raise _Unparsed from None
     if _FLOAT.match(text):
         return float(text)
     return text
