@@ -15,20 +15,35 @@ Invariants:
   (token sets and clients: ``encode_*``/``decode_*``; handles and continuations:
   ``to_json``), and the text written is JSON without NaN or Infinity;
 * a token set read back has a finite ``expires_at`` or none.
+
+With byte 0's bit 1 set, the rows are written by another writer straight into a
+``SqliteTokenStore``'s database (one temporary file per process): token sets of
+two subjects (each tagged with its subject) or changed ones, under any
+``stored`` order value and as TEXT or BLOB, task handles and continuations.
+Reading back through the store gives ``StoreCorrupt`` or the decoding of one
+of the rows of that subject and server (or task id), never another subject's
+row, and ``None`` only when that subject has none.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
+import shutil
+import sqlite3
 import sys
+import tempfile
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import _fuzzlib
 from _fuzzlib import SECRET, Reader
 
 from mcpcore import ClientRecord, Continuation, TaskHandle, TokenSet
-from mcpcore_stores import StoreCorrupt
+from mcpcore_stores import SqliteTokenStore, StoreCorrupt
 from mcpcore_stores._records import (
     client_fields,
     client_from_fields,
@@ -171,11 +186,107 @@ def _round_trip(name: str, record: Any) -> None:
         assert decode_continuation(record.to_json()) == record
 
 
+_SUBJECTS = ("alice", "bob")
+_SERVERS = ("https://mcp.example.test/mcp", "https://other.example.test/mcp")
+_db: tuple[SqliteTokenStore, sqlite3.Connection] | None = None
+
+
+def _database() -> tuple[SqliteTokenStore, sqlite3.Connection]:
+    """The store under test and another writer's connection to its file (one per process)."""
+    global _db
+    if _db is None:
+        folder = Path(tempfile.mkdtemp(prefix="fuzz-records-"))
+        atexit.register(shutil.rmtree, folder, True)
+        store = SqliteTokenStore(folder / "tokens.db")
+        store.get_tokens(_SERVERS[0])  # makes the file and its tables
+        _db = (store, sqlite3.connect(folder / "tokens.db", isolation_level=None))
+    return _db
+
+
+def _tagged(subject: str, server: str) -> TokenSet:
+    return replace(TOKENS, access_token=f"at-{subject}-{SECRET}", resource=server)
+
+
+def _text_ok(text: str) -> bool:
+    """SQLite keeps TEXT as UTF-8: a lone surrogate can only go in as a BLOB."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _sqlite(r: Reader) -> None:
+    store, writer = _database()
+    for table in ("tokens", "tasks", "continuations"):
+        writer.execute(f"DELETE FROM {table}")
+    rows: list[tuple[str, str, Any]] = []
+    for _ in range(r.u8() % 6):
+        subject, server = r.choice((*_SUBJECTS, "Alice", "")), r.choice(_SERVERS)
+        body: Any = encode_tokens(_tagged(subject, server))
+        if r.u8() % 3 == 0:
+            body = _row(r, json.loads(body))
+        if r.u8() % 4 == 0 or not _text_ok(body):
+            body = body.encode("utf-8", "surrogatepass")  # a BLOB where TEXT belongs
+        stored = r.choice((r.u8(), -1, 1.5, "9", None)) if r.u8() % 4 == 0 else r.u8()
+        writer.execute(
+            "INSERT OR REPLACE INTO tokens (subject, server_url, issuer, body, stored) "
+            "VALUES (?, ?, ?, ?, COALESCE(?, 0))",
+            (subject, server, r.choice(("i1", "i2")), body, stored),
+        )
+        rows.append((subject, server, body))
+    tasks: dict[tuple[str, str], Any] = {}
+    for _ in range(r.u8() % 3):
+        subject, task_id = r.choice(_SUBJECTS), r.choice(("t1", "t2"))
+        body = TaskHandle(f"{task_id}-{subject}", "srv", "echo", "e" * 32).to_json()
+        if r.flag():
+            body = _row(r, json.loads(body))
+        if not _text_ok(body):
+            body = body.encode("utf-8", "surrogatepass")
+        writer.execute(
+            "INSERT OR REPLACE INTO tasks (subject, task_id, body) VALUES (?, ?, ?)",
+            (subject, task_id, body),
+        )
+        tasks[(subject, task_id)] = body
+    for subject in _SUBJECTS:
+        for server in _SERVERS:
+            mine = [body for s, v, body in rows if (s, v) == (subject, server)]
+            got = _decode(partial(store.get_tokens, subject=subject), server)
+            if isinstance(got, StoreCorrupt):
+                assert mine, "StoreCorrupt for a subject without rows"
+                continue
+            if got is None:
+                assert not mine, "a subject's rows were not found"
+                continue
+            assert isinstance(got, TokenSet)
+            assert not got.access_token.startswith("at-") or got.access_token.startswith(
+                f"at-{subject}-"
+            ), "another subject's tokens were handed out"
+            decoded = []
+            for body in mine:
+                one = _decode(decode_tokens, body)
+                if isinstance(one, TokenSet):
+                    decoded.append(one)
+            assert got in decoded, "the tokens read are none of the subject's rows"
+        for task_id in ("t1", "t2"):
+            task = _decode(partial(store.load_task, subject=subject), task_id)
+            if task is None:
+                assert (subject, task_id) not in tasks
+            elif not isinstance(task, StoreCorrupt):
+                assert _decode(decode_task, tasks[(subject, task_id)]) == task
+                other = "bob" if subject == "alice" else "alice"
+                assert not task.task_id.endswith(f"-{other}"), "another subject's task"
+
+
 def fuzz_one_input(data: bytes) -> None:
     if len(data) < 2:
         return
     r = Reader(data)
-    structured = r.u8() & 1
+    mode = r.u8()
+    if mode & 2:
+        _sqlite(r)
+        return
+    structured = mode & 1
     name, decoder, _, fields = r.choice(_DECODERS)
     value: Any
     if name.endswith("_fields"):
