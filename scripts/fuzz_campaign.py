@@ -14,6 +14,10 @@ copied into the corpus as ``fuzz/corpus/<target>/found-<error>-<sha1 prefix>`` s
 replays in the suite forever (``--no-save`` leaves it in the work folder only).
 Exit status: 0 when no target found anything, 1 on any finding, 2 on a usage error.
 
+``--properties`` also runs the hypothesis properties (every tests/test_*.py that uses
+hypothesis) with the ``long`` profile: 3,000 examples where a test sets no count of its
+own (the suite keeps the default); a failing property is a finding, shown with its test id.
+
 Only the interpreter that runs the harnesses needs atheris (the ``fuzz`` extra, or
 ``pip install atheris``): ``--python`` (default: the repository's ``.venv``).
 """
@@ -179,6 +183,36 @@ def run(args: argparse.Namespace) -> list[Outcome]:
     return sorted(done, key=lambda o: order[o.target])
 
 
+def properties(args: argparse.Namespace) -> Outcome:
+    """The hypothesis properties under the ``long`` profile (tests/conftest.py)."""
+    files = sorted(
+        str(p.relative_to(ROOT))
+        for p in ROOT.glob(args.tests)
+        if "from hypothesis" in p.read_text("utf-8")
+    )
+    outcome = Outcome("properties", ROOT / "tests")
+    print(f"fuzz: properties: {len(files)} test files, --hypothesis-profile=long")
+    sys.stdout.flush()
+    command = [args.python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf"]
+    done = subprocess.run(
+        [*command, "--hypothesis-profile=long", *files],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    passed = re.search(r"(\d+) passed", done.stdout)
+    outcome.executions = int(passed.group(1)) if passed else 0
+    outcome.exit_code = done.returncode
+    for line in done.stdout.splitlines():
+        if line.startswith("FAILED "):
+            test_id, _, reason = line.removeprefix("FAILED ").partition(" - ")
+            outcome.findings.append((ROOT / test_id.split("::")[0], f"{test_id}: {reason}"[:300]))
+    if done.returncode != 0 and not outcome.findings:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["(no output)"]
+        outcome.findings.append((ROOT / "tests", f"pytest exited {done.returncode}: {tail[0]}"))
+    return outcome
+
+
 def report(outcomes: list[Outcome]) -> str:
     rows = [("target", "executions", "coverage", "new entries", "findings")]
     for o in outcomes:
@@ -215,6 +249,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--no-save", dest="save", action="store_false", help="leave findings in the work folder"
     )
     parser.add_argument("--python", default=default_python(), help="an interpreter with atheris")
+    parser.add_argument(
+        "--properties",
+        action="store_true",
+        help="also run the hypothesis properties at 3,000 examples",
+    )
     parser.add_argument("--max-len", type=int, default=4096)
     parser.add_argument("--timeout", type=int, default=25, help="seconds one input may take")
     parser.add_argument("--rss-limit-mb", type=int, default=2048)
@@ -223,6 +262,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--fuzz-dir", type=Path, default=ROOT / "fuzz", help=argparse.SUPPRESS)
     parser.add_argument(
+        "--tests", default="tests/test_*.py", help="with --properties: which test files (a glob)"
+    )
+    parser.add_argument(
+        "--no-harness", action="store_true", help="with --properties: run only the properties"
+    )
+    parser.add_argument(
         "targets", nargs="*", metavar="TARGET", help="default: every fuzz/fuzz_*.py"
     )
     args = parser.parse_args(argv)
@@ -230,7 +275,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     unknown = [t for t in args.targets if t not in known]
     if unknown:
         parser.error(f"no harness named {', '.join(unknown)} (known: {', '.join(known)})")
-    args.targets = args.targets or known
+    args.targets = args.targets or ([] if args.properties and args.no_harness else known)
     if args.seconds is not None:
         args.budget = max(1, args.seconds)
     else:
@@ -241,7 +286,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    outcomes = run(args)
+    outcomes = run(args) if args.targets else []
+    if args.properties:
+        outcomes.append(properties(args))
     print(report(outcomes))
     return 1 if any(o.findings for o in outcomes) else 0
 

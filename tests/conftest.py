@@ -32,6 +32,10 @@ if "XDG_DATA_HOME" not in os.environ:
 # alone. Time bounds that matter are asserted by the tests themselves.
 settings.register_profile("mcpcore", deadline=None)
 settings.load_profile("mcpcore")
+# A long run of the properties (scripts/fuzz --properties, issue 44: pytest's
+# --hypothesis-profile=long): 3,000 examples where a test does not set its own
+# count; the suite keeps hypothesis's default.
+settings.register_profile("long", deadline=None, max_examples=3000)
 
 _LEFTOVER_WAIT = 5.0  # seconds a test's threads and children get to finish after it
 
