@@ -500,3 +500,33 @@ def test_N4_a_frontmatter_integer_past_pythons_digit_limit_is_a_skill_mismatch()
         with pytest.raises(SkillMismatch):
             parse_frontmatter(f"---\nname: s\nversion: {value}\n---\n", skill="s")
     assert parse_frontmatter("---\nname: s\nversion: 12\n---\n")["version"] == 12
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        [b"Bearer abc==", b'DPoP scope="a,b"'],  # a Bearer challenge without parameters
+        [b'DPoP scope="a,b"'],  # no Bearer challenge, and this client has no DPoP
+    ],
+)
+def test_O4_only_the_bearer_challenge_counts_for_a_client_without_dpop(fields: list[bytes]) -> None:
+    """O4, N1 (found by fuzz_oauth_challenge once DPoP landed): the challenge's
+    parameters were ``bearer or dpop``, so a Bearer challenge with no parameters
+    (``{}``) let a DPoP challenge's ``scope`` be asked for, by a client that does not
+    even do DPoP. The Bearer challenge counts when present; the DPoP one only for a
+    client with DPoP and no Bearer challenge (test_oauth_extensions covers that)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from _oauthfuzz import NOW, FlowDriver, make_flow
+
+    from mcpcore.auth._oauth import RequestTicket
+
+    flow = make_flow()
+    driver = FlowDriver(flow, data=b"")
+    ticket = RequestTicket()
+    flow.prepare(ticket, NOW)
+    flow.challenge(ticket, 401, [(b"www-authenticate", f) for f in fields], NOW)
+    driver.pump(taken=flow.take_actions())
+    assert driver.opened
+    for opened in driver.opened:
+        assert dict(parse_qsl(urlsplit(opened.url).query)).get("scope") != "a,b"

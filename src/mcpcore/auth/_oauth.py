@@ -483,9 +483,13 @@ class OAuthFlow(FlowBase):
         """An MCP request got ``status``; decide what the engine does with it (O3)."""
         if status not in (401, 403):
             return None
-        # O4: the Bearer challenge's parameters, or with DPoP the DPoP one's.
+        # O4: the Bearer challenge's parameters (one with none is still the one that
+        # counts: {} is not absent); with DPoP and no Bearer challenge, the DPoP one's.
         dpop_params = parse_www_authenticate(headers, "dpop")
-        params = parse_www_authenticate(headers) or dpop_params or {}
+        params = parse_www_authenticate(headers)
+        if params is None and self.dpop is not None:
+            params = dpop_params
+        params = params or {}
         if (
             status == 401
             and self.dpop is not None
