@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         AskHost,
         AuthAction,
         AuthOptions,
+        DpopKey,
         Elicitation,
         ElicitResult,
         HookCall,
@@ -186,7 +187,7 @@ class SurfaceCore(ClientBase):
         self._header_source = setup.headers  # V3: headers computed per request
         self._pin_store = setup.pin_store  # U1
         self._pin_subject = setup.pin_subject
-        self._auth = _with_dpop_key(setup.auth)
+        self._auth, self._revive_dpop_key = _with_dpop_key(setup.auth)
         self._assertion, self._assertion_blocks = _assertion_hook(
             setup.auth.assertion if setup.auth else None
         )
@@ -415,12 +416,16 @@ def _assertion_hook(
     return read, True
 
 
-def _with_dpop_key(auth: AuthOptions | None) -> AuthOptions | None:
+def _with_dpop_key(
+    auth: AuthOptions | None,
+) -> tuple[AuthOptions | None, Callable[[str], DpopKey] | None]:
     """N1: DPoP without a key of the host's gets an ES256 key made now
-    (``mcpcore_jwt``), for this client's life."""
+    (``mcpcore_jwt``), for this client's life, and the way back from a stored
+    key's export (``DpopKey.from_export``): at start the core takes up the key
+    the stored tokens are bound to instead, when one was kept with them."""
     if auth is None or not auth.dpop or auth.dpop_key is not None:
-        return auth
+        return auth, None
 
     from mcpcore_jwt import DpopKey
 
-    return replace(auth, dpop_key=DpopKey.generate())
+    return replace(auth, dpop_key=DpopKey.generate()), DpopKey.from_export

@@ -87,6 +87,11 @@ class DpopKey(Protocol):
     over ``signing_input`` (for ES256, ``r || s``). Signing with a key held in
     memory is computation, not I/O, so the core calls ``sign`` itself, once per
     proof; ``mcpcore_jwt.DpopKey`` is a ready one.
+
+    A key may also have ``export() -> str``: its private part as text the core
+    never reads (``mcpcore_jwt``'s is a private JWK in JSON). The tokens bound to
+    it are then stored with that text (``TokenSet.dpop_key_export``), so a later
+    run given no key of the host's picks the key up again (N1).
     """
 
     @property
@@ -192,6 +197,9 @@ class TokenSet:
     # N1: the RFC 7638 thumbprint of the DPoP key a "DPoP" token is bound to (the
     # key's public half: no secret); a token bound to another key is not used.
     dpop_jkt: str | None = None
+    # N1: that key's private part as the key exported it (opaque text, a secret):
+    # a later run given no key of the host's takes the key up again from here.
+    dpop_key_export: str | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         refresh = "<held>" if self.refresh_token else None
