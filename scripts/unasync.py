@@ -1,7 +1,7 @@
 """Write the blocking driver's copies of the async driver's hand-written surface.
 
 The public methods of ``McpClient`` and ``McpHub`` are written once, in
-``mcpcore_anyio`` (``_surface.py``, ``_hub.py``), over a few primitives each
+``mcpcore_anyio`` (``_surface_core.py``, ``_surface.py``, ``_hub.py``), over a few primitives each
 driver implements with its own I/O. This script writes ``mcpcore_threaded``'s
 copies by the rules below, httpcore's way (unasync): ``async def`` becomes
 ``def``, ``await`` goes, ``Awaitable[X]`` becomes ``X``, a few names and words
@@ -26,6 +26,7 @@ ADAPTERS = "src/adapters"
 
 # (source, generated), relative to the repository.
 FILES = [
+    (f"{ADAPTERS}/mcpcore_anyio/_surface_core.py", f"{ADAPTERS}/mcpcore_threaded/_surface_core.py"),
     (f"{ADAPTERS}/mcpcore_anyio/_surface.py", f"{ADAPTERS}/mcpcore_threaded/_surface.py"),
     (f"{ADAPTERS}/mcpcore_anyio/_hub.py", f"{ADAPTERS}/mcpcore_threaded/_hub.py"),
 ]

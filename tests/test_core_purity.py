@@ -277,14 +277,16 @@ def test_B5_F1_importing_a_driver_loads_no_feature_module(driver: str) -> None:
 # of them (the standard library's, anyio's, ours), and how many of those are ours.
 # Before issue 40: anyio 119 (47 ours), threaded 116 (47 ours); after it, exactly
 # the limits below. A new module imported by every client must fit under them or
-# come with a reason to raise them (and B5's figure in bench/report.md).
-DRIVER_MODULES = {"mcpcore_anyio": (112, 45), "mcpcore_threaded": (109, 45)}
+# come with a reason to raise them (and B5's figure in bench/report.md). One more
+# each since the surface split in two (_surface_core and _surface: a class over 600
+# lines otherwise).
+DRIVER_MODULES = {"mcpcore_anyio": (113, 46), "mcpcore_threaded": (110, 46)}
 
 
 @pytest.mark.parametrize("driver", sorted(DRIVER_MODULES))
 def test_B5_importing_a_driver_loads_at_most_so_many_modules(driver: str) -> None:
-    """B5: ``import mcpcore_anyio`` adds at most 112 modules to a fresh interpreter, 45
-    of them mcpcore's; ``import mcpcore_threaded`` at most 109, 45 of them mcpcore's
+    """B5: ``import mcpcore_anyio`` adds at most 113 modules to a fresh interpreter, 46
+    of them mcpcore's; ``import mcpcore_threaded`` at most 110, 46 of them mcpcore's
     (``DRIVER_MODULES``). Every module is import time a program pays before its
     first connection: features load on first use, and the HTTP stack on the first
     remote start."""

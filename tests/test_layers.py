@@ -134,3 +134,17 @@ def test_a_copied_run_is_counted_and_bare_syntax_is_not(tmp_path: Path) -> None:
     assert (total.copied, total.total) == (3, 8)
     assert total.any_line == 5  # try: and finally: (and the copied three) stand in g too
     assert (total.logic_shared, total.logic_total) == (3, 4)  # f's def is its own
+
+
+def test_no_class_in_src_is_over_600_lines() -> None:
+    """A class is read whole by whoever changes it: none in ``src/`` runs past 600 lines."""
+    import ast
+
+    long = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 600:
+                    long.append(f"{path.relative_to(ROOT)}: {node.name} ({lines} lines)")
+    assert not long, long

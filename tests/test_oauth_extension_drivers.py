@@ -22,7 +22,10 @@ import pytest
 
 from drivers import DRIVERS, backend_of, open_client
 from mcpcore import AuthOptions, IdentityProvider, PreRegisteredClient, ProvideAssertion
+from mcpcore.auth._oauth_dpop import jwk_thumbprint
 from mcpcore_demo import DemoServer, FaultResponse, ReceivedRequest
+from mcpcore_jwt import DpopKey
+from mcpcore_stores import SqliteTokenStore
 
 pytestmark = pytest.mark.anyio
 
@@ -46,6 +49,12 @@ def claims_of(jws: str) -> dict[str, Any]:
     return value
 
 
+def header_of(jws: str) -> dict[str, Any]:
+    part = jws.split(".")[0]
+    value: dict[str, Any] = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    return value
+
+
 class Servers:
     """The fault hook: resource metadata, an authorization server (``/token``), an
     identity provider (``/idp/token``); the MCP endpoint wants the current token
@@ -59,6 +68,7 @@ class Servers:
         self.idp_forms: list[dict[str, str]] = []
         self.basic: list[str | None] = []
         self.mcp_proofs: list[dict[str, Any]] = []
+        self.mcp_keys: list[str] = []  # the thumbprint of each MCP proof's key
         self.schemes: list[str | None] = []
         self.rs_nonce_challenges = 0
         self.issued = 0
@@ -128,6 +138,7 @@ class Servers:
         if self.dpop and authorization == f"DPoP {self.current}":
             claims = claims_of(request.headers["dpop"])
             self.mcp_proofs.append(claims)
+            self.mcp_keys.append(jwk_thumbprint(header_of(request.headers["dpop"])["jwk"]))
             if claims.get("nonce") != "rs-nonce":
                 self.rs_nonce_challenges += 1
                 return FaultResponse.respond(
@@ -172,6 +183,52 @@ async def test_N1_dpop_proofs_on_the_token_request_and_every_mcp_request(driver:
     assert proofs and all(p["ath"] == ath and p["htu"] == running.url for p in proofs)
     assert len({p["jti"] for p in proofs}) == len(proofs)  # fresh each time
     assert all(p.get("nonce") == "rs-nonce" for p in proofs[1:])
+
+
+async def test_N1_a_restarted_client_takes_up_the_stored_dpop_key(
+    driver: str, tmp_path: Path
+) -> None:
+    """N1: the key the driver made is kept in the store with the tokens bound to
+    it; a client started again on that store with ``dpop=True`` and no key of the
+    host's takes it up and uses the stored DPoP token (no new grant, proofs by
+    the same key). A client given a key of the host's uses that one: the stored
+    token, bound to another key, is not used (a new grant)."""
+    servers = Servers(dpop=True)
+    store = SqliteTokenStore(tmp_path / "tokens.db")
+    options = AuthOptions(
+        client=PreRegisteredClient(client_id="app"),
+        grant="client_credentials",
+        dpop=True,
+        store=store,
+    )
+    async with DemoServer(fault=servers).serve() as running:
+        servers.origin = running.url.rsplit("/mcp", 1)[0]
+        for run in ("first", "restarted"):
+            async with open_client(driver, "kept", {"url": running.url}, auth=options) as client:
+                with anyio.fail_after(20):
+                    assert (await client.ready(10)).ok
+                    output = await client.call("kept/echo", {"text": run})
+            assert run in output.text
+        stored = store.get_tokens(running.url)
+        assert stored is not None and stored.dpop_jkt is not None and stored.dpop_key_export
+        assert servers.issued == 1 and len(servers.token_forms) == 2  # one grant (+ its nonce)
+        assert set(servers.mcp_keys) == {stored.dpop_jkt}  # both runs proved with one key
+        own = DpopKey.generate()
+        mine = AuthOptions(
+            client=PreRegisteredClient(client_id="app"),
+            grant="client_credentials",
+            dpop=True,
+            dpop_key=own,
+            store=store,
+        )
+        async with open_client(driver, "kept", {"url": running.url}, auth=mine) as client:
+            with anyio.fail_after(20):
+                assert (await client.ready(10)).ok
+                await client.call("kept/echo", {"text": "own key"})
+    assert servers.issued == 2  # the host's key wins: a grant of its own
+    assert servers.mcp_keys[-1] == jwk_thumbprint(own.public_jwk)
+    again = store.get_tokens(running.url)
+    assert again is not None and again.dpop_jkt == jwk_thumbprint(own.public_jwk)
 
 
 async def test_N3_the_workload_token_file_is_read_again_before_each_grant(

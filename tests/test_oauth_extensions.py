@@ -278,6 +278,98 @@ def test_N1_a_stored_token_bound_to_another_key_is_not_used() -> None:
     assert "at-0" not in repr(bound) and "jwk" not in repr(dpop_flow().dpop)
 
 
+class ExportingKey(FakeKey):
+    """A ``FakeKey`` that can ``export()`` its private part (as mcpcore_jwt's does)."""
+
+    def export(self) -> str:
+        return json.dumps({**self.public_jwk, "d": PRIVATE_D})
+
+
+PRIVATE_D = "d-private-Wq7-never-shown"
+
+
+def test_N1_the_key_is_kept_with_the_tokens_bound_to_it() -> None:
+    """N1: a key that can export has its export stored with the DPoP token bound to
+    it; a key that cannot has none stored, and a Bearer token none either. The export is not in the set's or flow's repr."""
+    world = dpop_world()
+    flow = dpop_flow(key=ExportingKey())
+    tokens = authorized(run_401(flow, world)[1])
+    assert tokens.dpop_jkt == jwk_thumbprint(JWK)
+    assert tokens.dpop_key_export is not None
+    assert json.loads(tokens.dpop_key_export)["d"] == PRIVATE_D
+    assert all(PRIVATE_D not in text for text in (repr(tokens), str(tokens), repr(flow)))
+    plain = authorized(run_401(dpop_flow(), dpop_world())[1])
+    assert plain.dpop_jkt is not None and plain.dpop_key_export is None
+    bearer = authorized(run_401(dpop_flow(key=ExportingKey()), dpop_world(token_type="Bearer"))[1])
+    assert bearer.dpop_jkt is None and bearer.dpop_key_export is None
+
+
+def test_N1_a_stored_key_is_taken_up_only_when_it_is_the_one_the_tokens_are_bound_to(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """N1: ``stored_key`` (the core's decision for a client given no key of the
+    host's): the revived export when the tokens are bound to its thumbprint; None
+    for tokens not bound, with no export, whose export revives into another key,
+    or that does not revive (logged by the error's type, never the text)."""
+    from dataclasses import replace
+
+    from mcpcore.auth._oauth_dpop import stored_key
+
+    export = ExportingKey().export()
+    bound = TokenSet(
+        access_token="at-0",
+        token_type="DPoP",
+        issuer=AS,
+        token_endpoint=AS + "/token",
+        resource=S,
+        client_id="app",
+        dpop_jkt=jwk_thumbprint(JWK),
+        dpop_key_export=export,
+    )
+    revived: list[str] = []
+
+    def revive(text: str) -> FakeKey:
+        revived.append(text)
+        return ExportingKey()
+
+    key = stored_key(bound, revive)
+    assert key is not None and revived == [export]
+    assert dpop_flow(key=key, tokens=bound).tokens == bound  # its tokens are used
+    assert stored_key(None, revive) is None
+    assert stored_key(replace(bound, dpop_key_export=None), revive) is None
+    assert stored_key(replace(bound, dpop_jkt=None, token_type="Bearer"), revive) is None
+    other = FakeKey({"kty": "EC", "crv": "P-256", "x": "AA", "y": "AQ"})
+    assert stored_key(bound, lambda text: other) is None
+
+    def broken(text: str) -> FakeKey:
+        raise InvalidValue(f"cannot read {text}")
+
+    with caplog.at_level("DEBUG"):
+        assert stored_key(bound, broken) is None
+    assert "InvalidValue" in caplog.text and PRIVATE_D not in caplog.text
+
+
+def test_N1_mcpcore_jwt_keys_export_and_revive() -> None:
+    """N1: ``mcpcore_jwt.DpopKey.export()`` is a private JWK in JSON that
+    ``from_export`` makes the same key from; text that is not one is refused
+    without being named."""
+    pytest.importorskip("cryptography")
+    from mcpcore_jwt import DpopKey as RealKey
+
+    key = RealKey.generate()
+    export = key.export()
+    jwk = json.loads(export)
+    assert {k: jwk[k] for k in key.public_jwk} == key.public_jwk and jwk["d"]
+    again = RealKey.from_export(export)
+    assert again.public_jwk == key.public_jwk
+    assert jwk["d"] not in repr(again) and jwk["d"] not in repr(key)
+    wrong_d = json.dumps({**jwk, "d": RealKey.generate().export().split('"d":"')[1][:43]})
+    for text in ("not json", "[]", json.dumps({**jwk, "crv": "P-384"}), wrong_d):
+        with pytest.raises(InvalidValue) as caught:
+            RealKey.from_export(text)
+        assert jwk["d"] not in str(caught.value) and text not in str(caught.value)
+
+
 def test_N1_dpop_without_a_key_or_with_a_private_jwk_is_refused() -> None:
     with pytest.raises(InvalidValue, match="DPoP needs a key"):
         make_flow(dpop=True)

@@ -13,7 +13,8 @@ classification itself is checked over every kind with secrets planted in the
 exceptions' own text (X5).
 
 OAuth (A4, O64): a whole conversation through ``HttpClientEngine`` with
-``auth=`` (sign-in with registration or a pre-registered or restored client,
+``auth=`` (sign-in with registration or a pre-registered or restored client
+and tokens, a DPoP key's export kept with them among the secrets,
 client credentials with a signed assertion, a refresh, refused refreshes,
 code exchanges and re-registrations whose error text echoes every secret they
 were sent, a denied redirect echoing the state), over random tokens, codes,
@@ -457,8 +458,9 @@ def test_C8_X4_the_engines_debug_trace_never_shows_secrets_arguments_or_results(
 # A whole conversation through HttpClientEngine with auth=, against the in-memory MCP server and
 # authorization server of test_oauth_layer_props (OAuthWorld): the secrets are the client secret
 # (registered, pre-registered or restored from the store), the authorization code, the access and
-# refresh tokens (issued, or restored from the store), the PKCE verifier and state, and a signed
-# assertion. Only a request's Authorization header and body may hold them (not shown anywhere).
+# refresh tokens (issued, or restored from the store, with a DPoP key's export: N1), the PKCE
+# verifier and state, and a signed assertion. Only a request's Authorization header and body may
+# hold them (not shown anywhere).
 
 OAUTH_SCENARIOS = ["registered", "restored", "preregistered", "jwt"]
 
@@ -556,6 +558,8 @@ def test_A4_C8_an_oauth_conversation_never_shows_a_secret(
             token_endpoint=AS + "/token",
             resource=MCP,
             client_id="dyn-client",
+            # N1: a DPoP key kept with the set (a private JWK): a secret like the tokens
+            dpop_key_export=json.dumps({"kty": "EC", "crv": "P-256", "d": stored + "D"}),
         )
         kw["clients"] = (
             ClientRecord(
@@ -591,7 +595,7 @@ def test_A4_C8_an_oauth_conversation_never_shows_a_secret(
     if scenario != "jwt":
         planted.append(client_secret)
     if scenario == "restored":
-        planted += [stored + "A", stored + "R"]
+        planted += [stored + "A", stored + "R", stored + "D"]
 
     def refused(request: Any) -> Any:
         items = _echo(form(request), planted, turn)

@@ -235,3 +235,47 @@ def test_A3_option_mistakes_raise_when_the_client_is_made(module: str) -> None:
     ):
         with pytest.raises(InvalidValue):
             client_class("p", server, auth=auth, authorize=hook)
+
+
+def test_N1_the_token_file_keeps_the_dpop_key_and_never_shows_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """N1, A4: the JSON token file keeps a DPoP-bound set's key export (a private
+    JWK, made by ``mcpcore_jwt``) with its tokens, reads it back whole and the key
+    revives from it; a record written before the field reads as None; the export
+    shows in no repr, str or log record."""
+    import json
+
+    from mcpcore import TokenKey, TokenSet
+    from mcpcore.auth._oauth_dpop import jwk_thumbprint
+    from mcpcore_jwt import DpopKey
+
+    dpop_key = DpopKey.generate()
+    export = dpop_key.export()
+    private = json.loads(export)["d"]
+    key = TokenKey(server_url="https://mcp.example/mcp", issuer="https://as.example")
+    bound = TokenSet(
+        access_token="at-bound",
+        token_type="DPoP",
+        issuer="https://as.example",
+        token_endpoint="https://as.example/token",
+        resource="https://mcp.example/mcp",
+        client_id="client",
+        dpop_jkt=jwk_thumbprint(dpop_key.public_jwk),
+        dpop_key_export=export,
+    )
+    caplog.set_level(logging.DEBUG)
+    store = FileTokenStore(tmp_path / "tokens.json")
+    assert store.set_tokens(key, bound)
+    back = FileTokenStore(tmp_path / "tokens.json").get_tokens(key.server_url)
+    assert back == bound and back.dpop_key_export is not None
+    assert DpopKey.from_export(back.dpop_key_export).public_jwk == dpop_key.public_jwk
+    shown = [repr(back), str(back), repr(store), repr(dpop_key), caplog.text]
+    assert all(private not in text and export not in text for text in shown)
+    # a file written before the field: the set reads with no key
+    document = json.loads((tmp_path / "tokens.json").read_text())
+    for record in document["tokens"]:
+        del record["dpop_key_export"]
+    (tmp_path / "tokens.json").write_text(json.dumps(document))
+    old = store.get_tokens(key.server_url)
+    assert old is not None and old.dpop_key_export is None and old.access_token == "at-bound"

@@ -24,6 +24,7 @@ the whole run, need no cleaning between tests.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import signal
@@ -32,7 +33,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -323,6 +324,33 @@ def test_W1_subjects_stay_apart(store_target: Target, server_url: str) -> None:
         assert store.take_continuation(ident, subject="bob") is None
         assert store.take_continuation(ident) is None
         assert store.take_continuation(ident, subject="alice") == _continuation_with(ident, store)
+
+
+# N1: a DPoP key as mcpcore_jwt exports it (a private JWK in JSON): the secret kept
+# with the tokens bound to it.
+DPOP_D = "d-Kx93-private-never-shown-0123456789abcd"
+DPOP_EXPORT = json.dumps({"crv": "P-256", "d": DPOP_D, "kty": "EC", "x": "xx", "y": "yy"})
+
+
+def test_N1_the_dpop_key_kept_with_the_tokens_round_trips_and_never_shows(
+    store_target: Target, server_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """N1, A4: a token set bound to a DPoP key, with the key's export, reads back
+    whole (export and thumbprint); the export shows in no repr, str or log record."""
+    key = TokenKey(server_url=server_url, issuer=ISSUER)
+    bound = replace(
+        _tokens("at-bound"), token_type="DPoP", dpop_jkt="jkt-1", dpop_key_export=DPOP_EXPORT
+    )
+    caplog.set_level(logging.DEBUG)
+    with store_target.open() as store:
+        assert store.set_tokens(key, bound)
+        back = store.get_tokens(server_url)
+        assert back == bound and back.dpop_key_export == DPOP_EXPORT
+        assert store.set_tokens(key, _tokens("at-plain"), replaces=bound)
+        plain = store.get_tokens(server_url)
+        assert plain is not None and plain.dpop_key_export is None
+        shown = [repr(back), str(back), repr(store), repr(key), caplog.text]
+    assert all(DPOP_D not in text for text in shown)
 
 
 def _continuation_with(ident: str, _store: Any) -> Any:

@@ -9,8 +9,10 @@ threaded driver; ``async_signer`` wraps it for ``mcpcore_anyio``.
 
 ``DpopKey`` is the key DPoP proofs are signed with (N1): an ES256 key made
 with ``DpopKey.generate()`` or read from a PEM with ``DpopKey(pem)``. The core
-builds each proof and calls its ``sign``; give the same key again (a PEM the
-host keeps) for tokens a store kept to stay usable in a later run.
+builds each proof and calls its ``sign``. ``export()`` gives its private part
+as a private JWK in JSON, which the core keeps with the tokens bound to the
+key, and ``DpopKey.from_export(text)`` makes the key again from it: a later
+run given no key of its own uses the stored one (the drivers do this).
 
 The key never appears in a repr, a log record or an error.
 """
@@ -116,7 +118,9 @@ class DpopKey:
 
     ``DpopKey(pem)`` uses an EC P-256 private key in PEM; ``DpopKey.generate()``
     makes a new one. ``public_jwk`` is its public half; ``sign`` gives the raw
-    JWS signature (``r || s``). The private key never shows.
+    JWS signature (``r || s``). ``export()`` is the private key as a JWK in
+    JSON (a secret: the core stores it with the tokens, never shows it) and
+    ``DpopKey.from_export(text)`` the key again. The private key never shows.
     """
 
     alg = "ES256"
@@ -147,6 +151,45 @@ class DpopKey:
         )
         return cls(pem)
 
+    @classmethod
+    def from_export(cls, text: str) -> DpopKey:
+        """The key ``export()`` gave as ``text`` (``InvalidValue``, never naming it)."""
+        import json
+
+        try:
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ec
+        except ImportError as exc:  # pragma: no cover - the extra is missing
+            raise InvalidValue("DPoP needs the 'cryptography' package: mcpcore[jwt]") from exc
+        try:
+            jwk = json.loads(text)
+            if not isinstance(jwk, dict) or (jwk.get("kty"), jwk.get("crv")) != ("EC", "P-256"):
+                raise ValueError
+            d = int.from_bytes(_b64decode(jwk["d"]), "big")
+            key = ec.derive_private_key(d, ec.SECP256R1())
+        except (ValueError, TypeError, KeyError, RecursionError):
+            raise InvalidValue("the exported DPoP key is not an EC P-256 private JWK") from None
+        made = cls(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        if (jwk.get("x"), jwk.get("y")) != (made.public_jwk["x"], made.public_jwk["y"]):
+            raise InvalidValue(
+                "the exported DPoP key's public part does not match its private part"
+            )
+        return made
+
+    def export(self) -> str:
+        """The private key as a JWK in JSON (``from_export`` reads it): a secret."""
+        import json
+
+        d = self._signer._key.private_numbers().private_value
+        jwk = {**self.public_jwk, "d": _b64url(d.to_bytes(32, "big"))}
+        return json.dumps(jwk, separators=(",", ":"), sort_keys=True)
+
     def __repr__(self) -> str:
         return f"DpopKey(alg='ES256', x={self.public_jwk['x'][:8]!r}...)"
 
@@ -158,6 +201,18 @@ class DpopKey:
         der = self._signer._key.sign(signing_input, ec.ECDSA(hashes.SHA256()))
         r, s = decode_dss_signature(der)
         return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def _b64decode(text: object) -> bytes:
+    import base64
+    import binascii
+
+    if not isinstance(text, str) or not text:
+        raise ValueError
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except binascii.Error:
+        raise ValueError from None
 
 
 def _b64url(data: bytes) -> str:

@@ -97,6 +97,7 @@ def tokens_fields(tokens: TokenSet) -> dict[str, Any]:
         "resource": tokens.resource,
         "client_id": tokens.client_id,
         "dpop_jkt": tokens.dpop_jkt,  # N1: the key a DPoP token is bound to (public)
+        "dpop_key_export": tokens.dpop_key_export,  # N1: that key (a secret)
     }
 
 
@@ -115,6 +116,7 @@ def tokens_from_fields(obj: object) -> TokenSet:
         resource=_str(obj, "resource"),
         client_id=_str(obj, "client_id"),
         dpop_jkt=_opt_str(obj, "dpop_jkt"),
+        dpop_key_export=_opt_str(obj, "dpop_key_export"),  # absent in older records
     )
 
 

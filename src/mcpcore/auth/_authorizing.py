@@ -152,8 +152,10 @@ class AuthOptions:
         does so when the authorization server lists the key's algorithm in its
         ``dpop_signing_alg_values_supported``; ``False`` (the default) never.
         ``dpop_key`` is the key (a ``DpopKey``); without one the driver makes an
-        ES256 key with ``mcpcore_jwt`` for the client's life (tokens bound to it
-        are of no use to a later run: give a key of your own to keep them).
+        ES256 key with ``mcpcore_jwt``. A key that can ``export()`` is kept in
+        the store with the tokens bound to it, and a client given no key of its
+        own takes up the stored one at start, so its tokens stay usable after
+        a restart; a key the host gives always wins.
     ``scope``
         Scopes to ask for besides those the server's challenge names (O19:
         without this, the challenge's, else the resource's ``scopes_supported``).

@@ -202,8 +202,8 @@ from ._oauth_types import (
     _Goal,
     _Phase,
     _Run,
+    access_token_bytes,
     authorization_header,
-    token_bytes,
 )
 
 __all__ = [
@@ -407,7 +407,7 @@ class OAuthFlow(FlowBase):
         dpop = self.dpop
         if dpop is not None and tokens.dpop_jkt == dpop.jkt:
             proof = dpop.proof(method, url, now, tokens.access_token)
-            value = b"DPoP " + token_bytes(tokens.access_token)
+            value = b"DPoP " + access_token_bytes(tokens.access_token)
             return [(b"authorization", value), (b"dpop", proof)]
         return [authorization_header(tokens)]
 

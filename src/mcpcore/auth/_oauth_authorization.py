@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..base._escape import excerpt
+from ._oauth_dpop import token_secrets
 from ._oauth_errors import (
     AuthorizationDenied,
     AuthorizationResponseRejected,
@@ -94,7 +95,7 @@ class Authorization:
         if current is not None and self._fits(current, now):
             _log.debug("oauth: another run signed in meanwhile; using its tokens")
             flow._tokens = current
-            flow._remember(current.access_token, current.refresh_token)
+            flow._remember(*token_secrets(current))
             flow.refresh.adopt(current)
             return
         self.ask_person(now)

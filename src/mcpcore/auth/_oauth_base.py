@@ -29,7 +29,7 @@ from ..base._errors import InvalidState, InvalidValue
 from ..base._escape import excerpt
 from ..base._events import AbortExchange
 from ..wire._outbound import OutboundPolicy
-from ._oauth_dpop import Dpop
+from ._oauth_dpop import Dpop, token_secrets
 from ._oauth_errors import (
     DestinationRefused,
     OAuthError,
@@ -189,8 +189,7 @@ class FlowBase:
         # echoing one (an error_description quoting a request) is scrubbed.
         self._known: deque[str] = deque(maxlen=_REMEMBERED)
         self._remember(
-            tokens.access_token if tokens else None,
-            tokens.refresh_token if tokens else None,
+            *token_secrets(tokens),
             pre.client_secret if pre else None,
             *(c.client_secret for c in self._clients.values()),
         )
@@ -280,7 +279,7 @@ class FlowBase:
         from), then tell the waiting requests."""
         run = self._need_run()
         self._tokens = tokens
-        self._remember(tokens.access_token, tokens.refresh_token)
+        self._remember(*token_secrets(tokens))
         self._generation += 1
         self._early_refresh_at = None  # R6: the pause is for refreshes that failed
         replaces = run.refreshing if run.locked else None
@@ -390,8 +389,7 @@ class FlowBase:
         tokens = self._tokens
         for secret in (
             pre.client_secret if pre else None,
-            tokens.access_token if tokens else None,
-            tokens.refresh_token if tokens else None,
+            *token_secrets(tokens),
             *(c.client_secret for c in self._clients.values()),
         ):
             if secret and len(secret) >= 4:

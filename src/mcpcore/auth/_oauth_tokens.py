@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from ..base._errors import InvalidValue
+from ._oauth_dpop import key_secrets, token_secrets
 from ._oauth_errors import (
     MalformedResponse,
     OAuthError,
@@ -222,8 +223,11 @@ class TokenRequests:
         token_type = doc.get("token_type")
         dpop = flow._dpop_on()
         bound: str | None = None
+        export: str | None = None  # N1: the key, kept with the tokens bound to it
         if dpop is not None and isinstance(token_type, str) and token_type.lower() == "dpop":
             bound = dpop.jkt  # N1: bound to the key the proof was made with
+            export = dpop.export()
+            flow._remember(*key_secrets(export))
         elif not isinstance(token_type, str) or token_type.lower() != "bearer":
             raise MalformedResponse(f"{what}: 'token_type' is not Bearer")
         kind = "DPoP" if bound is not None else "Bearer"
@@ -250,6 +254,7 @@ class TokenRequests:
                 refresh_token=refresh or old.refresh_token,
                 scope=scope or old.scope,
                 dpop_jkt=bound,
+                dpop_key_export=export,
             )
         meta = flow._need_metadata()
         return TokenSet(
@@ -263,6 +268,7 @@ class TokenRequests:
             resource=flow._resource or canonical_resource(flow.config.server_url),
             client_id=client.client_id,
             dpop_jkt=bound,
+            dpop_key_export=export,
         )
 
     def on_error(self, ex: _Exchange, now: float) -> None:
@@ -433,7 +439,7 @@ class Refresh:
             # Another run refreshed (or signed in) meanwhile: its set is the live one.
             _log.debug("oauth: the store holds newer tokens; using them")
             flow._tokens = current
-            flow._remember(current.access_token, current.refresh_token)
+            flow._remember(*token_secrets(current))
             if current.expires_at is None or now < current.expires_at:
                 self.adopt(current)
                 return

@@ -50,8 +50,8 @@ __all__ = [
     "TokenSet",
     "UnlockTokens",
     "Wait",
+    "access_token_bytes",
     "authorization_header",
-    "token_bytes",
 ]
 
 
@@ -88,6 +88,11 @@ class DpopKey(Protocol):
     over ``signing_input`` (for ES256, ``r || s``). Signing with a key held in
     memory is computation, not I/O, so the core calls ``sign`` itself, once per
     proof; ``mcpcore_jwt.DpopKey`` is a ready one.
+
+    A key may also have ``export() -> str``: its private part as text the core
+    never reads (``mcpcore_jwt``'s is a private JWK in JSON). The tokens bound to
+    it are then stored with that text (``TokenSet.dpop_key_export``), so a later
+    run given no key of the host's picks the key up again (N1).
     """
 
     @property
@@ -193,6 +198,9 @@ class TokenSet:
     # N1: the RFC 7638 thumbprint of the DPoP key a "DPoP" token is bound to (the
     # key's public half: no secret); a token bound to another key is not used.
     dpop_jkt: str | None = None
+    # N1: that key's private part as the key exported it (opaque text, a secret):
+    # a later run given no key of the host's takes the key up again from here.
+    dpop_key_export: str | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         refresh = "<held>" if self.refresh_token else None
@@ -479,7 +487,7 @@ class Fail:
     error: OAuthError
 
 
-def token_bytes(access_token: str) -> bytes:
+def access_token_bytes(access_token: str) -> bytes:
     """The bytes an access token goes out as, in ``Authorization`` and hashed in a
     DPoP proof's ``ath`` (N1): one encoding for both, so the hash is of what is sent.
     A token endpoint's token is visible ASCII (O46); one a store held may be any
@@ -490,7 +498,7 @@ def token_bytes(access_token: str) -> bytes:
 
 def authorization_header(tokens: TokenSet) -> tuple[bytes, bytes]:
     """``(b"authorization", b"Bearer <access token>")`` for an MCP request (O1)."""
-    return b"authorization", b"Bearer " + token_bytes(tokens.access_token)
+    return b"authorization", b"Bearer " + access_token_bytes(tokens.access_token)
 
 
 # --- internal state --------------------------------------------------------------------

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..auth._authorizing import AuthAction, AuthOptions, TokenStore
     from ..auth._hooks import HookCall
     from ..auth._oauth import ClientRecord, TokenSet
+    from ..auth._oauth_types import DpopKey
     from ..base._pins import Pin, PinChanged
     from ..base._render import ToolOutput
     from ..base._tools import SyncReport, Tool
@@ -88,6 +89,9 @@ class ClientBase:
     _sign_assertion: Callable[..., object] | None
     _assertion: Callable[..., object] | None = None  # N2, N3: AuthOptions.assertion
     _assertion_blocks: bool = False  # it reads a file: run it as the store's methods are
+    # N1: DPoP with no key of the host's: how the driver turns a stored key's
+    # export back into a key (None: the host gave a key, or no DPoP).
+    _revive_dpop_key: Callable[[str], DpopKey] | None = None
     _header_source: HeaderSource | None = None  # V3: the headers= callable, if any
     _server: RemoteServer | LocalServer | None
     _pin_store: PinStore | None = None  # U1: the host's, else pins live in memory only
@@ -144,7 +148,8 @@ class ClientBase:
         wall_offset: float,
     ) -> HttpClientEngine:
         """The engine for ``server``; with ``auth=``, the token store is chosen (the
-        host's, else one in memory) and what it holds is read first."""
+        host's, else one in memory) and what it holds is read first (with the
+        DPoP key kept with its tokens, for a client given none of the host's)."""
         from ._engine import HttpClientEngine
 
         auth = self._auth
@@ -156,6 +161,15 @@ class ClientBase:
 
             self._store = auth.store or MemoryTokenStore()
             tokens, clients = read_store(self._store, server.url, auth.subject)
+            revive = self._revive_dpop_key
+            if revive is not None:
+                from ..auth._oauth_dpop import stored_key
+
+                # N1: no key of the host's: the key the stored tokens are bound to
+                # is taken up again (kept for later engines of this client too).
+                key = stored_key(tokens, revive)
+                if key is not None:
+                    auth = self._auth = replace(auth, dpop_key=key)
         return HttpClientEngine(
             server,
             options=self._options,
