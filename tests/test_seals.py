@@ -13,7 +13,10 @@ its canonical form, so whitespace between tokens or another key order would
 still verify; but the written text is canonical already (no whitespace outside
 strings), so every single-byte change of a sealed text either stops it being
 JSON, stops it being a continuation, or changes a key, a value or the seal:
-each one is refused.
+each one is refused. The one exception leaves the parsed object as it was: the
+case of a hex digit in a ``\\u001f`` escape inside a string, which verifies (the
+fuzz harness ``fuzz/fuzz_seal.py`` states the rule so: a change verifies only
+when the canonical form is unchanged).
 """
 
 from __future__ import annotations

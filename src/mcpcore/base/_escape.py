@@ -8,9 +8,15 @@ from collections.abc import Mapping
 __all__ = ["escape_text", "excerpt", "json_type_name", "shown_key"]
 
 # C0 controls (except tab and newline when allowed), DEL, C1 controls, and the
-# Unicode bidi/format controls that can reorder or hide text on a terminal.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_NO_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Unicode bidi/format controls that can reorder or hide text on a terminal, and
+# lone surrogates (a JSON "\\ud800" escape decodes to one): no UTF-8 stream can
+# write them, so a log handler or a terminal would fail on the text.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_CONTROL_NO_NEWLINE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def _show(match: re.Match[str]) -> str:
