@@ -15,9 +15,17 @@ import math
 import secrets
 import time
 
-from mcpcore import InvalidValue
+from mcpcore import DEFAULT_SUBJECT, InvalidValue
 
-__all__ = ["check_lease", "check_timeout", "ends_at", "holder_token", "lock_name", "now"]
+__all__ = [
+    "LeaseLocks",
+    "check_lease",
+    "check_timeout",
+    "ends_at",
+    "holder_token",
+    "lock_name",
+    "now",
+]
 
 
 def check_lease(lease: float) -> float:
@@ -57,3 +65,32 @@ def lock_name(kind: str, *parts: str) -> str:
     """One lease's name: its kind (``tokens``, ``sign_in``) and what it guards,
     written as a JSON list so that no two different keys give one name."""
     return json.dumps([kind, *parts], separators=(",", ":"), ensure_ascii=False)
+
+
+class LeaseLocks:
+    """The refresh and sign-in locks of a store, written once over its own lease
+    primitives: ``_take(name)`` (take the lease named ``name`` without waiting) and
+    ``_give(name)`` (give it back if this instance still holds it)."""
+
+    def _take(self, name: str) -> bool:
+        raise NotImplementedError
+
+    def _give(self, name: str) -> None:
+        raise NotImplementedError
+
+    def lock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
+        """Take the refresh lease for (``server_url``, ``subject``) without waiting: False
+        while another holder's lease runs (W3)."""
+        return self._take(lock_name("tokens", subject, server_url))
+
+    def unlock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> None:
+        """Give the refresh lease back, if this store still holds it."""
+        self._give(lock_name("tokens", subject, server_url))
+
+    def lock_sign_in(self, issuer: str) -> bool:
+        """Take the sign-in lease for ``issuer`` without waiting (R4)."""
+        return self._take(lock_name("sign_in", issuer))
+
+    def unlock_sign_in(self, issuer: str) -> None:
+        """Give the sign-in lease back, if this store still holds it."""
+        self._give(lock_name("sign_in", issuer))

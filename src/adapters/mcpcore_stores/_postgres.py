@@ -61,7 +61,7 @@ from mcpcore import (
     same_tokens,
 )
 
-from ._lease import check_lease, holder_token, lock_name
+from ._lease import LeaseLocks, check_lease, holder_token
 from ._postgres_connection import Connection, PostgresConnection, PostgresError
 from ._records import (
     decode_client,
@@ -152,7 +152,7 @@ _TAKE_LEASE = """
 _GIVE_LEASE = "DELETE FROM mcpcore_leases WHERE name = %(name)s AND holder = %(holder)s"
 
 
-class PostgresTokenStore:
+class PostgresTokenStore(LeaseLocks):
     """A ``mcpcore.SharedTokenStore`` on PostgreSQL (see the module docstring).
 
     ``dsn``: a libpq connection string or ``postgresql://`` URL (it may hold a
@@ -279,22 +279,6 @@ class PostgresTokenStore:
             holder = self._holders.pop(name, None)
         if holder is not None:
             self._run(lambda c: c.execute(_GIVE_LEASE, {"name": name, "holder": holder}))
-
-    def lock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
-        """Take the refresh lease for (``server_url``, ``subject``) without waiting: False
-        while another holder's lease runs (W3)."""
-        return self._take(lock_name("tokens", subject, server_url))
-
-    def unlock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> None:
-        """Give the refresh lease back, if this store still holds it."""
-        self._give(lock_name("tokens", subject, server_url))
-
-    def lock_sign_in(self, issuer: str) -> bool:
-        """Take the sign-in lease for ``issuer`` without waiting (R4)."""
-        return self._take(lock_name("sign_in", issuer))
-
-    def unlock_sign_in(self, issuer: str) -> None:
-        self._give(lock_name("sign_in", issuer))
 
     # --- clients ------------------------------------------------------------------------
 

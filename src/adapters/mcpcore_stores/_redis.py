@@ -56,7 +56,7 @@ from mcpcore import (
 )
 
 from ._errors import StoreCorrupt
-from ._lease import check_lease, holder_token, lock_name
+from ._lease import LeaseLocks, check_lease, holder_token
 from ._records import (
     decode_client,
     decode_continuation,
@@ -126,7 +126,7 @@ def _fingerprint(tokens: TokenSet) -> str:
     return hashlib.sha256(pair.encode("utf-8")).hexdigest()
 
 
-class RedisTokenStore:
+class RedisTokenStore(LeaseLocks):
     """A ``mcpcore.SharedTokenStore`` on Redis (see the module docstring).
 
     ``url``: a ``redis://``, ``rediss://`` or ``unix://`` URL (it may hold a
@@ -258,22 +258,6 @@ class RedisTokenStore:
             holder = self._holders.pop(key, None)
         if holder is not None:
             self._run(lambda: self._give_lease(keys=[key], args=[holder]))
-
-    def lock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
-        """Take the refresh lease for (``server_url``, ``subject``) without waiting: False
-        while another holder's lease runs (W3)."""
-        return self._take(lock_name("tokens", subject, server_url))
-
-    def unlock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> None:
-        """Give the refresh lease back, if this store still holds it."""
-        self._give(lock_name("tokens", subject, server_url))
-
-    def lock_sign_in(self, issuer: str) -> bool:
-        """Take the sign-in lease for ``issuer`` without waiting (R4)."""
-        return self._take(lock_name("sign_in", issuer))
-
-    def unlock_sign_in(self, issuer: str) -> None:
-        self._give(lock_name("sign_in", issuer))
 
     # --- clients ------------------------------------------------------------------------
 

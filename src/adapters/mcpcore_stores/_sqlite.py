@@ -45,7 +45,7 @@ from mcpcore import (
 )
 
 from ._errors import StoreUnavailable
-from ._lease import check_lease, check_timeout, ends_at, holder_token, lock_name, now
+from ._lease import LeaseLocks, check_lease, check_timeout, ends_at, holder_token, now
 from ._records import (
     decode_client,
     decode_continuation,
@@ -74,7 +74,7 @@ _SCHEMA = (
 )
 
 
-class SqliteTokenStore:
+class SqliteTokenStore(LeaseLocks):
     """A ``mcpcore.SharedTokenStore`` in one SQLite file (see the module docstring).
 
     ``path``: the database file (created with its directory when missing).
@@ -166,22 +166,6 @@ class SqliteTokenStore:
         ]
 
     # --- leases -----------------------------------------------------------------------------
-
-    def lock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> bool:
-        """Take the refresh lock for the server and subject without waiting: a lease
-        of ``lease`` seconds. False while another holder's lease lasts."""
-        return self._take(lock_name("tokens", subject, server_url))
-
-    def unlock_tokens(self, server_url: str, *, subject: str = DEFAULT_SUBJECT) -> None:
-        """Give the refresh lock back, if this instance still holds it."""
-        self._give(lock_name("tokens", subject, server_url))
-
-    def lock_sign_in(self, issuer: str) -> bool:
-        """Take the sign-in lock for ``issuer`` (R4), a lease like the refresh lock's."""
-        return self._take(lock_name("sign_in", issuer))
-
-    def unlock_sign_in(self, issuer: str) -> None:
-        self._give(lock_name("sign_in", issuer))
 
     def _take(self, name: str) -> bool:
         with self._writing() as db:
