@@ -101,6 +101,49 @@ def test_U1_memory_store_and_book_load() -> None:
     assert store.get_pins("https://s/mcp", "alice") == {}
 
 
+def test_U1_without_a_store_a_first_listing_fingerprints_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """U1, B3: without a store of the host's, the pins of a first listing are worked
+    out when first needed (the next listing, ``accept``, reading ``pins``), so a
+    listing of many tools costs no fingerprint on the way to ready; the next
+    listing still reports each change. With a store, each new pin is worked out and
+    queued for it at once."""
+    from mcpcore.features import _pins
+
+    hashed: list[str] = []
+    real = _pins.pin_of
+
+    def counting(tool_: Any) -> Pin:
+        hashed.append(tool_.name)
+        return real(tool_)
+
+    monkeypatch.setattr(_pins, "pin_of", counting)
+    first = _catalogue(*(tool(f"t{i}") for i in range(50)))
+    book = PinBook()
+    visible, changes = book.observe(first, "block")
+    assert hashed == [] and changes == () and len(visible.tools) == 50
+    assert book.take_writes() == []
+    again = _catalogue(
+        *(tool(f"t{i}", **({"description": "new"} if i == 7 else {})) for i in range(50))
+    )
+    visible, changes = book.observe(again, "block")
+    assert [c.name for c in changes] == ["t7"] and len(visible.tools) == 49
+    assert book.pins["t7"] == real(first.tools[7])  # the first definition stays pinned
+    assert book.accept("srv/t7") is not None and book.take_writes() == []
+
+    stored = PinBook()
+    stored.load({})
+    hashed.clear()
+    stored.observe(first, "warn")
+    assert len(hashed) == 50
+    assert [w.name for w in stored.take_writes()] == [f"t{i}" for i in range(50)]
+    stored.observe(again, "warn")
+    assert stored.accept("srv/t7") is not None
+    [write] = stored.take_writes()
+    assert write.name == "t7" and write.pin == real(again.tools[7])
+
+
 # --- the state machine: both policies, both eras, through the whole engine ----------------------
 
 NAMES = ("a", "b", "c")
@@ -278,9 +321,8 @@ def test_U1_a_change_is_logged_escaped_and_bounded(
     assert link.engine.catalogue is not None and link.engine.catalogue.tools == ()
     assert link.engine.session.tools.accept_change("srv/a")
     assert [t.id for t in link.engine.catalogue.tools] == ["srv/a"]
-    writes = link.engine.session.tools.pins.take_writes()
-    assert [w.name for w in writes] == ["a", "a"]  # the first pin, then the accepted one
-    assert isinstance(writes[-1].pin, Pin)
+    # Without a store of the host's the pins live in the book only: nothing to write.
+    assert link.engine.session.tools.pins.take_writes() == []
 
 
 def test_U1_the_default_pin_subject_is_mcpcores_default_subject() -> None:

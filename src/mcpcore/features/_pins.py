@@ -145,46 +145,80 @@ def pin_of(tool: Tool) -> Pin:
 
 
 class PinBook:
-    """One client's pins (see the module docstring). No I/O."""
+    """One client's pins (see the module docstring). No I/O.
 
-    __slots__ = ("_listed", "_pending", "_writes", "pins")
+    Without a store of the host's (``load`` never called), the book is the only
+    place a pin lives, and a pin taken on a tool's first listing is worked out
+    when it is first needed instead: at the next listing that names the tool, on
+    ``accept``, or when ``pins`` is read. A first listing of 5,003 tools then
+    fingerprints none of them on the way to ready (B3, B12); a later listing
+    does the work that one skipped. With a store, each new pin is worked out at
+    once, since the store keeps it."""
+
+    __slots__ = ("_listed", "_pending", "_pins", "_stored", "_unhashed", "_writes")
 
     def __init__(self) -> None:
-        self.pins: dict[str, Pin] = {}  # tool name -> its pin
+        self._pins: dict[str, Pin] = {}  # tool name -> its pin
+        self._unhashed: dict[str, Tool] = {}  # name -> its pinned definition, not hashed yet
         self._pending: dict[str, PinChanged] = {}  # name -> a change not accepted
-        self._listed: dict[str, Pin] = {}  # name -> the pin of its last listed definition
+        self._listed: dict[str, Tool] = {}  # name -> its last listed definition
         self._writes: list[PinWrite] = []
+        self._stored = False  # a store of the host's keeps the pins: queue the writes
+
+    @property
+    def pins(self) -> dict[str, Pin]:
+        """Every pin, by tool name (those taken without a store are worked out now)."""
+        for name in list(self._unhashed):
+            self._pinned(name)
+        return self._pins
 
     def load(self, stored: Mapping[str, Pin]) -> None:
-        """Seed the book with what the store held (before the first listing; a pin
-        made meanwhile yields to the stored one, which is older)."""
-        self.pins.update(stored)
+        """Seed the book with what the host's store held (before the first listing;
+        a pin made meanwhile yields to the stored one, which is older). From now on
+        each new pin is queued for the store."""
+        self._stored = True
+        for name in list(self._unhashed):
+            self._pinned(name)
+            self._writes.append(PinWrite(name, self._pins[name]))
+        self._pins.update(stored)
+
+    def _pinned(self, name: str) -> Pin | None:
+        """The pin of tool ``name``, worked out now when it was put off."""
+        first = self._unhashed.pop(name, None)
+        if first is not None:
+            self._pins[name] = pin_of(first)
+        return self._pins.get(name)
 
     def observe(
         self, catalogue: Catalogue, policy: PinPolicy
     ) -> tuple[Catalogue, tuple[PinChanged, ...]]:
         """One listing's catalogue → the catalogue the host sees, and the changes
         this listing shows first (see the module docstring)."""
-        listed: dict[str, Pin] = {}
+        listed: dict[str, Tool] = {}
         pending: dict[str, PinChanged] = {}
         fresh: list[PinChanged] = []
         block = policy == "block"
         for tool in catalogue.tools:
-            pin = pin_of(tool)
-            listed[tool.name] = pin
-            pinned = self.pins.get(tool.name)
+            name = tool.name
+            listed[name] = tool
+            pinned = self._pinned(name)
             if pinned is None:
-                self.pins[tool.name] = pin
-                self._writes.append(PinWrite(tool.name, pin))
+                if self._stored:
+                    pin = pin_of(tool)
+                    self._pins[name] = pin
+                    self._writes.append(PinWrite(name, pin))
+                else:
+                    self._unhashed[name] = tool
                 continue
+            pin = pin_of(tool)
             if pinned.fingerprint == pin.fingerprint:
                 continue
-            seen = self._pending.get(tool.name)
+            seen = self._pending.get(name)
             if seen is not None and seen.listed == pin.fingerprint and seen.withheld == block:
-                pending[tool.name] = seen
+                pending[name] = seen
                 continue
             change = _change(tool, pinned, pin, withheld=block)
-            pending[tool.name] = change
+            pending[name] = change
             fresh.append(change)
             _warn(catalogue.server, change)
         self._pending = pending
@@ -220,9 +254,10 @@ class PinBook:
         ends, or None when that tool has no change waiting."""
         for name, change in self._pending.items():
             if change.tool_id == tool_id:
-                pin = self._listed[name]
-                self.pins[name] = pin
-                self._writes.append(PinWrite(name, pin))
+                pin = pin_of(self._listed[name])
+                self._pins[name] = pin
+                if self._stored:
+                    self._writes.append(PinWrite(name, pin))
                 del self._pending[name]
                 return change
         return None
