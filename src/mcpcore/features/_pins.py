@@ -198,17 +198,20 @@ class PinBook:
         pending: dict[str, PinChanged] = {}
         fresh: list[PinChanged] = []
         block = policy == "block"
+        pins, unhashed = self._pins, self._unhashed
         for tool in catalogue.tools:
             name = tool.name
             listed[name] = tool
-            pinned = self._pinned(name)
+            pinned = pins.get(name)
+            if pinned is None and name in unhashed:
+                pinned = self._pinned(name)
             if pinned is None:
                 if self._stored:
                     pin = pin_of(tool)
-                    self._pins[name] = pin
+                    pins[name] = pin
                     self._writes.append(PinWrite(name, pin))
                 else:
-                    self._unhashed[name] = tool
+                    unhashed[name] = tool
                 continue
             pin = pin_of(tool)
             if pinned.fingerprint == pin.fingerprint:
