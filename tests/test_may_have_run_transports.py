@@ -1,5 +1,5 @@
-"""U3 beyond the drivers' own HTTP connections: a local server over stdio.
-A ``tools/call`` whose request went out whole
+"""U3 beyond the drivers' own HTTP connections: a local server over stdio and
+httpcore's proxy pools. A ``tools/call`` whose request went out whole
 and got no answer raises ``MayHaveRun``; one that never reached the server keeps its
 plain ``TransportError``. Each transport only reports facts; the core decides:
 
@@ -9,21 +9,29 @@ plain ``TransportError``. Each transport only reports facts; the core decides:
   exited unanswered: ``MayHaveRun``; one that could not be written to (its stdin closed,
   or it could not start): the plain error. A framing-only engine counts what the host
   took with ``data_to_send`` as written.
+- proxies: httpcore's proxy pools run on the drivers' own network streams; a request
+  the proxy took whole and then dropped: ``MayHaveRun``; a proxy that refuses the
+  connection, or a CONNECT tunnel that breaks before the request went in: the plain
+  error.
 
 On asyncio, trio and the threaded driver.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from drivers import DRIVERS, backend_of, open_client
+from drivers import DRIVERS, Face, backend_of, open_client
 from mcpcore import (
     CallFailed,
     FailureKind,
@@ -36,6 +44,9 @@ from mcpcore import (
     encode_message,
 )
 from mcpcore.base._events import StartProcess, WriteInput
+from mcpcore_demo import DemoServer
+from raw_servers import FaultFront, mark_calls
+from test_proxy import LoopbackProxy
 from test_stdio_actions import INIT, NOW, TOOLS, engine, line, ready, written
 
 pytestmark = pytest.mark.anyio
@@ -207,3 +218,118 @@ def test_U3_the_cli_says_may_have_run_for_a_local_server(tmp_path: Path) -> None
     assert result.returncode == 3, result.stderr
     payload = json.loads(result.stdout)
     assert payload["error"]["kind"] == "may_have_run" and "may have run" in payload["error"]["message"]
+
+
+# --- through a proxy ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_port() -> Iterator[int]:
+    with DemoServer().serve_in_thread() as running:
+        yield int(running.url.split(":")[2].split("/")[0])
+
+
+@contextlib.asynccontextmanager
+async def proxied_client(driver: str, port: int, mode: str | None) -> AsyncIterator[tuple[Face, LoopbackProxy]]:
+    """A client whose requests go through a loopback proxy to a ``FaultFront`` of the
+    demo server (``mode`` for its calls: "drop_after_read"; "refused": the proxy stops
+    listening once the client is ready)."""
+    front = FaultFront(port, None if mode == "refused" else mode)
+    proxy = LoopbackProxy()
+    try:
+        async with open_client(
+            driver, "front", {"url": f"http://127.0.0.1:{front.port}/mcp"}, proxy=proxy.url,
+            protocol="legacy", listen=False, headers=mark_calls, call_timeout=20,
+        ) as client:
+            assert (await client.ready(15)).ok
+            if mode == "refused":
+                with contextlib.suppress(OSError):
+                    proxy.listener.shutdown(socket.SHUT_RDWR)  # stops listening, wakes accept()
+                proxy.listener.close()
+            yield client, proxy
+    finally:
+        proxy.close()
+        front.close()
+
+
+async def test_U3_a_call_the_proxy_took_whole_and_dropped_may_have_run(driver: str, demo_port: int) -> None:
+    """Forwarded through the proxy and read whole by the server's front, then closed
+    without an answer: MayHaveRun, on every driver."""
+    with anyio.fail_after(TIMEOUT):
+        async with proxied_client(driver, demo_port, "drop_after_read") as (client, proxy):
+            with pytest.raises(MayHaveRun) as info:
+                await client.call("front/echo", {"text": "pay 10"})
+    assert info.value.tool == "front/echo"
+    assert any(seen.startswith("POST ") for seen in proxy.seen)
+
+
+async def test_U3_a_proxy_that_refuses_the_connection_keeps_its_error(driver: str, demo_port: int) -> None:
+    """The proxy stopped listening: the call never went out, its error is the plain one."""
+    with anyio.fail_after(TIMEOUT):
+        async with proxied_client(driver, demo_port, "refused") as (client, _):
+            with pytest.raises(TransportError) as info:
+                await client.call("front/echo", {"text": "pay 10"})
+    assert not isinstance(info.value, MayHaveRun), repr(info.value)
+    assert "refused" in str(info.value)
+
+
+class _ClosingAfterConnect:
+    """A loopback port that accepts each connection and closes it at once: behind a
+    proxy's CONNECT, the tunnel's TLS handshake meets an end of file."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self._thread.join(TIMEOUT)
+
+
+async def test_U3_a_tunnel_that_breaks_before_the_request_went_in_is_not_sent(driver: str) -> None:
+    """https through a CONNECT tunnel: the proxy answers the CONNECT (a request and an
+    answer on the pool's stream) and the TLS handshake then fails. The call's own bytes
+    never went: the pool does not mark it sent (the CONNECT's exchange is not the
+    request's)."""
+    import httpcore
+
+    from mcpcore_httpcore import was_sent
+
+    target, proxy = _ClosingAfterConnect(), LoopbackProxy()
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}'
+    request = httpcore.Request(
+        "POST", f"https://127.0.0.1:{target.port}/mcp", headers=[(b"content-type", b"application/json")], content=body
+    )
+    try:
+        with anyio.fail_after(TIMEOUT), pytest.raises(httpcore.ConnectError):
+            if driver == "threaded":
+                from mcpcore_threaded._client import _Performing
+                from mcpcore_threaded._network import connection_pool
+
+                def perform() -> None:
+                    with connection_pool(None, 2, _Performing(), proxy=proxy.url) as sync_pool:
+                        sync_pool.handle_request(request)
+
+                await anyio.to_thread.run_sync(perform)
+            else:
+                from mcpcore_anyio._network import connection_pool as async_pool
+
+                async with async_pool(None, 2, proxy=proxy.url) as pooled:
+                    await pooled.handle_async_request(request)
+    finally:
+        proxy.close()
+        target.close()
+    assert proxy.seen == [f"CONNECT 127.0.0.1:{target.port}"]
+    assert not was_sent(request)
