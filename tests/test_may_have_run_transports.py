@@ -1,5 +1,5 @@
-"""U3 beyond the drivers' own HTTP connections: a local server over stdio and
-httpcore's proxy pools. A ``tools/call`` whose request went out whole
+"""U3 beyond the drivers' own HTTP connections: a local server over stdio, httpcore's
+proxy pools and the in-process ASGI app. A ``tools/call`` whose request went out whole
 and got no answer raises ``MayHaveRun``; one that never reached the server keeps its
 plain ``TransportError``. Each transport only reports facts; the core decides:
 
@@ -13,8 +13,11 @@ plain ``TransportError``. Each transport only reports facts; the core decides:
   the proxy took whole and then dropped: ``MayHaveRun``; a proxy that refuses the
   connection, or a CONNECT tunnel that breaks before the request went in: the plain
   error.
+- ASGI (the anyio driver only): an app that received the whole body, then raised or
+  returned without a response: ``MayHaveRun``; one that failed before receiving it:
+  the plain error.
 
-On asyncio, trio and the threaded driver.
+On asyncio, trio and the threaded driver where the transport exists.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 import anyio
 import pytest
 
+import mcpcore_anyio
 from drivers import DRIVERS, Face, backend_of, open_client
 from mcpcore import (
     CallFailed,
@@ -333,3 +337,72 @@ async def test_U3_a_tunnel_that_breaks_before_the_request_went_in_is_not_sent(dr
         target.close()
     assert proxy.seen == [f"CONNECT 127.0.0.1:{target.port}"]
     assert not was_sent(request)
+
+
+# --- in process (ASGI: the anyio driver) -------------------------------------------------------
+
+
+def _faulting_app(fault: str) -> Any:
+    """A small MCP server as an ASGI app (JSON answers, the handshake era) whose
+    ``tools/call`` meets ``fault``: "raise" or "return" after receiving the whole body,
+    "raise_first" before receiving any of it."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan
+        if (b"x-fault-call", b"1") in scope["headers"] and fault == "raise_first":
+            raise RuntimeError("the app failed before reading the call")
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        request = json.loads(body) if body else {}
+        method, rid = request.get("method"), request.get("id")
+        if method == "tools/call":
+            if fault == "raise":
+                raise RuntimeError("the app failed after reading the call")
+            return  # "return": no response at all
+        if rid is None:
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if method == "initialize":
+            result: dict[str, Any] = {
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "asgi", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {"tools": TOOLS}
+        else:
+            result = {}
+        payload = json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    return app
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("fault", ["raise", "return", "raise_first"])
+async def test_U3_an_app_that_failed_after_receiving_the_call_may_have_run(anyio_backend: str, fault: str) -> None:
+    """Received whole, then the app raised or returned without a response: MayHaveRun.
+    Raised before receiving the body: the plain error, as before U3."""
+    async with mcpcore_anyio.McpClient(
+        "asgi", {"url": "http://127.0.0.1:8000/mcp"}, asgi_app=_faulting_app(fault),
+        protocol="legacy", listen=False, headers=mark_calls, call_timeout=20,
+    ) as client:
+        with anyio.fail_after(TIMEOUT):
+            availability = await client.ready(15)
+            assert availability.ok, availability.reason
+            with pytest.raises(TransportError) as info:
+                await client.call("asgi/echo", {"text": "pay 10"})
+    error = info.value
+    if fault == "raise_first":
+        assert not isinstance(error, MayHaveRun) and "may have run" not in str(error), repr(error)
+    else:
+        assert isinstance(error, MayHaveRun) and error.tool == "asgi/echo", repr(error)
+        assert f"request id {error.request_id}" in str(error)
