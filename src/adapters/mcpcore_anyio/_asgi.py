@@ -40,7 +40,14 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class AsgiTransportError(OSError):
-    """The app failed or ended without a response (reported like a broken connection)."""
+    """The app failed or ended without a response (reported like a broken connection).
+
+    ``received``: the app had received the whole request body first (its
+    ``receive()`` handed over the last body): the request reached the server
+    whole, so a ``tools/call`` may have run (U3; the client reports it sent).
+    """
+
+    received = False
 
 
 class AsgiResponse:
@@ -208,7 +215,9 @@ class AsgiPool:
                 try:
                     await started.wait()
                     if "status" not in response:
-                        raise AsgiTransportError("the app ended without a response")
+                        failed = AsgiTransportError("the app ended without a response")
+                        failed.received = body_sent  # U3: did the request reach the app whole?
+                        raise failed
                     yield AsgiResponse(response["status"], response["headers"], receive_chunk)
                 finally:
                     # Like closing a connection: tell the app the client went away.

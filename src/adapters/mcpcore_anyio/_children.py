@@ -53,7 +53,7 @@ class _Children:
         self.client = client
         self._group = task_group
         self._children: dict[
-            int, tuple[anyio.abc.Process, MemoryObjectSendStream[bytes | None]]
+            int, tuple[anyio.abc.Process, MemoryObjectSendStream[WriteInput | None]]
         ] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}  # each child's tasks
         self._all_released = anyio.Event()
@@ -89,7 +89,7 @@ class _Children:
         process, outbox = entry
         if isinstance(action, (WriteInput, CloseInput)):
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                outbox.send_nowait(action.data if isinstance(action, WriteInput) else None)
+                outbox.send_nowait(action if isinstance(action, WriteInput) else None)
         elif isinstance(action, TerminateProcess):
             _signal_group(process, terminate=True)
         elif isinstance(action, KillProcess):
@@ -109,7 +109,7 @@ class _Children:
             engine.process_failed(failure, self.client._now(), process=action.process)
             await self.client._dispatch()
             return
-        outbox, inbox = anyio.create_memory_object_stream[bytes | None](math.inf)
+        outbox, inbox = anyio.create_memory_object_stream[WriteInput | None](math.inf)
         self._children[action.process] = (process, outbox)
         self._scopes[action.process] = anyio.CancelScope()
         self._all_released = anyio.Event()
@@ -119,12 +119,12 @@ class _Children:
         self,
         number: int,
         process: anyio.abc.Process,
-        inbox: MemoryObjectReceiveStream[bytes | None],
+        inbox: MemoryObjectReceiveStream[WriteInput | None],
     ) -> None:
         try:
             with self._scopes[number]:
                 async with anyio.create_task_group() as group:
-                    group.start_soon(self._write_stdin, process, inbox)
+                    group.start_soon(self._write_stdin, number, process, inbox)
                     async with anyio.create_task_group() as watchers:
                         watchers.start_soon(self._read_stdout, number, process)
                         watchers.start_soon(self._read_stderr, number, process)
@@ -174,17 +174,26 @@ class _Children:
         await self.client._dispatch()
 
     async def _write_stdin(
-        self, process: anyio.abc.Process, inbox: MemoryObjectReceiveStream[bytes | None]
+        self,
+        number: int,
+        process: anyio.abc.Process,
+        inbox: MemoryObjectReceiveStream[WriteInput | None],
     ) -> None:
-        """The one writer of this child's stdin; ``None`` (or the end of the queue) closes it."""
+        """The one writer of this child's stdin; ``None`` (or the end of the queue) closes it.
+
+        A numbered write is reported once it is all written (U3: its request
+        reached the server); one that fails is not.
+        """
         stdin = process.stdin
         assert stdin is not None
         try:
             with inbox:
-                async for data in inbox:
-                    if data is None:
+                async for write in inbox:
+                    if write is None:
                         break
-                    await stdin.send(data)
+                    await stdin.send(write.data)
+                    if write.seq:
+                        self._engine().input_written(write.seq, self.client._now(), process=number)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass  # the child is gone: its stdout reader reports that
         finally:

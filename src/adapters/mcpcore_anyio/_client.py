@@ -40,7 +40,7 @@ from mcpcore import (
     closed_outcome,
 )
 
-from ._io import _ends_without_waiting, _framed, _loop_clock, _next_chunk
+from ._io import _ends_without_waiting, _framed, _loop_clock, _next_chunk, _went_out
 from ._io import _OneChunk as _OneChunk
 from ._io import _Permits as _Permits
 from ._surface import _T, Begin, ClientSurface
@@ -443,11 +443,8 @@ class McpClient(ClientSurface):
                                     return
                 engine.response_ended(xid, self._now())
             except Exception as exc:
-                if built is not None:
-                    from mcpcore_httpcore import was_sent  # loaded with the pool
-
-                    if was_sent(built):  # U3: it failed after going out whole
-                        engine.request_sent(xid, self._now())
+                if _went_out(built, exc):  # U3: it failed after going out whole
+                    engine.request_sent(xid, self._now())
                 engine.response_failed(xid, TransportFailure.from_exception(exc), self._now())
             finally:
                 if not handed_off:

@@ -1,4 +1,5 @@
-"""Small tools of the anyio driver's exchanges: a request body, the loop's clock, permits.
+"""Small tools of the anyio driver's exchanges: a request body, the loop's clock, permits,
+whether a failed request had gone out whole.
 
 Moved out of ``_client.py``; the client uses each (and tests import
 ``_OneChunk`` and ``_Permits`` from ``_client``, where they are still named).
@@ -96,6 +97,20 @@ def _ends_without_waiting(response: httpcore.Response | AsgiResponse, received: 
     from ._network import ends_without_waiting  # loaded by start() already
 
     return ends_without_waiting(response, received)
+
+
+def _went_out(built: httpcore.Request | None, error: BaseException) -> bool:
+    """U3: whether the request that failed with ``error`` had gone out whole first, for
+    the client to report ``request_sent``: the pool's word on ``built`` (httpcore's
+    request), or, in process (``built`` is None: no httpcore request), the app's: it
+    had received the whole body before it failed or ended without a response."""
+    if built is None:
+        from ._asgi import AsgiTransportError  # loaded with the in-process pool
+
+        return isinstance(error, AsgiTransportError) and error.received
+    from mcpcore_httpcore import was_sent  # loaded with the pool
+
+    return was_sent(built)
 
 
 class _Permits:

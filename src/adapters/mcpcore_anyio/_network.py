@@ -36,6 +36,7 @@ from mcpcore_httpcore import (
     Waiter,
     body_end_arrived,
     build_request,
+    sending_through_proxy,
     wait_readable,
 )
 
@@ -181,8 +182,9 @@ class AsyncPool(
     kept-alive connection goes once more, on a new connection, when
     ``sent_again_after`` allows it (D3). With a proxy, httpcore's
     ``AsyncHTTPProxy`` pool does it all instead (its tunnels are not public
-    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's;
-    what does not wait is ``mcpcore_httpcore.PoolBase``'s.
+    classes; it sends nothing again; whether a request went out whole before it
+    failed is told around it, ``sending_through_proxy``: U3). ``request`` and
+    ``stream`` are httpcore's; what does not wait is ``mcpcore_httpcore.PoolBase``'s.
     """
 
     _connection_type = Connection
@@ -191,7 +193,8 @@ class AsyncPool(
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
         via = self._proxy_for(request)
         if via is not None:
-            return await via.handle_async_request(request)
+            with sending_through_proxy(request):  # U3: did it go out whole before failing?
+                return await via.handle_async_request(request)
         timeouts = request.extensions.get("timeout", {})
         again = False
         while True:

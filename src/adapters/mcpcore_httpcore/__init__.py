@@ -21,6 +21,8 @@ This module owns:
 - ``BodyEnd`` and ``body_end_arrived``: whether a response's body has all
   arrived, told from what the drivers' own network streams saw (they see
   every byte httpcore reads), never from httpcore's private state;
+- ``SENT``, ``was_sent`` and ``sending_through_proxy``: whether a request that
+  failed had gone out whole first (U3), direct or through httpcore's proxy pools;
 - ``request_target``: a request URL parsed for httpcore once, with its ``Host``
   header value (``build_request`` builds httpcore's ``Request`` with it:
   ``stream()`` parses the URL and checks every header twice per request);
@@ -45,8 +47,9 @@ from __future__ import annotations
 
 import select
 from collections import deque
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -54,7 +57,7 @@ from urllib.parse import unquote, urlsplit
 if TYPE_CHECKING:  # names for annotations only: importing this loads neither httpcore nor ssl
     import socket
     import ssl
-    from collections.abc import AsyncIterable, Iterable
+    from collections.abc import AsyncIterable, AsyncIterator, Iterable
 
     import httpcore
 
@@ -74,6 +77,7 @@ __all__ = [
     "build_request",
     "redact_proxy",
     "request_target",
+    "sending_through_proxy",
     "sent_again_after",
     "wait_readable",
     "wait_writable",
@@ -341,8 +345,12 @@ class BodyEnd:
         """A read begins, every write before it (held ones too) gone out: httpcore
         reads only once the whole request is written, so it went out whole unless a
         write failed (U3)."""
-        if not self._write_failed:
+        if not self._went_out and not self._write_failed:
             self._went_out = True
+            # once a request: one going through a proxy pool is told here (see _Sending)
+            sending = _SENDING.get()
+            if sending is not None and sending.drained:
+                sending.went_out = True
 
     def went_out(self) -> bool:
         """Whether the latest request's bytes all went out (U3)."""
@@ -417,6 +425,70 @@ def sent_again_after(error: BaseException, stream: object, request: httpcore.Req
         return False
     replayable = bool(request.extensions.get(REPLAYABLE))
     return isinstance(stream, BodyEnd) and stream.may_send_again(replayable)
+
+
+class _Sending:
+    """A request that one of httpcore's proxy pools is performing, in this task or
+    thread: whether its bytes all went out (U3).
+
+    httpcore's proxy connections (the forwarding one, the CONNECT tunnel) are
+    private classes, so the pool cannot ask them which stream a request went
+    over, as it asks its own connections. What it does own: the network backend
+    (every stream of a proxy pool is one of ours, ``BodyEnd``) and the request
+    it hands over. So the request's body is passed on through ``_Drained``,
+    which notes when httpcore has taken all of it, and the streams note, in the
+    ``_Sending`` a context variable holds around the proxied request (httpcore
+    performs it in the caller's task or thread), when a read begins after
+    that with no write failed: httpcore reads only once the whole request is
+    written, and our streams send the writes they hold (``COALESCE_LIMIT``)
+    before that read. A read before the body was all taken (the CONNECT
+    answer, a TLS handshake) says nothing of the request.
+    """
+
+    __slots__ = ("drained", "went_out")
+
+    def __init__(self) -> None:
+        self.drained = False  # httpcore has taken the whole body
+        self.went_out = False  # and a read began after it, every write gone out
+
+
+_SENDING: ContextVar[_Sending | None] = ContextVar("mcpcore_sending", default=None)
+
+
+class _Drained:
+    """A proxied request's body, passed on unchanged; all taken, it tells ``sending``."""
+
+    def __init__(self, body: Iterable[bytes] | AsyncIterable[bytes], sending: _Sending) -> None:
+        self._body = body
+        self._sending = sending
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._body  # type: ignore[misc]  # a sync pool's body is an Iterable
+        self._sending.drained = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._body:  # type: ignore[union-attr]  # an async pool's
+            yield chunk
+        self._sending.drained = True
+
+
+@contextmanager
+def sending_through_proxy(request: httpcore.Request) -> Iterator[None]:
+    """Around a request handed to one of httpcore's proxy pools: when it fails after
+    its bytes all went out, mark it ``SENT`` as the pools mark a direct one (U3).
+    A proxy that refuses the connection, a CONNECT refused, a TLS handshake that
+    fails: the body was not taken yet, so the request keeps its error."""
+    sending = _Sending()
+    request.stream = _Drained(request.stream, sending)
+    token = _SENDING.set(sending)
+    try:
+        yield
+    except Exception:
+        if sending.went_out:
+            request.extensions[SENT] = True
+        raise
+    finally:
+        _SENDING.reset(token)
 
 
 def was_sent(request: httpcore.Request) -> bool:

@@ -36,12 +36,15 @@ if TYPE_CHECKING:
 
 
 class _Child:
-    """One started child process, its stdin queue (the writer thread reads it) and
+    """One started child process, its stdin queue (the writer thread reads it),
+    whether no numbered write is under way (``unreported``: set when none is) and
     how many of its watchers (stdout, stderr, the exit) have not ended yet."""
 
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self.popen = popen
-        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.outbox: queue.SimpleQueue[WriteInput | None] = queue.SimpleQueue()
+        self.unreported = threading.Event()
+        self.unreported.set()
         self.watching = 3
 
 
@@ -76,7 +79,7 @@ class _Children:
         if child is None:
             return
         if isinstance(action, WriteInput):
-            child.outbox.put(action.data)
+            child.outbox.put(action)
         elif isinstance(action, CloseInput):
             child.outbox.put(None)  # the writer closes stdin once the queue is written
         elif isinstance(action, (TerminateProcess, KillProcess)):
@@ -167,6 +170,10 @@ class _Children:
             pass
         stream.close()
         if not abandoned:
+            # U3: a write that was all written before the child went is reported first.
+            # The pipe threads race for the GIL and the lock; the child's output ending
+            # ends that write soon (done, or a broken pipe), so the wait is short.
+            child.unreported.wait(_WRITE_WAIT)
             if stdout:
                 self._report(lambda now: engine.output_closed(now, process=number))
             else:
@@ -194,22 +201,35 @@ class _Children:
             self._threads.discard(threading.current_thread())
 
     def _write_stdin(self, number: int, child: _Child) -> None:
-        """The one writer of this child's stdin; ``None`` closes it."""
+        """The one writer of this child's stdin; ``None`` closes it.
+
+        A numbered write is reported once it is all written (U3: its request
+        reached the server); one that fails is not.
+        """
         stdin = child.popen.stdin
         assert stdin is not None
+        engine = self._engine()
         try:
             fd = stdin.fileno()
             if self._wake is not None:
                 os.set_blocking(fd, False)  # a full pipe must not block past abandonment
-            while (data := child.outbox.get()) is not None:
-                view = memoryview(data)
+            while (write := child.outbox.get()) is not None:
+                if write.seq:
+                    child.unreported.clear()
+                view = memoryview(write.data)
                 while view:
                     if not self._ready(fd, writing=True):
                         raise ValueError("abandoned")
                     with contextlib.suppress(BlockingIOError):
                         view = view[os.write(fd, view) :]
+                if write.seq:
+                    with self.client._lock:  # no turn: the engine only notes it
+                        engine.input_written(write.seq, self.client._now(), process=number)
+                    child.unreported.set()
         except (OSError, ValueError):
             pass  # the child is gone: its stdout reader reports that
+        finally:
+            child.unreported.set()
         with contextlib.suppress(OSError, ValueError):
             stdin.close()
         with self.client._lock:
@@ -239,6 +259,7 @@ class _Children:
 
 
 _RELEASE_WAIT = 2.0  # seconds closing waits for a child's threads once they are woken
+_WRITE_WAIT = 1.0  # seconds an output's end waits for a write under way to be reported (U3)
 
 
 def _signal_group(popen: subprocess.Popen[bytes], *, terminate: bool) -> None:

@@ -41,6 +41,7 @@ from mcpcore_httpcore import (
     Waiter,
     body_end_arrived,
     build_request,
+    sending_through_proxy,
     wait_readable,
     wait_writable,
 )
@@ -605,8 +606,9 @@ class Pool(
     connection, when ``sent_again_after`` allows it (D3); each connection's
     ``_Link`` keeps its stream for that question. With a proxy, httpcore's
     ``HTTPProxy`` pool does it all instead (its tunnels are not public
-    classes; it sends nothing again). ``request`` and ``stream`` are httpcore's;
-    what does not wait is ``mcpcore_httpcore.PoolBase``'s.
+    classes; it sends nothing again; whether a request went out whole before it
+    failed is told around it, ``sending_through_proxy``: U3). ``request`` and
+    ``stream`` are httpcore's; what does not wait is ``mcpcore_httpcore.PoolBase``'s.
     """
 
     _connection_type = _Connection
@@ -616,7 +618,8 @@ class Pool(
     def handle_request(self, request: httpcore.Request) -> httpcore.Response:
         via = self._proxy_for(request)
         if via is not None:
-            return via.handle_request(request)
+            with sending_through_proxy(request):  # U3: did it go out whole before failing?
+                return via.handle_request(request)
         timeouts = request.extensions.get("timeout", {})
         again = False
         while True:

@@ -284,13 +284,20 @@ class StartProcess:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WriteInput:
-    """Write ``data`` to the child's stdin, after everything written before it."""
+    """Write ``data`` to the child's stdin, after everything written before it.
+
+    ``seq``, when not 0, numbers a write that carries a request: once all of
+    ``data`` is written, the driver reports it (``input_written(seq, now,
+    process=)``), so that a ``tools/call`` whose child then dies unanswered
+    may have run (U3). A write that fails is not reported.
+    """
 
     process: int
     data: bytes = field(repr=False)
+    seq: int = 0
 
     def __repr__(self) -> str:
-        return f"WriteInput(process={self.process}, data={len(self.data)} bytes)"
+        return f"WriteInput(process={self.process}, data={len(self.data)} bytes, seq={self.seq})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

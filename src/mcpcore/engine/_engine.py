@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -727,10 +727,15 @@ class StdioClientEngine(_EngineBase):
     when it is started again, when it counts as lost and why, and how closing
     stops it (S3). The driver reports what the child did: ``receive_data``
     (stdout), ``receive_stderr``, ``output_closed``, ``stderr_closed``,
-    ``process_exited``, ``process_failed``, each with the child's number.
+    ``process_exited``, ``process_failed``, each with the child's number, and
+    ``input_written`` for a numbered ``WriteInput`` all written (U3).
 
     Without a server it is the framing alone, for a transport the host owns:
-    bytes in with ``receive_data``, bytes out with ``data_to_send``.
+    bytes in with ``receive_data``, bytes out with ``data_to_send``. A request
+    taken with ``data_to_send`` counts as written (U3): the engine gave its
+    bytes away and cannot prove they never reached the server, and for a call
+    the safe error is ``MayHaveRun`` (a host that retries a plain transport
+    error would run the tool twice).
     """
 
     def __init__(
@@ -754,6 +759,11 @@ class StdioClientEngine(_EngineBase):
             None if server is None else ChildControl(server, environ or {}, grace=close_grace)
         )
         self._closing = False
+        # U3: the requests written whole since the child started (their ids), and the
+        # numbered writes (or, framing only, the frames) not yet known to be written
+        self._written: set[int] = set()
+        self._writing: dict[int, int] = {}  # WriteInput.seq -> request id
+        self._framed: list[int] = []  # framing only: request ids in _outgoing
 
     # --- commands ------------------------------------------------------------------------
 
@@ -815,6 +825,24 @@ class StdioClientEngine(_EngineBase):
             self.session.receive_message(message, now)
         self._pump(now)
 
+    def input_written(self, seq: int, now: float, *, process: int | None = None) -> None:
+        """The ``WriteInput`` numbered ``seq`` was all written to the child's stdin (U3).
+
+        Its request reached the server whole: a ``tools/call`` that then ends
+        with the child lost, unanswered, fails with ``MayHaveRun``. A write
+        never reported (the child could not start, the pipe was broken) keeps
+        the plain ``TransportError``.
+        """
+        request_id = self._writing.pop(seq, None)
+        if request_id is not None and self._child is not None and self._child.current(process):
+            self._mark_written((request_id,))
+
+    def _mark_written(self, request_ids: Iterable[int]) -> None:
+        written, pending = self._written, self.session.path.pending
+        written.update(request_ids)
+        if len(written) > 2 * len(pending) + 64:  # the answered ones go: kept bounded
+            written.intersection_update(pending)
+
     def receive_stderr(self, data: bytes, now: float, *, process: int | None = None) -> None:
         """Bytes the child wrote to stderr: logged (redacted, escaped) and kept for a reason."""
         if self._child is not None:
@@ -866,7 +894,9 @@ class StdioClientEngine(_EngineBase):
         if self._child is not None and self._child.running:
             self._child.lost(now, reason)
         self._framer = LineFramer(max_line_size=self._max_line_size)  # a new child, a new line
-        self.session.transport_lost(TransportError(reason), now)
+        sent, self._written = self._written, set()
+        self._writing.clear()  # what the driver still writes goes to a child that is gone
+        self.session.transport_lost(TransportError(reason), now, sent=sent)
         if self._child is not None and self.session.state is SessionState.READY:
             # A ready server's child died: a new child needs a new session (as H6),
             # set up now, before any later call is written to it.
@@ -883,6 +913,9 @@ class StdioClientEngine(_EngineBase):
         """Framing-only engine: the bytes to write to the transport, in order."""
         out = bytes(self._outgoing)
         self._outgoing.clear()
+        if self._framed:  # given away: counted as written (U3, see the class)
+            self._mark_written(self._framed)
+            self._framed.clear()
         return out
 
     def next_deadline(self) -> float | None:
@@ -909,10 +942,15 @@ class StdioClientEngine(_EngineBase):
                     _stdio_log.debug(
                         "%s sent %s (%d bytes)", self._tag, describe_message(message), len(frame)
                     )
+                rid = message.id if isinstance(message, Request) else None  # U3
                 if child is None:
                     self._outgoing += frame
-                else:
-                    child.write(frame)
+                    if isinstance(rid, int):
+                        self._framed.append(rid)
+                elif (seq := child.write(frame, report=isinstance(rid, int))) and isinstance(
+                    rid, int
+                ):
+                    self._writing[seq] = rid
             for event in session.take_events():
                 moved = True
                 if isinstance(event, StartFailed) and child is not None:

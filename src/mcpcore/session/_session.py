@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..base._errors import (
@@ -445,10 +445,11 @@ class ClientSession(DeskHolder):
             self.era = None
             self.handshake.resetup(now)
 
-    def transport_lost(self, error: McpError, now: float) -> None:
-        """The whole transport is gone (a child exited): every request fails."""
+    def transport_lost(self, error: McpError, now: float, *, sent: Collection[int] = ()) -> None:
+        """The whole transport is gone (a child exited): every request fails; those in
+        ``sent`` had reached the server whole (U3: a call then may have run)."""
         for request_id in list(self.path.pending):
-            self.request_failed(request_id, error, now)
+            self.request_failed(request_id, error, now, sent=request_id in sent)
 
     def session_expired(self, resend: list[Request], now: float) -> None:
         """H6: the server forgot our session. Set up a new one, then resend ``resend``."""

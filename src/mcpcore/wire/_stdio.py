@@ -235,6 +235,7 @@ class ChildControl:
         self._environ = dict(environ)
         self._grace = grace
         self.process = 0  # the current child's number; 0: none started yet
+        self._writes = 0  # the last reported write's number, over every child (U3)
         self.running = False  # the current child was started and is not known to be gone
         self._actions: list[ProcessAction] = []
         self._tail = StderrTail(secrets=server.env.values())
@@ -276,9 +277,17 @@ class ChildControl:
             )
         )
 
-    def write(self, data: bytes) -> None:
-        if self.running and data:
-            self._actions.append(WriteInput(process=self.process, data=data))
+    def write(self, data: bytes, *, report: bool = False) -> int:
+        """Write ``data`` to the current child; with ``report``, the write's number
+        (the driver reports it written: U3), else 0."""
+        if not (self.running and data):
+            return 0
+        seq = 0
+        if report:
+            self._writes += 1
+            seq = self._writes
+        self._actions.append(WriteInput(process=self.process, data=data, seq=seq))
+        return seq
 
     def stop(self, now: float, *, grace: float | None = None) -> None:
         """S3: close the current child's stdin; terminate after ``grace``, kill 1 s later."""
