@@ -119,29 +119,29 @@ def test_U1_without_a_store_a_first_listing_fingerprints_nothing(
         return real(tool_)
 
     monkeypatch.setattr(_pins, "pin_of", counting)
-    first = _catalogue(*(tool(f"t{i}") for i in range(50)))
+    first = _catalogue(*(tool(f"tool{i}") for i in range(50)))
     book = PinBook()
     visible, changes = book.observe(first, "block")
     assert hashed == [] and changes == () and len(visible.tools) == 50
     assert book.take_writes() == []
     again = _catalogue(
-        *(tool(f"t{i}", **({"description": "new"} if i == 7 else {})) for i in range(50))
+        *(tool(f"tool{i}", **({"description": "new"} if i == 7 else {})) for i in range(50))
     )
     visible, changes = book.observe(again, "block")
-    assert [c.name for c in changes] == ["t7"] and len(visible.tools) == 49
-    assert book.pins["t7"] == real(first.tools[7])  # the first definition stays pinned
-    assert book.accept("srv/t7") is not None and book.take_writes() == []
+    assert [c.name for c in changes] == ["tool7"] and len(visible.tools) == 49
+    assert book.pins["tool7"] == real(first.tools[7])  # the first definition stays pinned
+    assert book.accept("srv/tool7") is not None and book.take_writes() == []
 
     stored = PinBook()
     stored.load({})
     hashed.clear()
     stored.observe(first, "warn")
     assert len(hashed) == 50
-    assert [w.name for w in stored.take_writes()] == [f"t{i}" for i in range(50)]
+    assert [w.name for w in stored.take_writes()] == [f"tool{i}" for i in range(50)]
     stored.observe(again, "warn")
-    assert stored.accept("srv/t7") is not None
+    assert stored.accept("srv/tool7") is not None
     [write] = stored.take_writes()
-    assert write.name == "t7" and write.pin == real(again.tools[7])
+    assert write.name == "tool7" and write.pin == real(again.tools[7])
 
 
 # --- the state machine: both policies, both eras, through the whole engine ----------------------
