@@ -180,6 +180,8 @@ def _junk(draw: st.DrawFn, secret: str) -> tuple[str, object]:
 _CLIENT_WORDS = (
     "https://example.com/mcp answered HTTP 500: bad token [redacted]",
     "the headers callable's result: header 'X-Key' tools/call tools/list demo",
+    # the repr of the request sent (hypothesis once drew 'HttpRequ')
+    "HttpRequest(exchange_id=1, method='POST', headers=[accept, X-Key, content-type], body=46 bytes)",
 )
 
 
@@ -189,8 +191,9 @@ def test_V3_no_value_of_a_headers_callable_ever_shows(data: st.DataObject, secre
     """For every secret and every way to fail: no error, repr or log record holds it;
     a good value the server echoes in an error body is cut out of the reason."""
     # A secret that is part of the client's own words (the URL, the wording of a
-    # reason) cannot be told apart from them: such a draw says nothing (hypothesis
-    # once drew 'https://', part of the URL every reason begins with).
+    # reason, a request's repr) cannot be told apart from them: such a draw says
+    # nothing (hypothesis once drew 'https://', part of the URL every reason begins
+    # with, and once 'HttpRequ').
     assume(not any(secret in words for words in _CLIENT_WORDS))
     how, answer = data.draw(_junk(secret))
     records: list[str] = []
