@@ -26,7 +26,6 @@ import contextlib
 import json
 import socket
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ from mcpcore import (
 )
 from mcpcore.base._events import StartProcess, WriteInput
 from mcpcore_demo import DemoServer
-from raw_servers import FaultFront, mark_calls
+from raw_servers import FaultFront, mark_calls, socket_server
 from test_proxy import LoopbackProxy
 from test_stdio_actions import INIT, NOW, TOOLS, engine, line, ready, written
 
@@ -277,31 +276,6 @@ async def test_U3_a_proxy_that_refuses_the_connection_keeps_its_error(driver: st
     assert "refused" in str(info.value)
 
 
-class _ClosingAfterConnect:
-    """A loopback port that accepts each connection and closes it at once: behind a
-    proxy's CONNECT, the tunnel's TLS handshake meets an end of file."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            conn.close()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        self._thread.join(TIMEOUT)
-
-
 async def test_U3_a_tunnel_that_breaks_before_the_request_went_in_is_not_sent(driver: str) -> None:
     """https through a CONNECT tunnel: the proxy answers the CONNECT (a request and an
     answer on the pool's stream) and the TLS handshake then fails. The call's own bytes
@@ -311,31 +285,32 @@ async def test_U3_a_tunnel_that_breaks_before_the_request_went_in_is_not_sent(dr
 
     from mcpcore_httpcore import was_sent
 
-    target, proxy = _ClosingAfterConnect(), LoopbackProxy()
-    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}'
-    request = httpcore.Request(
-        "POST", f"https://127.0.0.1:{target.port}/mcp", headers=[(b"content-type", b"application/json")], content=body
-    )
-    try:
-        with anyio.fail_after(TIMEOUT), pytest.raises(httpcore.ConnectError):
-            if driver == "threaded":
-                from mcpcore_threaded._client import _Performing
-                from mcpcore_threaded._network import connection_pool
+    # behind the CONNECT, a port that closes each connection at once: the handshake meets EOF
+    with socket_server(lambda conn: None) as (target_port, _):
+        proxy = LoopbackProxy()
+        body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}'
+        request = httpcore.Request(
+            "POST", f"https://127.0.0.1:{target_port}/mcp", headers=[(b"content-type", b"application/json")], content=body
+        )
+        try:
+            with anyio.fail_after(TIMEOUT), pytest.raises(httpcore.ConnectError):
+                if driver == "threaded":
+                    from mcpcore_threaded._client import _Performing
+                    from mcpcore_threaded._network import connection_pool
 
-                def perform() -> None:
-                    with connection_pool(None, 2, _Performing(), proxy=proxy.url) as sync_pool:
-                        sync_pool.handle_request(request)
+                    def perform() -> None:
+                        with connection_pool(None, 2, _Performing(), proxy=proxy.url) as sync_pool:
+                            sync_pool.handle_request(request)
 
-                await anyio.to_thread.run_sync(perform)
-            else:
-                from mcpcore_anyio._network import connection_pool as async_pool
+                    await anyio.to_thread.run_sync(perform)
+                else:
+                    from mcpcore_anyio._network import connection_pool as async_pool
 
-                async with async_pool(None, 2, proxy=proxy.url) as pooled:
-                    await pooled.handle_async_request(request)
-    finally:
-        proxy.close()
-        target.close()
-    assert proxy.seen == [f"CONNECT 127.0.0.1:{target.port}"]
+                    async with async_pool(None, 2, proxy=proxy.url) as pooled:
+                        await pooled.handle_async_request(request)
+        finally:
+            proxy.close()
+        assert proxy.seen == [f"CONNECT 127.0.0.1:{target_port}"]
     assert not was_sent(request)
 
 
