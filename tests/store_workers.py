@@ -11,7 +11,8 @@ Jobs: ``cas`` adds one to a count by compare-and-set; ``lock`` takes and gives
 back the refresh lock, and while it holds it a marker file made with
 ``O_EXCL`` proves no other process holds it too; ``hang`` takes the lock,
 prints the wall-clock time and hangs until killed; ``take`` takes
-continuations.
+continuations; ``open`` opens the store only once told to go (so that all
+the workers open one fresh file at once) and prints what it found.
 """
 
 from __future__ import annotations
@@ -117,12 +118,27 @@ def take(store: Any, ids: list[str], subject: str) -> list[str]:
     return got
 
 
+def first_open(store: Any) -> str:
+    """``ok``, or the words of the error the store's first use raised."""
+    from mcpcore_stores import StoreUnavailable
+
+    try:
+        store.get_clients()
+    except StoreUnavailable as exc:
+        return str(exc)
+    return "ok"
+
+
 def main() -> None:
     job, args = sys.argv[1], json.loads(sys.argv[2])
     store = open_store(args.pop("kind"), args.pop("target"), args.pop("lease", 30.0))
     try:
         if job == "hang":
             hang(store, **args)
+            return
+        if job == "open":
+            _go()
+            print(json.dumps(first_open(store)), flush=True)
             return
         store.get_clients()  # connected before the start
         _go()

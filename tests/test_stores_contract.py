@@ -239,6 +239,23 @@ def test_W3_one_holder_of_the_refresh_lock_at_any_moment_across_processes(
     assert sum(held) >= 20 and sum(1 for n in held if n) >= 2  # it went round
 
 
+def test_W2_many_processes_opening_one_fresh_sqlite_file_at_once_all_get_it(
+    tmp_path: Path,
+) -> None:
+    """Eight fresh interpreters make and open one new file at the same moment, ten
+    times over: each gets the store. (Switching a fresh file to WAL could find
+    another process at it and fail at once, without the busy wait.)"""
+    for round_ in range(10):
+        target = Target("sqlite", str(tmp_path / f"round-{round_}" / "tokens.sqlite3"))
+        pool = _Workers()
+        try:
+            for _ in range(8):
+                pool.start("open", target)
+            assert pool.run() == ["ok"] * 8
+        finally:
+            pool.close()
+
+
 def test_W3_a_holder_killed_with_SIGKILL_frees_the_lease_within_its_length(
     store_target: Target, server_url: str, workers: _Workers
 ) -> None:

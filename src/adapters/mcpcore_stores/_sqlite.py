@@ -6,8 +6,9 @@ The database runs in WAL mode, so readers never wait for a writer; every change
 is one ``BEGIN IMMEDIATE`` transaction, which takes the database's write lock
 before it reads, so a compare-and-set (``replaces=``, ``only_if=``) reads and
 writes with no other writer between, in any process. A writer that finds the
-lock taken waits up to ``timeout`` seconds (SQLite's busy timeout), then the
-call raises ``StoreUnavailable``.
+lock taken (or, opening a fresh file, another process setting it up) waits up
+to ``timeout`` seconds (SQLite's busy timeout), then the call raises
+``StoreUnavailable``.
 
 Tables: ``tokens`` (subject, server URL, issuer → the set as JSON, and a
 sequence number: the newest set for a server and subject is the one
@@ -29,6 +30,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -276,18 +278,25 @@ class SqliteTokenStore(LeaseLocks):
             )
         except (OSError, sqlite3.Error) as exc:
             raise self._unavailable(exc) from None
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            # WAL with NORMAL survives any crash of a process; only a power cut may
-            # lose the last commits (never corrupts the file).
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            connection.execute("COMMIT")
-        except sqlite3.Error as exc:
-            connection.close()
-            raise self._unavailable(exc) from None
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        while True:
+            try:
+                _set_up(connection)
+                break
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                # Switching a fresh file to WAL, and the first schema write, can find
+                # another process doing the same; SQLite then says "locked" at once,
+                # without its busy wait, so the wait is made here, within ``timeout``.
+                if _busy(exc) and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
+                    continue
+                connection.close()
+                raise self._unavailable(exc) from None
         self._connection, self._pid = connection, os.getpid()
         return connection
 
@@ -324,6 +333,28 @@ class SqliteTokenStore(LeaseLocks):
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
                 raise self._unavailable(exc) from None
+
+
+def _set_up(connection: sqlite3.Connection) -> None:
+    """WAL mode, and the tables (made when missing)."""
+    connection.execute("PRAGMA journal_mode = WAL")
+    # WAL with NORMAL survives any crash of a process; only a power cut may
+    # lose the last commits (never corrupts the file).
+    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.execute("BEGIN IMMEDIATE")
+    for statement in _SCHEMA:
+        connection.execute(statement)
+    connection.execute("COMMIT")
+
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says another connection holds the file for now (an extended
+    code keeps its primary code in its low byte)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _BUSY_CODES
 
 
 def _newest(db: sqlite3.Connection, server_url: str, subject: str) -> TokenSet | None:
