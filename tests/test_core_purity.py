@@ -229,6 +229,7 @@ CORE_ON_IMPORT = {
     "_outbound",
     "_outcome",
     "_port",
+    "_record",
     "_registry",
     "_render",
     "_requests",
@@ -279,14 +280,15 @@ def test_B5_F1_importing_a_driver_loads_no_feature_module(driver: str) -> None:
 # the limits below. A new module imported by every client must fit under them or
 # come with a reason to raise them (and B5's figure in bench/report.md). One more
 # each since the surface split in two (_surface_core and _surface: a class over 600
-# lines otherwise).
-DRIVER_MODULES = {"mcpcore_anyio": (113, 46), "mcpcore_threaded": (110, 46)}
+# lines otherwise), and one more for _record (the core's value classes, made
+# without compiling six methods each at import: 27 ms less on import mcpcore_anyio).
+DRIVER_MODULES = {"mcpcore_anyio": (114, 47), "mcpcore_threaded": (111, 47)}
 
 
 @pytest.mark.parametrize("driver", sorted(DRIVER_MODULES))
 def test_B5_importing_a_driver_loads_at_most_so_many_modules(driver: str) -> None:
-    """B5: ``import mcpcore_anyio`` adds at most 113 modules to a fresh interpreter, 46
-    of them mcpcore's; ``import mcpcore_threaded`` at most 110, 46 of them mcpcore's
+    """B5: ``import mcpcore_anyio`` adds at most 114 modules to a fresh interpreter, 47
+    of them mcpcore's; ``import mcpcore_threaded`` at most 111, 47 of them mcpcore's
     (``DRIVER_MODULES``). Every module is import time a program pays before its
     first connection: features load on first use, and the HTTP stack on the first
     remote start."""

@@ -1,13 +1,16 @@
 """What the engine tells its driver: events (what happened) and actions (what to do).
 
 Events are past-tense facts the driver reports to its caller; actions are the
-I/O the driver must perform. Both are frozen, slotted, keyword-only dataclasses.
+I/O the driver must perform. Both are frozen, slotted, keyword-only dataclasses (made with ``record``,
+which costs nothing at import).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
+
+from ._record import record
 
 if TYPE_CHECKING:
     from ._errors import McpError
@@ -46,7 +49,7 @@ __all__ = [
 # --- events -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class SessionReady:
     """The handshake and the first listing finished (L2): the server is ready."""
 
@@ -55,7 +58,7 @@ class SessionReady:
     server_info: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class StartFailed:
     """A start-up attempt failed; another begins at ``retry_at`` (L3, L4)."""
 
@@ -64,7 +67,7 @@ class StartFailed:
     retry_at: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class CallSucceeded:
     """A ``tools/call`` finished with a result that is not an error (K3, K4)."""
 
@@ -72,7 +75,7 @@ class CallSucceeded:
     output: ToolOutput
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RequestSucceeded:
     """Another request of the host (a listing, a read, a prompt, a completion)
     finished; ``value`` is what its kind reads from the result (F1)."""
@@ -81,7 +84,7 @@ class RequestSucceeded:
     value: Any
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class CallFailed:
     """A call (or another request of the host) ended with an error: backend,
     transport, timeout or protocol (K4)."""
@@ -90,7 +93,7 @@ class CallFailed:
     error: McpError
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class CallCancelled:
     """A call was abandoned by its caller or by closing (K6)."""
 
@@ -98,7 +101,7 @@ class CallCancelled:
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ProgressReceived:
     """A ``notifications/progress`` for a running call (K2)."""
 
@@ -108,7 +111,7 @@ class ProgressReceived:
     message: str | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class LogMessage:
     """A server's ``notifications/message`` (F8), for a client given ``on_log=``.
 
@@ -123,14 +126,14 @@ class LogMessage:
     data: Any
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ToolsListChanged:
     """The server sent ``notifications/tools/list_changed`` (P4)."""
 
     what: ClassVar[str] = "tools"  # the list that changed, as on_list_changed names it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ResourcesListChanged:
     """The server sent ``notifications/resources/list_changed`` (F2): list again
     to see the new set (nothing is re-listed on its own)."""
@@ -138,14 +141,14 @@ class ResourcesListChanged:
     what: ClassVar[str] = "resources"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class PromptsListChanged:
     """The server sent ``notifications/prompts/list_changed`` (F5)."""
 
     what: ClassVar[str] = "prompts"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ResourceUpdated:
     """The server says the resource at ``uri`` changed (F2), for a client given
     ``on_resource_updated=`` that subscribed to it (or to a resource ``uri`` is
@@ -157,7 +160,7 @@ class ResourceUpdated:
     title: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ToolsRefreshed:
     """A re-list finished (T6); ``refresh_id`` is None for an automatic one."""
 
@@ -166,7 +169,7 @@ class ToolsRefreshed:
     report: SyncReport
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RefreshFailed:
     """A re-list failed; the previous catalogue stays in place."""
 
@@ -174,7 +177,7 @@ class RefreshFailed:
     error: McpError
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ElicitationCompleted:
     """Handshake era: the server says the URL question ``elicitation_id`` is done
     (``notifications/elicitation/complete``, Q2); a call it held back may be
@@ -206,7 +209,7 @@ Event = Union[
 # --- actions ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class HttpRequest:
     """Perform this HTTP exchange and report its response with ``exchange_id``.
 
@@ -242,7 +245,7 @@ class HttpRequest:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class AbortExchange:
     """Stop the exchange: close its response stream and release its connection."""
 
@@ -254,7 +257,7 @@ class AbortExchange:
 # restart), so a driver still holding an older child's pipes can tell its reports apart.
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class StartProcess:
     """Start the child: ``command`` with ``args``, in ``cwd``, with exactly ``env`` (S2),
     in a process group of its own (POSIX: a new session), so that terminating
@@ -282,7 +285,7 @@ class StartProcess:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class WriteInput:
     """Write ``data`` to the child's stdin, after everything written before it.
 
@@ -300,21 +303,21 @@ class WriteInput:
         return f"WriteInput(process={self.process}, data={len(self.data)} bytes, seq={self.seq})"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class CloseInput:
     """Close the child's stdin once what was queued before it is written (S3)."""
 
     process: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TerminateProcess:
     """Ask the child's process group to stop (SIGTERM to the group; on Windows the child) (S3)."""
 
     process: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class KillProcess:
     """Stop the child's process group now (SIGKILL to the group; on Windows the child) (S3)."""
 

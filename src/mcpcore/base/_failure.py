@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 
 from ._escape import excerpt
+from ._record import record
 
 __all__ = ["FailureKind", "TransportFailure", "legacy_sse_reason", "status_reason"]
 
@@ -104,7 +105,7 @@ _CLOSED_TEXTS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TransportFailure:
     """A failed exchange: its kind and, optionally, text known to hold no secret.
 

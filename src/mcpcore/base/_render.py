@@ -41,10 +41,11 @@ import binascii
 import json
 import logging
 import reprlib
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from ._errors import RemoteProtocolError
+from ._record import record
 from ._schema import Violation, violation
 from ._tools import Tool
 
@@ -101,7 +102,7 @@ def _size(data: bytes | None) -> str:
     return "None" if data is None else f"<{len(data)} bytes>"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class TextBlock:
     """A ``text`` block: ``text`` as the server sent it (untrusted, unescaped)."""
 
@@ -112,7 +113,7 @@ class TextBlock:
         return f"TextBlock(text={_short.repr(self.text)}, {len(self.text)} chars)"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class ImageBlock:
     """An ``image`` block: ``data`` decoded from base64; ``mime_type`` as sent (``None``
     when absent or not a string)."""
@@ -125,7 +126,7 @@ class ImageBlock:
         return f"ImageBlock(mime_type={_short.repr(self.mime_type)}, data={_size(self.data)})"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class AudioBlock:
     """An ``audio`` block: ``data`` decoded from base64; ``mime_type`` as sent (or ``None``)."""
 
@@ -137,7 +138,7 @@ class AudioBlock:
         return f"AudioBlock(mime_type={_short.repr(self.mime_type)}, data={_size(self.data)})"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class ResourceBlock:
     """An embedded ``resource``: its ``uri`` and ``mime_type`` (``None`` when absent or not
     strings) and exactly one of ``text`` (a text resource) or ``data`` (a ``blob``, decoded)."""
@@ -160,7 +161,7 @@ class ResourceBlock:
         )
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class ResourceLinkBlock:
     """A ``resource_link``: ``uri``, and ``name``, ``mime_type``, ``description`` when
     the server sent them as strings (otherwise ``None``)."""
@@ -178,7 +179,7 @@ class ResourceLinkBlock:
         )
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class OtherBlock:
     """A block this client cannot type: an unknown ``type``, or a known one that is
     malformed (a missing field, base64 that does not decode).
@@ -203,7 +204,7 @@ ContentBlock: TypeAlias = (
 """One typed content block of a result (K8)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolOutput:
     """The outcome of one call (K4): rendered ``text``, ``structured`` content, ``is_error``,
     and the typed ``content`` blocks (K8).

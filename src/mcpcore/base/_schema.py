@@ -21,11 +21,11 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
 from ._escape import excerpt
+from ._record import record
 
 __all__ = [
     "SchemaInvalid",
@@ -54,7 +54,7 @@ class SchemaInvalid(ValueError):
     """A declared schema is not a valid JSON Schema; the message says why (escaped)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Violation:
     """One way an instance breaks a schema.
 

@@ -20,11 +20,12 @@ import logging
 import re
 import reprlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ._errors import LimitExceeded
 from ._escape import escape_text
+from ._record import record
 from ._schema import SchemaInvalid, Validator, compile_schema
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
-@dataclass(eq=True, frozen=True)
+@record(eq=True, frozen=True)
 class Tool:
     """One usable tool of one server (T1–T4).
 
@@ -213,7 +214,7 @@ class Tool:
         return self._compiled[0]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SyncReport:
     """The diff of two catalogues of one server (T6): sorted tuples of ids.
 

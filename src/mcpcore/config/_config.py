@@ -23,13 +23,14 @@ import logging
 import os.path
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Literal, NoReturn
 from urllib.parse import urlsplit
 
 from ..base._errors import ConfigError
 from ..base._escape import json_type_name, shown_key
+from ..base._record import record
 from ..wire._header_checks import CLIENT_OWNED_HEADERS, check_dynamic_headers, checked_headers
 from ..wire._modern import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
@@ -115,7 +116,7 @@ def _readonly(mapping: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(mapping))
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class RemoteServer:
     """A validated remote (Streamable HTTP) server (C5).
 
@@ -148,7 +149,7 @@ class RemoteServer:
         return hash((self.name, self.url, tuple(sorted(self.headers.items())), self.protocol))
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class LocalServer:
     """A validated local (stdio) server (C6, C9); only built with ``allow_local``.
 

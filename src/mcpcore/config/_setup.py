@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from ..base._errors import ConfigError, InvalidValue
 from ..base._escape import excerpt
 from ..base._events import LogMessage, ResourceUpdated
+from ..base._record import record
 from ..base._tools import ascii_lower
 from ..features._input_options import InputOptions
 from ..session._session import SUPPORTED_PROTOCOL_VERSIONS, SessionOptions, positive_seconds
@@ -300,7 +301,7 @@ class ClientOptions(TypedDict, total=False):
     pin_subject: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ClientSetup:
     """A validated client: its session options, limits and server, or why it has none.
 

@@ -23,7 +23,7 @@ import contextvars
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -40,6 +40,7 @@ from ..base._events import (
     StartFailed,
 )
 from ..base._failure import TransportFailure
+from ..base._record import record
 from ..base._tools import Catalogue
 from ..config._config import LocalServer, RemoteServer
 from ..features._input_options import INPUT_ATTEMPTS_FROM
@@ -66,7 +67,7 @@ _stdio_log = logging.getLogger("mcpcore.stdio")
 _DEBUG = logging.DEBUG
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Availability:
     """Whether a server can take calls now (L3); ``reason`` says why not.
 

@@ -16,7 +16,6 @@ ignores it: a callback there is a plain function).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 from ..base._events import (
@@ -36,6 +35,7 @@ from ..base._events import (
     ToolsListChanged,
     ToolsRefreshed,
 )
+from ..base._record import record
 from ._outcome import call_outcome, refresh_outcome
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ HostOption = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class WakeCall:
     """The call (or other request of the host) ``call_id`` ended: its caller returns
     ``outcome``, or raises it when it is an ``McpError`` (K4, K9)."""
@@ -69,7 +69,7 @@ class WakeCall:
     outcome: Any
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class WakeRefresh:
     """The ``refresh()`` ``refresh_id`` ended with ``outcome`` (a report, or the error to raise)."""
 
@@ -77,7 +77,7 @@ class WakeRefresh:
     outcome: SyncReport | McpError
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class StateChange:
     """A session was set up, or a start-up attempt failed (``failure``, for the log):
     whoever waits in ``ready()`` looks again (L3, L5)."""
@@ -85,7 +85,7 @@ class StateChange:
     failure: McpError | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class HostCallback:
     """Call the host's ``option`` callback with ``args`` (F2, F5, F8, Q2). For
     ``on_progress`` the callback is the caller's own, given with the call ``call_id``."""

@@ -14,8 +14,9 @@ question first comes).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, get_type_hints
+
+from ..base._record import record
 
 __all__ = [
     "INPUT_ATTEMPTS_FROM",
@@ -31,7 +32,7 @@ INPUT_ATTEMPTS_FROM = 1 << 32
 URL_ELICITATION_REQUIRED = -32042
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class InputOptions:
     """What this client offers a server that wants input from a person.
 

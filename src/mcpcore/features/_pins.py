@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..base._escape import excerpt
 from ..base._pins import DIFF_LIMIT, Pin, PinChanged, canonical_json, changed_fields, word_diff
+from ..base._record import record
 from ..base._tools import Catalogue
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class MemoryPinStore:
         return f"MemoryPinStore({sum(map(len, self._pins.values()))} pins)"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PinWrite:
     """One pin for the driver to put into the store (``pin`` None: delete it)."""
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..base._errors import CallTimeout, InvalidValue, MayHaveRun, McpError, TransportError
+from ..base._record import record
 from ._input_options import InputOptions
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class SessionState(Enum):
     CLOSED = "closed"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class SessionOptions:
     """Everything configurable about a session. Times in seconds."""
 

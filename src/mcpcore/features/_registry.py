@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
 
 from ..base._escape import escape_text
+from ..base._record import record
 from ..base._tools import Catalogue, SyncReport, Tool
 
 __all__ = ["RegistrationContract", "register_catalogue", "sync_registry"]
@@ -20,7 +20,7 @@ __all__ = ["RegistrationContract", "register_catalogue", "sync_registry"]
 _log = logging.getLogger("mcpcore.registry")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RegistrationContract:
     """What a registration promises its host: the tool's contract and call settings."""
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..base._backoff import backoff_delay
@@ -60,6 +59,7 @@ from ..base._events import (
     ResourcesListChanged,
     ResourceUpdated,
 )
+from ..base._record import record
 from ..wire._requests import Pending, RequestKind, refused_by_server, register
 
 if TYPE_CHECKING:
@@ -280,7 +280,7 @@ class Listener:
         self._reopen_at = now + delay
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Waiting:
     """A host's change of its subscriptions at 2026-07-28, waiting for the stream
     that carries it to be acknowledged."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..base._errors import (
@@ -29,6 +29,7 @@ from ..base._errors import (
 )
 from ..base._escape import escape_text, excerpt
 from ..base._events import CallFailed, CallSucceeded, RefreshFailed, ToolsRefreshed
+from ..base._record import record
 from ..base._render import ToolOutput, render_result
 from ..base._tools import Catalogue
 from ..wire._headers import HeaderParam, InvalidHeaderDeclaration, param_headers, tool_header_params
@@ -86,7 +87,7 @@ TOOLS_CALL = register(
 _STARTUP = None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Listing:
     refresh_id: int | None
 

@@ -25,10 +25,10 @@ import math
 import re
 import reprlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from ..base._escape import escape_text
+from ..base._record import record
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -133,7 +133,7 @@ class InvalidHeaderDeclaration(ValueError):
         self.path = path
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class HeaderParam:
     """One valid ``x-mcp-header`` declaration of a tool (M34).
 

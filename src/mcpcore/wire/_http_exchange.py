@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import TYPE_CHECKING, NoReturn, Protocol, Union
 
 from ..base._errors import LimitExceeded, McpError, TransportError
 from ..base._escape import excerpt
+from ..base._record import record
 from ._jsonrpc import ErrorResponse, Message, Request, decode_message, describe_message
 from ._sse import SSEDecoder
 
@@ -45,7 +46,7 @@ _ERROR_JSON_BYTES = 64 * 1024  # M9: an error status's JSON body read whole up t
 _SSE_LINE_SLACK = 1024  # room for "data: " and the like beyond max_message_size
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class HttpLimits:
     """P6 bounds for what a server may send."""
 
@@ -77,14 +78,14 @@ class HttpLimits:
     max_queued_answers: int = 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class MessageArrived:
     message: Message
     # The id of our request whose response stream carried it (None: the GET stream).
     related: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RequestFailed:
     request_id: int
     error: McpError
@@ -93,7 +94,7 @@ class RequestFailed:
     sent: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SessionExpired:
     """H6: resend these requests on a new session (each at most once)."""
 
@@ -118,7 +119,7 @@ class _Mode(Enum):
     ERROR = "error"  # collecting an excerpt of an error body
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Stream:
     """A logical response stream: one POST's replies, across resumptions."""
 
@@ -131,7 +132,7 @@ class _Stream:
     large: bool = False  # it answers a large_result kind: max_read_size bounds it (B11)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Exchange:
     id: int
     kind: _Kind
@@ -150,7 +151,7 @@ class _Exchange:
     owed: bool = False  # a request closing still delivers (T9), like a notice
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Timer:
     """A stream to reopen with GET once ``at`` has come (H4, H8)."""
 

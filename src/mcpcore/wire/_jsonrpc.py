@@ -18,11 +18,11 @@ are, never copied.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from ..base._errors import LocalProtocolError, RemoteProtocolError
 from ..base._escape import excerpt
+from ..base._record import record
 
 __all__ = [
     "ErrorResponse",
@@ -40,7 +40,7 @@ __all__ = [
 RequestId: TypeAlias = int | str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Request:
     """A call that expects a reply with the same ``id``."""
 
@@ -49,7 +49,7 @@ class Request:
     params: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Notification:
     """A one-way message: no ``id``, no reply."""
 
@@ -57,7 +57,7 @@ class Notification:
     params: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Result:
     """A successful reply to the request with the same ``id``."""
 
@@ -65,7 +65,7 @@ class Result:
     result: Any
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ErrorResponse:
     """A failed reply. ``id`` is ``None`` when the peer could not read the request's id."""
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..base._errors import HandshakeError, McpError, RemoteProtocolError, TransportError
 from ..base._escape import excerpt
+from ..base._record import record
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
@@ -60,7 +60,7 @@ MAX_INPUT_ROUNDS = 10
 OAUTH_ERRORS_MODULE = "mcpcore.auth._oauth_errors"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Verdict:
     """What the answer to a probe says (E1).
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..base._errors import ConfigError
+from ..base._record import record
 
 if TYPE_CHECKING:
     import ipaddress
@@ -134,7 +135,7 @@ def _hostname(url: str) -> str | None:
     return parts.hostname
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class OutboundPolicy:
     """Who may be contacted for the MCP server ``server_url``, and through which proxy.
 

@@ -26,12 +26,13 @@ import heapq
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base._errors import LimitExceeded, McpError, RemoteProtocolError, RequestRefused
 from ..base._escape import excerpt
 from ..base._events import ProgressReceived
+from ..base._record import record
 from ._jsonrpc import ErrorResponse, Message, Notification, Request
 from ._modern import envelope
 
@@ -81,7 +82,7 @@ def error_detail(message: ErrorResponse) -> str:
     return f"{message.code}: {excerpt(message.message, 300)}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RequestKind:
     """One kind of request, declared (F1)."""
 
@@ -116,7 +117,7 @@ class RequestKind:
     large_result: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Ask:
     """One request a host asks for: its kind, its params (before the envelope), and
     what the kind's reading of the result needs (a URI, the server's name)."""
@@ -135,7 +136,7 @@ def register(kind: RequestKind) -> RequestKind:
     return kind
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Pages:
     """A paged request's collected items, and the cursors seen (loop guard)."""
 
@@ -152,7 +153,7 @@ Failed = Callable[["Pending", McpError, float], None]
 Refused = Callable[["Pending", ErrorResponse, float], bool]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Pending:
     """One request of ours that is waiting for its response."""
 

@@ -21,9 +21,9 @@ is dispatched as an event with empty data, because MCP servers send such
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..base._errors import LimitExceeded
+from ..base._record import record
 
 __all__ = ["SSEDecoder", "SSEEvent", "SSEOverrun"]
 
@@ -75,7 +75,7 @@ def _split_lines(data: bytes | bytearray, end: int) -> list[bytes | bytearray | 
     return lines
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SSEEvent:
     """One dispatched event.
 

@@ -1,0 +1,207 @@
+"""``record``: a dataclass whose methods cost nothing to make at import.
+
+``@dataclasses.dataclass`` writes each class its own ``__init__``, ``__repr__``,
+``__eq__``, ``__hash__`` (and, frozen, ``__setattr__`` and ``__delattr__``) as
+source text and compiles it, six compilations a class: on Python 3.11 that was
+two thirds of ``import mcpcore_anyio`` (about 34 of 50 ms, for 67 classes), paid
+by every fresh process before its first connection (issue 40's B12).
+
+``record`` takes the same arguments for what this package uses (``frozen``,
+``slots``, ``kw_only``, ``repr``, ``eq``; fields with ``field(default=...,
+default_factory=..., repr=..., hash=..., compare=..., init=...)``) and keeps
+everything a dataclass is to its users: ``dataclasses.fields``, ``replace``,
+``asdict`` and ``is_dataclass`` work (the class *is* a dataclass, made with no
+method asked for), type checkers read it as one (``dataclass_transform``), and
+equality, hashing, ``repr``, immutability, pickling and the constructor's
+errors behave as ``dataclass`` makes them. The methods are written once, here,
+and read each class's fields from a table made when the class is.
+
+A record's constructor is made when the class first makes an object, by
+``dataclass`` itself (``make_dataclass``, asked for a constructor only): a
+process pays for the constructors it uses, and each is the code ``dataclass``
+writes. The other methods are shared, and read a table of the class's fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import MISSING, Field, FrozenInstanceError, field
+from operator import attrgetter
+from reprlib import recursive_repr
+from typing import Any, TypeVar, dataclass_transform, overload
+
+__all__ = ["record"]
+
+_T = TypeVar("_T", bound=type)
+
+
+class _Layout:
+    """One record class's fields, as its shared methods read them."""
+
+    __slots__ = ("compared", "frozen", "hashed", "names", "post_init", "shown", "slots")
+
+    def __init__(self, cls: type, frozen: bool, slots: bool) -> None:
+        fields = dataclasses.fields(cls)
+        self.frozen, self.slots = frozen, slots
+        self.post_init = hasattr(cls, "__post_init__")
+        self.shown = tuple(f.name for f in fields if f.repr)
+        compared = [f.name for f in fields if f.compare]
+        self.compared = attrgetter(*compared) if compared else None
+        hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+        self.hashed = attrgetter(*hashed) if hashed else None
+        self.names = tuple(f.name for f in fields)
+        # As dataclass checks when it writes the constructor: not at first use.
+        defaulted = False
+        for f in fields:
+            if not f.init or f.kw_only:
+                continue
+            if defaulted and f.default is MISSING and f.default_factory is MISSING:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+            defaulted = f.default is not MISSING or f.default_factory is not MISSING
+
+
+def _layout(obj: object) -> _Layout:
+    layout: _Layout = type(obj).__record__  # type: ignore[attr-defined]
+    return layout
+
+
+def _init(self: object, /, *args: Any, **kwargs: Any) -> None:
+    """The first construction of a record class: its own constructor is made now
+    and takes this call and every later one."""
+    cls = type(self)
+    init = _constructor(cls, _layout(self))
+    cls.__init__ = init  # type: ignore[method-assign]
+    init(self, *args, **kwargs)
+
+
+def _constructor(cls: type, layout: _Layout) -> Callable[..., None]:
+    """The ``__init__`` that ``dataclass`` writes for ``cls``'s fields, taken from a
+    twin made by ``make_dataclass`` with only a constructor: the same arguments and
+    annotations, so the same signature and errors, and the same straight-line code.
+    (The twin's ``__post_init__`` stands in: the call finds the record's own.)"""
+    specs = []
+    for f in dataclasses.fields(cls):
+        given: dict[str, Any] = {"init": f.init, "kw_only": f.kw_only}
+        if f.default is not MISSING:
+            given["default"] = f.default
+        if f.default_factory is not MISSING:
+            given["default_factory"] = f.default_factory
+        specs.append((f.name, f.type, field(**given)))
+    twin = dataclasses.make_dataclass(
+        cls.__name__,
+        specs,
+        namespace={"__post_init__": _post_init} if layout.post_init else None,
+        repr=False,
+        eq=False,
+        match_args=False,
+        frozen=layout.frozen,
+        slots=layout.slots,
+    )
+    init: Callable[..., None] = vars(twin)["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+def _post_init(self: object) -> None:  # pragma: no cover - never called (see _constructor)
+    raise AssertionError("a record's own __post_init__ is the one called")
+
+
+@recursive_repr()  # a record met inside its own repr shows "...", as dataclass's does
+def _repr(self: object) -> str:
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _layout(self).shown)
+    return f"{type(self).__qualname__}({shown})"
+
+
+def _eq(self: object, other: object) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented  # type: ignore[no-any-return]
+    compared = _layout(self).compared
+    return compared is None or bool(compared(self) == compared(other))
+
+
+def _hash(self: object) -> int:
+    hashed = _layout(self).hashed
+    return hash((hashed(self),) if hashed is not None else ())
+
+
+def _frozen_setattr(self: object, name: str, value: object) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: object, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _getstate(self: object) -> list[object]:
+    return [getattr(self, name) for name in _layout(self).names]
+
+
+def _setstate(self: object, state: list[object]) -> None:
+    for name, value in zip(_layout(self).names, state, strict=True):
+        object.__setattr__(self, name, value)
+
+
+@overload
+def record(
+    cls: None = None,
+    /,
+    *,
+    frozen: bool = False,
+    slots: bool = False,
+    kw_only: bool = False,
+    repr: bool = True,
+    eq: bool = True,
+) -> Callable[[_T], _T]: ...
+
+
+@overload
+def record(
+    cls: _T,
+    /,
+    *,
+    frozen: bool = False,
+    slots: bool = False,
+    kw_only: bool = False,
+    repr: bool = True,
+    eq: bool = True,
+) -> _T: ...
+
+
+@dataclass_transform(field_specifiers=(field, Field))
+def record(
+    cls: _T | None = None,
+    /,
+    *,
+    frozen: bool = False,
+    slots: bool = False,
+    kw_only: bool = False,
+    repr: bool = True,
+    eq: bool = True,
+) -> _T | Callable[[_T], _T]:
+    """The class, made a dataclass as ``dataclass(...)`` with these arguments would."""
+
+    def make(cls: _T) -> _T:
+        body = cls.__dict__
+        made: Any = dataclasses.dataclass(
+            cls, init=False, repr=False, eq=False, frozen=False, slots=slots, kw_only=kw_only
+        )
+        params = made.__dataclass_params__
+        params.init, params.repr, params.eq, params.frozen = True, repr, eq, frozen
+        methods: dict[str, object] = {"__record__": _Layout(made, frozen, slots), "__init__": _init}
+        if repr and "__repr__" not in body:
+            methods["__repr__"] = _repr
+        if eq and "__eq__" not in body:
+            methods["__eq__"] = _eq
+            # As dataclass: a frozen record hashes by its fields, a mutable one not at all.
+            if body.get("__hash__") is None:
+                methods["__hash__"] = _hash if frozen else None
+        if frozen:
+            methods.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr)
+            if slots:  # what pickle and copy restore a frozen slotted record with
+                methods.update(__getstate__=_getstate, __setstate__=_setstate)
+        for name, method in methods.items():
+            setattr(made, name, method)
+        return made  # type: ignore[no-any-return]
+
+    return make if cls is None else make(cls)
