@@ -94,6 +94,9 @@ def test_a_record_is_seen_as_the_dataclass_of_the_same_body(
     assert dataclasses.asdict(dataclasses.replace(ox, a=9)) == dataclasses.asdict(
         dataclasses.replace(tx, a=9)
     )
+    assert dataclasses.asdict(ox.__replace__(a=9)) == dataclasses.asdict(  # copy.replace
+        dataclasses.replace(tx, a=9)
+    )
     assert outcome(lambda: setattr(ox, "a", 5)) == outcome(lambda: setattr(tx, "a", 5))
     assert outcome(lambda: delattr(oy, "b")) == outcome(lambda: delattr(ty, "b"))
     for copied in (copy.copy(ox), copy.deepcopy(ox)):

@@ -116,13 +116,18 @@ def _repr(self: object) -> str:
 def _eq(self: object, other: object) -> bool:
     if other.__class__ is not self.__class__:
         return NotImplemented  # type: ignore[no-any-return]
-    compared = _layout(self).compared
+    compared = type(self).__record__.compared  # type: ignore[attr-defined]
     return compared is None or bool(compared(self) == compared(other))
 
 
 def _hash(self: object) -> int:
-    hashed = _layout(self).hashed
+    hashed = type(self).__record__.hashed  # type: ignore[attr-defined]
     return hash((hashed(self),) if hashed is not None else ())
+
+
+def _replace(self: object, /, **changes: Any) -> object:
+    """``copy.replace`` (Python 3.13) on a record, as on a dataclass."""
+    return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
 
 def _frozen_setattr(self: object, name: str, value: object) -> None:
@@ -188,7 +193,11 @@ def record(
         )
         params = made.__dataclass_params__
         params.init, params.repr, params.eq, params.frozen = True, repr, eq, frozen
-        methods: dict[str, object] = {"__record__": _Layout(made, frozen, slots), "__init__": _init}
+        methods: dict[str, object] = {
+            "__record__": _Layout(made, frozen, slots),
+            "__init__": _init,
+            "__replace__": _replace,
+        }
         if repr and "__repr__" not in body:
             methods["__repr__"] = _repr
         if eq and "__eq__" not in body:
