@@ -182,3 +182,26 @@ def test_the_import_path_makes_records_not_compiled_dataclasses() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert run.stdout.split() == []
+
+
+def test_every_value_class_of_the_core_is_a_record() -> None:
+    """Every feature module too (OAuth, tasks, resources, ...): a module loaded on
+    first use is paid for by the process's first use of it (a sign-in's first
+    401, a first resource listing), so none compiles a dataclass either."""
+    code = (
+        "import sys, dataclasses, importlib, pkgutil, mcpcore\n"
+        "for info in pkgutil.walk_packages(mcpcore.__path__, 'mcpcore.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "for name, module in list(sys.modules.items()):\n"
+        "    if name.split('.')[0] != 'mcpcore' or module is None: continue\n"
+        "    for value in vars(module).values():\n"
+        "        if (isinstance(value, type) and value.__module__ == name\n"
+        "                and dataclasses.is_dataclass(value) and '__record__' not in vars(value)):\n"
+        "            print(value.__qualname__)\n"
+        "print(len(sys.modules))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    *plain, _ = run.stdout.split()
+    assert plain == []

@@ -59,13 +59,14 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from os import PathLike
 from typing import TYPE_CHECKING, Literal
 
 from ..base._errors import InvalidValue, McpError
 from ..base._events import AbortExchange, HttpRequest
 from ..base._failure import FailureKind, TransportFailure
+from ..base._record import record
 from ._oauth import (
     AuthFailed,
     AuthorizationCancelled,
@@ -117,7 +118,7 @@ _OWN_IDS = 1 << 40
 UNUSED_REDIRECT = "http://127.0.0.1/callback"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class AuthOptions:
     """OAuth for one remote server (A2, A3, A5): the ``auth=`` option of ``McpClient``.
 
@@ -238,7 +239,7 @@ class AuthOptions:
         )
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Held:
     """One MCP exchange of the mapping as the layer knows it."""
 
@@ -249,7 +250,7 @@ class _Held:
     for_store: bool = False  # parked only until new tokens are stored (O48)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Attempt:
     """One hook action let out (D2): what it asked, and until when an answer counts."""
 

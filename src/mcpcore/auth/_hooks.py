@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
+
+from ..base._record import record
 
 if TYPE_CHECKING:
     from ._oauth_types import ClientRecord, TokenSet
@@ -68,7 +70,7 @@ class _Missing:
 _MISSING = _Missing()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class HookCall:
     """One attempt of one hook: ``function(*args)``, to run off the driver's lock.
 

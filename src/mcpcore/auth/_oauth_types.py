@@ -13,11 +13,12 @@ the flow (``OAuthFlow``, ``_oauth.py``) re-exports all three.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any, Final, Literal, Protocol, Union
 
 from ..base._events import AbortExchange
+from ..base._record import record
 from ._oauth_errors import OAuthError
 from ._oauth_rules import _no_query
 
@@ -61,7 +62,7 @@ __all__ = [
 AuthMethod = Literal["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class PreRegisteredClient:
     """A client registered out of band (O24). ``client_secret`` never shows (A4)."""
 
@@ -107,7 +108,7 @@ class DpopKey(Protocol):
 SubjectTokenType = Literal["id_token", "saml2"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class IdentityProvider:
     """The enterprise identity provider of N2: where the identity assertion is
     exchanged for an ID-JAG (RFC 8693). ``client_secret`` never shows (A4).
@@ -137,7 +138,7 @@ Grant = Literal["authorization_code", "client_credentials", "jwt_bearer", "enter
 DEFAULT_SUBJECT = "default"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class OAuthConfig:
     """What the host configures for one MCP server (built by ``AuthOptions.config``)."""
 
@@ -169,7 +170,7 @@ class OAuthConfig:
     subject: str = DEFAULT_SUBJECT
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TokenKey:
     """Where tokens are stored: (server URL, issuer, subject) (O67, W1).
 
@@ -182,7 +183,7 @@ class TokenKey:
     subject: str = DEFAULT_SUBJECT
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TokenSet:
     """Tokens for one resource from one issuer (O67). Token text never shows (A4)."""
 
@@ -211,7 +212,7 @@ class TokenSet:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ClientRecord:
     """A client bound to one issuer (O28, O29, O67). The secret never shows (A4)."""
 
@@ -234,7 +235,7 @@ class ClientRecord:
         )
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class RequestTicket:
     """Counters for one logical MCP request (O52, O60); the engine keeps one per request."""
 
@@ -261,7 +262,7 @@ class Purpose(Enum):
     TOKEN_JWT_BEARER = "token_jwt_bearer"  # N2, N3: at the authorization server (RFC 7523)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class AuthRequest:
     """Perform this exchange with redirects **off** (O62) and report its response.
 
@@ -287,7 +288,7 @@ class AuthRequest:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class OpenAuthorizationUrl:
     """Let the user authorize at ``url`` (O34: a URL API, never a shell), then call
     ``receive_callback`` with the redirect URL, before ``deadline`` (O41)."""
@@ -305,7 +306,7 @@ class OpenAuthorizationUrl:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class SignAssertion:
     """Sign a JWT (O72) and give it back with ``receive_assertion(request_id, jwt)``.
 
@@ -328,7 +329,7 @@ class SignAssertion:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ProvideAssertion:
     """Give the assertion a grant presents, with ``receive_identity(request_id, text)``.
 
@@ -346,7 +347,7 @@ class ProvideAssertion:
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class SaveTokens:
     """Store ``tokens`` under ``key`` (O48, O54, O67).
 
@@ -362,7 +363,7 @@ class SaveTokens:
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class DeleteTokens:
     """Forget the tokens under ``key`` (O29, O55), only if the store still holds
     ``only_if`` for the server: a newer set another run stored is never deleted."""
@@ -372,7 +373,7 @@ class DeleteTokens:
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class LockTokens:
     """Take the store's refresh lock for ``server_url`` without waiting, then read
     the tokens it holds for the server; the answer goes to ``lock_answered``.
@@ -398,7 +399,7 @@ class LockTokens:
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class UnlockTokens:
     """Release the lock the ``LockTokens`` with the same ``lock_id`` took."""
 
@@ -409,7 +410,7 @@ class UnlockTokens:
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class SaveClient:
     """Store a registered client, keyed by its issuer (O29, O67)."""
 
@@ -418,7 +419,7 @@ class SaveClient:
     attempt: int = 0  # D2: set by the engine; report the answer with it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class DeleteClient:
     """Forget the client registered with ``issuer`` (O47)."""
 
@@ -441,14 +442,14 @@ OAuthAction = Union[
 ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Authorized:
     """A token is held now: requests waiting for the flow call ``prepare`` again."""
 
     tokens: TokenSet
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class AuthFailed:
     """The flow failed: requests waiting for it fail with ``error``."""
 
@@ -480,7 +481,7 @@ WAIT: Final = Wait()
 RETRY: Final = Retry()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Fail:
     """Fail the request with ``error``."""
 
@@ -526,7 +527,7 @@ class _Goal(Enum):
     STEP_UP = "step_up"  # O59
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Metadata:
     issuer: str  # the document's issuer string verbatim (what ``iss`` is compared to)
     authorization_endpoint: str | None
@@ -540,7 +541,7 @@ class _Metadata:
     dpop_algs: tuple[str, ...] = ()  # N1: dpop_signing_alg_values_supported
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Exchange:
     id: int
     purpose: Purpose
@@ -551,7 +552,7 @@ class _Exchange:
     overflow: bool = False
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _PendingToken:
     """A token request waiting for its client assertion (O72)."""
 
@@ -560,7 +561,7 @@ class _PendingToken:
     params: list[tuple[str, str]]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Run:
     """One flow in flight (O56: at most one per server)."""
 

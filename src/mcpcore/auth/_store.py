@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol, Union
 
+from ..base._record import record
 from ._oauth_types import (
     DEFAULT_SUBJECT,
     ClientRecord,
@@ -215,7 +216,7 @@ AuthAction = Union[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class StoreOutcome:
     """What came of a store action: ``applied`` (the write was made, the lock is
     held) and, for ``LockTokens``, ``current``: what the store holds for the server."""

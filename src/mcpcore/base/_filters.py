@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from ._errors import InvalidValue
+from ._record import record
 
 __all__ = ["ToolFilter", "tool_filter"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ToolFilter:
     """Compiled ``include`` / ``exclude`` patterns (lowercased) and the separator."""
 

@@ -29,17 +29,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._errors import BackendError, McpError
+from ._record import record
 
 __all__ = ["RequestEnded", "RequestObserver", "RequestStarted", "error_type"]
 
 _log = logging.getLogger("mcpcore.observe")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RequestStarted:
     """A request of the host is about to be sent (V2).
 
@@ -64,7 +64,7 @@ class RequestStarted:
     now: float = 0.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RequestEnded:
     """The request ``call_id`` ended: ``error_type`` is ``None`` when it succeeded.
 

@@ -16,11 +16,11 @@ Which tools are pinned when, and what a change does, is the pins feature's
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from ._errors import McpError
 from ._escape import escape_text
+from ._record import record
 
 __all__ = [
     "Pin",
@@ -39,7 +39,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Pin:
     """A pinned definition: ``fingerprint`` (hex SHA-256 of ``definition``, the
     canonical JSON text). A store keeps both, as strings."""
@@ -97,7 +97,7 @@ def changed_fields(old: Pin, new: Pin) -> tuple[str, ...]:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PinChanged:
     """A pinned tool whose listed definition differs from its pin (U1).
 

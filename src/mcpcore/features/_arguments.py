@@ -26,11 +26,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..base._errors import InvalidArguments
 from ..base._escape import excerpt
+from ..base._record import record
 from ..base._schema import SchemaInvalid, compile_schema
 
 __all__ = [
@@ -92,7 +92,7 @@ _BOUNDS = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Parameter:
     """One parameter of a tool, as its input schema declares it.
 

@@ -15,10 +15,10 @@ Loaded when a host first asks for a completion, never on import of a driver.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..base._errors import InvalidArguments, RemoteProtocolError
+from ..base._record import record
 from ..wire._requests import Pending, RequestKind, refused_by_server, register
 
 __all__ = ["COMPLETE", "Completion", "complete_params"]
@@ -26,7 +26,7 @@ __all__ = ["COMPLETE", "Completion", "complete_params"]
 MAX_VALUES = 100
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Completion:
     """What ``complete`` returns: the suggested ``values`` (untrusted server text)."""
 

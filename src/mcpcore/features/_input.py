@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..base._errors import LocalProtocolError, McpError, RemoteProtocolError
 from ..base._escape import excerpt
 from ..base._events import ElicitationCompleted, RequestSucceeded
+from ..base._record import record
 from ..wire._jsonrpc import ErrorResponse, Notification, Request, Result, encode_message
 from ..wire._modern import answer_input_requests
 from ._input_options import (
@@ -80,7 +81,7 @@ _INTERNAL_ERROR = -32603
 _Read = tuple[str, Any]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Round:
     """One ``input_required`` round of a call waiting for its hooks (2026-07-28)."""
 
@@ -93,7 +94,7 @@ class _Round:
     finish: Finish | None = None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Attempt:
     """One hook attempt: the hook, its question, its deadline, where its answer goes."""
 

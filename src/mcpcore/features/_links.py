@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+
+from ..base._record import record
 
 __all__ = ["LinkTarget", "link_target"]
 
@@ -53,7 +54,7 @@ _MAX_HOST = 253
 _DEVIATIONS = re.compile("[\u00df\u03c2\u200c\u200d]")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LinkTarget:
     """The site a link opens: ``scheme`` (``http``/``https``), ``host`` (ASCII:
     a name in punycode, an IPv4 address dotted, an IPv6 address in brackets),

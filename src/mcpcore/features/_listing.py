@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
 from ..base._escape import excerpt
+from ..base._record import record
 
 __all__ = ["Listing", "cache_hints", "read_items"]
 
@@ -23,7 +23,7 @@ _T = TypeVar("_T")
 _log = logging.getLogger("mcpcore.session")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Listing(Sequence[_T], Generic[_T]):
     """Every item the server listed, in order, and its cache hints (F9)."""
 

@@ -14,11 +14,12 @@ gets a prompt, never on import of a driver.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..base._errors import InvalidArguments, RemoteProtocolError
 from ..base._escape import excerpt
+from ..base._record import record
 from ..base._render import ContentBlock, content_blocks, render_content
 from ..wire._requests import Pending, RequestKind, refused_by_server, register
 from ._listing import Listing, cache_hints, read_items, text
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PromptArgument:
     """One argument a prompt takes: its ``name``, and whether it is ``required``."""
 
@@ -43,7 +44,7 @@ class PromptArgument:
     required: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Prompt:
     """One listed prompt: its ``name`` and the arguments it takes."""
 
@@ -54,7 +55,7 @@ class Prompt:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PromptMessage:
     """One message of a prompt: ``role`` ("user" or "assistant", as sent) and one
     typed content block."""
@@ -64,7 +65,7 @@ class PromptMessage:
     text: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PromptResult:
     """What ``get_prompt`` returns: the messages in order, and the cache hints (F9)."""
 

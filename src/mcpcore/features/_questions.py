@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
 from ..base._errors import McpError
 from ..base._escape import excerpt
+from ..base._record import record
 
 if TYPE_CHECKING:
     from ._links import LinkTarget
@@ -56,7 +57,7 @@ MAX_URL = 8192
 _PRIMITIVES = ("string", "number", "integer", "boolean")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Elicitation:
     """A server's question for the person, as the ``elicit`` hook receives it.
 
@@ -99,7 +100,7 @@ class Elicitation:
         return properties if isinstance(properties, Mapping) else {}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ElicitResult:
     """The person's answer: ``accept`` (with the form's ``content``), ``decline``
     (they said no) or ``cancel`` (they dismissed the question).
@@ -152,7 +153,7 @@ class InputError(McpError):
         self.outcome = outcome
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Sampling:
     """A server's request for a completion from the host's model, as the ``sample``
     hook receives it (``sampling/createMessage``, Q3).
@@ -171,7 +172,7 @@ class Sampling:
     params: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SampleResult:
     """The host model's answer to a ``Sampling``: ``text`` (or a whole content block
     as ``content``), the ``model`` that wrote it and why it stopped."""
@@ -203,7 +204,7 @@ class UrlElicitationRequired(McpError):
         self.elicitations = elicitations
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AskHost:
     """D2: run the host's ``hook`` with ``request`` and report what it returned under
     ``attempt`` (``hook_answered`` / ``hook_failed``): ``"elicit"`` with an

@@ -24,11 +24,12 @@ reads, never on import of a driver.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..base._errors import InvalidArguments, McpError, RemoteProtocolError, ResourceNotFound
 from ..base._escape import excerpt
+from ..base._record import record
 from ..base._render import decode_base64
 from ..wire._jsonrpc import ErrorResponse
 from ..wire._requests import Pending, RequestKind, error_detail, refused_by_server, register
@@ -58,7 +59,7 @@ _INVALID_PARAMS = -32602
 _RESOURCE_NOT_FOUND = -32002
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Resource:
     """One listed resource: ``uri`` and ``name`` always; the rest when sent as the
     right type (else ``None``). ``raw`` is the entry as received."""
@@ -73,7 +74,7 @@ class Resource:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ServerResource:
     """One resource of a hub's ``list_resources``: the ``server`` (the client's
     name in the hub) that listed it, and the ``resource``; read it with
@@ -83,7 +84,7 @@ class ServerResource:
     resource: Resource
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ResourceTemplate:
     """One listed resource template: ``uri_template`` (RFC 6570) and ``name``."""
 
@@ -113,7 +114,7 @@ class ResourceTemplate:
         return expand_template(self.uri_template, values, require_all=require_all)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TextContents:
     """A text part of a read: ``text`` as the server sent it (untrusted, unescaped)."""
 
@@ -125,7 +126,7 @@ class TextContents:
         return f"TextContents(uri={excerpt(self.uri, 80)!r}, {len(self.text)} chars)"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BlobContents:
     """A binary part of a read, kept as the base64 the server sent until ``data``
     is asked for (decoded on each access; keep the bytes if you need them twice)."""
@@ -154,7 +155,7 @@ class BlobContents:
 Contents = TextContents | BlobContents
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ReadResult:
     """What ``read_resource`` returns: the parts in order, and the cache hints (F9)."""
 

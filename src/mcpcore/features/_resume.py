@@ -21,11 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, get_type_hints
 
 from ..base._errors import InvalidState, InvalidValue, UnknownTool
 from ..base._escape import excerpt
+from ..base._record import record
 from ..base._seal import (
     SEAL_FIELD,
     SealKeys,
@@ -53,7 +54,7 @@ def endpoint_digest(url: str) -> str:
     return hashlib.sha256(url.encode("utf-8")).hexdigest()[:32]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Continuation:
     """Everything needed to finish a paused call (Q4); ``to_json()`` /
     ``Continuation.from_json(text)`` keep it anywhere; ``key=`` seals it and
@@ -163,7 +164,7 @@ class Continuation:
         return cls(endpoint, tool, params, state, requests, rounds, task_id, pause, seal)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class InputRequired:
     """A call paused for a person (``call(..., on_input="return")``, Q4).
 

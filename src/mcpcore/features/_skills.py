@@ -39,11 +39,12 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from ..base._errors import InvalidValue, LimitExceeded, NotOffered, SkillMismatch
 from ..base._escape import excerpt
+from ..base._record import record
 from ..wire._requests import Ask, Pending, RequestKind, refused_by_server, register
 from ._listing import Listing, read_items
 from ._resources import RESOURCES_READ, BlobContents, Resource, TextContents, _read, _read_refused
@@ -83,7 +84,7 @@ _SKILL_MD = "SKILL.md"
 _DIGESTS = {"sha256", "sha384", "sha512"}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SkillFile:
     """One file of a skill's entry: its ``uri``, its ``path`` under the skill's
     root (``SKILL.md``, ``references/FORMS.md``), and what the server declared
@@ -95,7 +96,7 @@ class SkillFile:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Skill:
     """One skill as ``skills/list`` gave it (N4): ``uri`` (its ``SKILL.md``),
     ``name`` and ``description`` (from ``frontmatter``, the entry's JSON copy of
@@ -128,7 +129,7 @@ class Skill:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ServerSkill:
     """One skill of a hub's ``list_skills``: the ``server`` (the client's name in
     the hub) that listed it, and the ``skill``; read its files with
@@ -138,7 +139,7 @@ class ServerSkill:
     skill: Skill
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SkillFileContent:
     """One file of a skill, read and checked (N4): ``data`` its bytes, ``text``
     them as UTF-8 (``None`` when they are not). ``verified``: the digest and size
@@ -169,7 +170,7 @@ class SkillFileContent:
 # --- skills/list ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _ListAsk:
     """What reading a ``skills/list`` answer needs: the server's name, the bounds."""
 
@@ -303,7 +304,7 @@ def find_skill(skills: Listing[Skill] | tuple[Skill, ...], name: str, server: st
 # --- one file, read and verified -----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _FileAsk:
     """What checking a read needs: the skill's entry, the path, and its file's."""
 

@@ -10,10 +10,11 @@ names it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import get_type_hints
 
 from ..base._errors import InvalidValue
+from ..base._record import record
 from ..base._seal import (
     SEAL_FIELD,
     SealKeys,
@@ -31,7 +32,7 @@ _FORMAT = 1
 _MAX_HANDLE = 64 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TaskHandle:
     """A tool call the server runs as a task (T8): enough to pick it up again,
     from this client or a new one in another process.

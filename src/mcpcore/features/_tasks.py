@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
 from ..base._errors import (
@@ -59,6 +58,7 @@ from ..base._events import (
     ProgressReceived,
     RequestSucceeded,
 )
+from ..base._record import record
 from ..base._render import ToolOutput, render_result
 from ..base._seal import check_seal
 from ..wire._jsonrpc import ErrorResponse, Request
@@ -114,7 +114,7 @@ TaskState = Literal["working", "input_required", "completed", "failed", "cancell
 # --- what a host sees --------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TaskStatus:
     """Where a task stands (``task_status()``, T8): ``status`` is one of
     ``working``, ``input_required``, ``completed``, ``failed``, ``cancelled``;
@@ -137,7 +137,7 @@ class TaskStatus:
 # --- reading the server's answers ----------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Answer:
     """One task answer read: its status, and what a tasks/get answer inlines."""
 
@@ -259,7 +259,7 @@ TASK_CANCEL = RequestKind(method="tasks/cancel", refused=_task_refused, name_par
 # --- following tasks -----------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Task:
     """One task a call of the host follows."""
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from ..base._errors import InvalidArguments, RemoteProtocolError
 from ..base._escape import excerpt
+from ..base._record import record
 
 __all__ = ["expand_template", "template_variables"]
 
@@ -33,7 +33,7 @@ _VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+(?:\.(?:[A-Za-z0-9_]|%[
 _MAX_PREFIX = 10_000
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Operator:
     first: str
     sep: str
@@ -54,7 +54,7 @@ _OPERATORS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Var:
     name: str
     prefix: int | None
