@@ -24,6 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcpcore.base import _record
 from mcpcore.base._record import record
 
 SHAPES = [
@@ -104,9 +105,16 @@ def test_a_record_is_seen_as_the_dataclass_of_the_same_body(
         assert type(copied) is ours
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["shared", "compiled"])
 @pytest.mark.parametrize("params", SHAPES, ids=lambda p: "-".join(k for k, v in p.items() if v))
-def test_a_record_refuses_the_calls_a_dataclass_refuses(params: dict[str, Any]) -> None:
+def test_a_record_refuses_the_calls_a_dataclass_refuses(
+    params: dict[str, Any], compiled: bool
+) -> None:
+    """With the shared constructor, and with the one a class gets after 256 objects."""
     theirs, ours = pair(params)
+    for n in range(_record._COMPILED_AFTER if compiled else 1):
+        assert ours(n).a == n if not params["kw_only"] else ours(a=n).a == n
+    assert (ours.__init__ is _record._init) is not compiled
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
         ((), {}),  # a required field left out
         ((), {"a": 1, "zzz": 2}),  # a field it does not have

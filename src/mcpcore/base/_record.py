@@ -19,8 +19,11 @@ and read each class's fields from a table made when the class is.
 The methods are shared, and read a table of the class's fields. The constructor
 merges the given keywords over the table's defaults and sets the fields; two
 C-level checks (the keywords are fields; none is missing) stand for the
-argument list ``dataclass`` compiles, and keep it within a few hundred
-nanoseconds of that one. Nothing is compiled, at import or later.
+argument list ``dataclass`` compiles. That costs about half a microsecond more
+an object, so a class that has made 256 objects gets, from ``make_dataclass``,
+the constructor ``dataclass`` would have compiled: a short-lived process
+compiles nothing it barely uses, and a long-lived host's hot records cost what
+dataclass's do.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class _Layout:
         "count",
         "defaults",
         "factories",
+        "frozen",
         "hashed",
         "names",
         "positional",
@@ -66,11 +70,15 @@ class _Layout:
         "qualname",
         "shown",
         "signature",
+        "slots",
+        "uses",
     )
 
-    def __init__(self, cls: type, slots: bool) -> None:
+    def __init__(self, cls: type, frozen: bool, slots: bool) -> None:
         fields = dataclasses.fields(cls)
         self.qualname = cls.__qualname__
+        self.frozen, self.slots = frozen, slots
+        self.uses = _COMPILED_AFTER
         self.post_init = hasattr(cls, "__post_init__")
         self.shown = tuple(f.name for f in fields if f.repr)
         compared = [f.name for f in fields if f.compare]
@@ -136,10 +144,21 @@ def _layout(obj: object) -> _Layout:
     return layout
 
 
+# A class that has made this many objects gets the constructor dataclass compiles:
+# a long-lived host's hot records then cost what dataclass's do, and a short-lived
+# process never pays the compilation (0.2-0.4 ms a class) for a class it barely uses.
+_COMPILED_AFTER = 256
+
+
 def _init(self: object, /, *args: Any, **kwargs: Any) -> None:
-    """Every record's constructor: the table's defaults under the given keywords,
-    set field by field (two C-level checks stand for dataclass's argument list)."""
+    """A record's constructor until it is compiled: the table's defaults under the
+    given keywords, set field by field (two C-level checks stand for dataclass's
+    argument list)."""
     layout: _Layout = type(self).__record__  # type: ignore[attr-defined]
+    layout.uses -= 1
+    if not layout.uses:
+        cls = type(self)
+        cls.__init__ = _constructor(cls, layout)  # type: ignore[method-assign]
     if args:
         kwargs = layout.arguments(args, kwargs)
     if not kwargs.keys() <= layout.accepted:
@@ -155,6 +174,38 @@ def _init(self: object, /, *args: Any, **kwargs: Any) -> None:
             put(self, name, factory())
     if layout.post_init:
         self.__post_init__()  # type: ignore[attr-defined]
+
+
+def _constructor(cls: type, layout: _Layout) -> Callable[..., None]:
+    """The ``__init__`` that ``dataclass`` writes for ``cls``'s fields, taken from a
+    twin made by ``make_dataclass`` with only a constructor: the same arguments, so
+    the same errors, as straight-line code. (The twin's ``__post_init__`` stands
+    in: the call finds the record's own.)"""
+    specs = []
+    for f in dataclasses.fields(cls):
+        given: dict[str, Any] = {"init": f.init, "kw_only": f.kw_only}
+        if f.default is not MISSING:
+            given["default"] = f.default
+        if f.default_factory is not MISSING:
+            given["default_factory"] = f.default_factory
+        specs.append((f.name, f.type, field(**given)))
+    twin = dataclasses.make_dataclass(
+        cls.__name__,
+        specs,
+        namespace={"__post_init__": _post_init} if layout.post_init else None,
+        repr=False,
+        eq=False,
+        match_args=False,
+        frozen=layout.frozen,
+        slots=layout.slots,
+    )
+    init: Callable[..., None] = vars(twin)["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+def _post_init(self: object) -> None:  # pragma: no cover - never called (see _constructor)
+    raise AssertionError("a record's own __post_init__ is the one called")
 
 
 class _Signature:
@@ -268,7 +319,7 @@ def record(
         params = made.__dataclass_params__
         params.init, params.repr, params.eq, params.frozen = True, repr, eq, frozen
         methods: dict[str, object] = {
-            "__record__": _Layout(made, slots),
+            "__record__": _Layout(made, frozen, slots),
             "__init__": _init,
             "__signature__": _Signature(),
             "__replace__": _replace,
