@@ -52,9 +52,7 @@ ANSWER = {"which": ElicitResult.accept({"branch": "main"})}
 
 
 def continuation() -> Continuation:
-    return Continuation(
-        "e" * 32, "echo", {"name": "echo", "arguments": {"a": 1}}, "state", {"q": {}}, 1
-    )
+    return Continuation("e" * 32, "echo", {"name": "echo", "arguments": {"a": 1}}, "state", {"q": {}}, 1)
 
 
 def test_U2_a_sealed_continuation_and_task_handle_read_back_with_their_key() -> None:
@@ -113,17 +111,13 @@ def test_U2_keys_never_show_in_reprs_or_errors() -> None:
     from mcpcore import ClientOptions  # noqa: F401 - the option is documented there
     from mcpcore.config._setup import prepare_client
 
-    setup = prepare_client(
-        "s", {"url": "https://example.com/mcp"}, {"seal_key": [KEY, OLD]}, env={}, home="/"
-    )
+    setup = prepare_client("s", {"url": "https://example.com/mcp"}, {"seal_key": [KEY, OLD]}, env={}, home="/")
     assert setup.session.seal_keys == (KEY, OLD.encode())
     for shown in (repr(setup), repr(setup.session), repr(continuation().sealed(KEY))):
         assert KEY.decode() not in shown and OLD not in shown and "seal=" not in shown
     for bad in ([], [b""], [KEY, 3], 3):
         with pytest.raises(InvalidValue) as info:
-            prepare_client(
-                "s", {"url": "https://example.com/mcp"}, {"seal_key": bad}, env={}, home="/"
-            )  # type: ignore[typeddict-item]
+            prepare_client("s", {"url": "https://example.com/mcp"}, {"seal_key": bad}, env={}, home="/")  # type: ignore[typeddict-item]
         assert KEY.decode() not in str(info.value)
 
 
@@ -147,9 +141,7 @@ def test_U2_every_byte_flip_of_a_sealed_continuation_is_refused(
 ) -> None:
     """Any one byte XORed with any non-zero value: the text is refused (SealBroken,
     or InvalidValue when it is no longer JSON or no longer a continuation)."""
-    original = Continuation(
-        "e" * 32, "echo", {"name": "echo", "arguments": arguments}, state, {}, 2
-    )
+    original = Continuation("e" * 32, "echo", {"name": "echo", "arguments": arguments}, state, {}, 2)
     data = bytearray(original.to_json(key=KEY).encode("utf-8"))
     at = position % len(data)
     data[at] ^= flip
@@ -158,17 +150,9 @@ def test_U2_every_byte_flip_of_a_sealed_continuation_is_refused(
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    task_id=st.text(min_size=1, max_size=40),
-    position=st.integers(min_value=0),
-    flip=st.integers(1, 255),
-)
-def test_U2_every_byte_flip_of_a_sealed_task_handle_is_refused(
-    task_id: str, position: int, flip: int
-) -> None:
-    data = bytearray(
-        TaskHandle(task_id, "jobs", "build", "e" * 32).to_json(key=KEY).encode("utf-8")
-    )
+@given(task_id=st.text(min_size=1, max_size=40), position=st.integers(min_value=0), flip=st.integers(1, 255))
+def test_U2_every_byte_flip_of_a_sealed_task_handle_is_refused(task_id: str, position: int, flip: int) -> None:
+    data = bytearray(TaskHandle(task_id, "jobs", "build", "e" * 32).to_json(key=KEY).encode("utf-8"))
     data[position % len(data)] ^= flip
     with pytest.raises(InvalidValue):
         TaskHandle.from_json(bytes(data), key=KEY)
@@ -193,26 +177,15 @@ def test_U2_a_client_with_seal_key_seals_what_it_gives_out_and_resumes_it() -> N
     assert isinstance(outcome(link, again), CallSucceeded)
 
 
-def test_U2_a_client_with_seal_key_refuses_a_forged_or_unsealed_continuation_and_sends_nothing() -> (
-    None
-):
+def test_U2_a_client_with_seal_key_refuses_a_forged_or_unsealed_continuation_and_sends_nothing() -> None:
     link, server, _, paused = paused_call([ASKED], seal_keys=(KEY,))
     sent = len(calls(server))
     edited = paused.continuation.to_json().replace('"a":1', '"a":1000')
     unsealed = Continuation.from_json(paused.continuation.to_json()).sealed(b"not the key")
-    for forged in (
-        Continuation.from_json(edited),
-        unsealed,
-        Continuation.from_json(edited).sealed(b"x"),
-    ):
+    for forged in (Continuation.from_json(edited), unsealed, Continuation.from_json(edited).sealed(b"x")):
         with pytest.raises(SealBroken):
             link.engine.resume(forged, ANSWER, link.now)
-    plain = Continuation(
-        *[
-            getattr(paused.continuation, f)
-            for f in ("endpoint", "tool", "params", "request_state", "input_requests", "rounds")
-        ]
-    )
+    plain = Continuation(*[getattr(paused.continuation, f) for f in ("endpoint", "tool", "params", "request_state", "input_requests", "rounds")])
     with pytest.raises(SealBroken):
         link.engine.resume(plain, ANSWER, link.now)
     link.pump()
@@ -254,20 +227,14 @@ async def test_U2_task_handles_are_sealed_and_a_forged_one_is_refused_on_every_d
     with anyio.fail_after(30):
         async with sealing_client(driver, url) as first:
             assert (await first.ready(10)).ok
-            handle = await first._run(
-                first.client.start_task, "jobs/build", {"steps": 2, "target": "sealed"}
-            )
+            handle = await first._run(first.client.start_task, "jobs/build", {"steps": 2, "target": "sealed"})
             other = await first._run(first.client.start_task, "jobs/build", {"steps": 10_000})
             stored = handle.to_json()
             assert TaskHandle.from_json(stored, key=KEY) == handle
         async with sealing_client(driver, url, [b"rotated", KEY]) as second:
             assert (await second.ready(10)).ok
             forged = TaskHandle.from_json(stored.replace(handle.task_id, other.task_id))
-            for bad in (
-                forged,
-                TaskHandle(other.task_id, "jobs", "build", other.endpoint),
-                other.task_id,
-            ):
+            for bad in (forged, TaskHandle(other.task_id, "jobs", "build", other.endpoint), other.task_id):
                 for method in ("resume_task", "task_status", "cancel_task"):
                     with pytest.raises(InvalidValue) as info:
                         await second._run(getattr(second.client, method), bad)
@@ -298,17 +265,12 @@ async def test_U2_continuations_are_sealed_and_an_edited_one_is_refused_on_every
             task_id = paused.continuation.task_id  # (another task's id: never this one's)
             edited = stored.replace(f'"taskId":"{task_id}"', f'"taskId":"{task_id}-other"')
             assert edited != stored
-            for bad in (
-                Continuation.from_json(edited),
-                Continuation.from_json(stored).sealed(b"guess"),
-            ):
+            for bad in (Continuation.from_json(edited), Continuation.from_json(stored).sealed(b"guess")):
                 with pytest.raises(SealBroken):
                     await second._run(second.client.resume, bad, answer)
             with pytest.raises(McpError):
                 Continuation.from_json(edited, key=KEY)
-            out = await second._run(
-                second.client.resume, Continuation.from_json(stored, key=KEY), answer
-            )
+            out = await second._run(second.client.resume, Continuation.from_json(stored, key=KEY), answer)
     assert out.text.startswith("built all")
     assert state.problems == []
 
@@ -328,9 +290,7 @@ async def test_U2_a_hub_with_seal_key_seals_its_handles_and_refuses_a_forged_one
 
     def check(handle: TaskHandle) -> TaskHandle:
         assert handle.server == "b" and TaskHandle.from_json(handle.to_json(), key=KEY) == handle
-        return TaskHandle.from_json(handle.to_json().replace(handle.task_id, "task-1")).sealed(
-            b"guess"
-        )
+        return TaskHandle.from_json(handle.to_json().replace(handle.task_id, "task-1")).sealed(b"guess")
 
     with anyio.fail_after(30):
         if driver == "threaded":
