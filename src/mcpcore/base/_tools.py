@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import reprlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
@@ -230,13 +230,6 @@ class SyncReport:
     pins: tuple[PinChanged, ...] = ()
 
 
-def _text(value: object) -> str | None:
-    """``value`` when it is a string with something other than whitespace in it."""
-    if isinstance(value, str) and value.strip():
-        return value
-    return None
-
-
 class Catalogue:
     """One server's usable tools, in listing order, by qualified id.
 
@@ -301,6 +294,10 @@ class Catalogue:
                 "max_tools", max_tools, f"server {server!r} listing of {len(tools)} tools"
             )
         where = f"server {_shown(server)}"
+        prefix = server + separator
+        fullmatch = (
+            DEFAULT_SEGMENT_PATTERN if segment_pattern is None else segment_pattern
+        ).fullmatch
         kept: list[Tool] = []
         seen: dict[str, str] = {}
         filtered: dict[str, str] = {}
@@ -313,7 +310,7 @@ class Catalogue:
                     type(item).__name__,
                 )
                 continue
-            tool = _build(where, server, separator, item, segment_pattern, validate_schemas, tasks)
+            tool = _build(where, server, prefix, item, fullmatch, validate_schemas, tasks)
             if tool is None:
                 continue
             first = seen.get(tool.id)
@@ -381,28 +378,39 @@ class Catalogue:
 def _build(
     where: str,
     server: str,
-    separator: str,
+    prefix: str,
     item: Mapping[str, Any],
-    pattern: re.Pattern[str] | None,
+    fullmatch: Callable[[str], object],
     validate_schemas: bool,
-    tasks: bool = False,
+    tasks: bool,
 ) -> Tool | None:
-    """One raw tool object → a :class:`Tool`, or ``None`` (warned) when it is unusable."""
+    """One raw tool object → a :class:`Tool`, or ``None`` (warned) when it is unusable.
+
+    A listing builds thousands of these (B3), so the rules are written out here,
+    without a helper call per field, and the tool is made without its
+    constructor: a frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``; this gives the new instance its dict at once. A
+    property test checks it builds the tool the constructor builds, field for field.
+    """
     name = item.get("name")
     if not isinstance(name, str):
         _log.warning("%s: dropped tool %s: its name is not a string", where, _shown(name))
         return None
-    segment = ascii_lower(name)
-    if (DEFAULT_SEGMENT_PATTERN if pattern is None else pattern).fullmatch(segment) is None:
+    # ascii_lower, inlined: on ASCII text str.lower() changes exactly A-Z
+    segment = name.lower() if name.isascii() else name.translate(_LOWER)
+    if fullmatch(segment) is None:
         _log.warning("%s: dropped tool %s: not a valid tool name", where, _shown(name))
         return None
     parameters = item.get("inputSchema")
     if not isinstance(parameters, dict):
         _log.warning("%s: dropped tool %s: inputSchema is not an object", where, _shown(name))
         return None
+    task_support = None
     execution = item.get("execution")
-    support = execution.get("taskSupport") if isinstance(execution, dict) else None
-    task_support = support if support in ("required", "optional", "forbidden") else None
+    if isinstance(execution, dict):
+        support = execution.get("taskSupport")
+        if support in ("required", "optional", "forbidden"):
+            task_support = support
     if task_support == "required" and not tasks:
         # INFO, not WARNING (issue 37): hiding it is this client's configured
         # behaviour (tasks are off by default), not a fault of the server's; as a
@@ -416,39 +424,42 @@ def _build(
             _shown(name),
         )
         return None
-    raw_annotations = item.get("annotations")
-    annotations: dict[str, Any] = raw_annotations if isinstance(raw_annotations, dict) else {}
-    title = _text(item.get("title")) or _text(annotations.get("title"))
-    description = _text(item.get("description")) or title or name
-    output_schema, compiled = _output_schema(where, name, item, validate_schemas)
-    tool = _listed_tool(
-        id=f"{server}{separator}{segment}",
-        name=name,
-        server=server,
-        description=description,
-        parameters=parameters,
-        output_schema=output_schema,
-        annotations=annotations,
-        title=title,
-        task_support=task_support,
-    )
-    if compiled is not None:
-        # Compiled at listing: cache it so calls do not compile again.
-        object.__setattr__(tool, "_compiled", compiled)
+    annotations = item.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = {}
+    # T3: a title or description counts when it is a string with more than whitespace
+    title = item.get("title")
+    if not (isinstance(title, str) and title.strip()):
+        title = annotations.get("title")
+        if not (isinstance(title, str) and title.strip()):
+            title = None
+    description = item.get("description")
+    if not (isinstance(description, str) and description.strip()):
+        description = title or name
+    fields = {
+        "id": prefix + segment,
+        "name": name,
+        "server": server,
+        "description": description,
+        "parameters": parameters,
+        "output_schema": None,
+        "annotations": annotations,
+        "title": title,
+        "task_support": task_support,
+    }
+    if "outputSchema" in item:
+        output_schema, compiled = _output_schema(where, name, item, validate_schemas)
+        fields["output_schema"] = output_schema
+        if compiled is not None:
+            # Compiled at listing: cache it so calls do not compile again.
+            fields["_compiled"] = compiled
+    tool = _new(Tool)
+    _set(tool, "__dict__", fields)
     return tool
 
 
-def _listed_tool(**fields: Any) -> Tool:
-    """``Tool(...)`` with every constructor field given, for listings that build thousands.
-
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__``, most of a listed tool's cost; this fills the new
-    instance's dict at once. A test checks it builds the same tools as the
-    constructor, field for field.
-    """
-    tool = object.__new__(Tool)
-    tool.__dict__.update(fields)
-    return tool
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _output_schema(
