@@ -1,8 +1,8 @@
 """What the engine tells its driver: events (what happened) and actions (what to do).
 
 Events are past-tense facts the driver reports to its caller; actions are the
-I/O the driver must perform. Both are frozen, slotted, keyword-only dataclasses (made with ``record``,
-which costs nothing at import).
+I/O the driver must perform. Both are frozen, slotted, keyword-only dataclasses
+(made with ``record``, which costs nothing at import).
 """
 
 from __future__ import annotations

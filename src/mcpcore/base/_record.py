@@ -19,11 +19,10 @@ The methods are written once, here: shared by every record, they read a table
 of the class's fields made when the class is. The constructor merges the given
 keywords over the table's defaults and sets the fields; two C-level checks (the
 keywords are fields; none is missing) stand for the argument list ``dataclass``
-compiles. That costs about half a microsecond more
-an object, so a class that has made 256 objects gets, from ``make_dataclass``,
-the constructor ``dataclass`` would have compiled: a short-lived process
-compiles nothing it barely uses, and a long-lived host's hot records cost what
-dataclass's do.
+compiles. That costs about half a microsecond more an object, so a class that
+has made 256 objects gets, from ``make_dataclass``, the constructor ``dataclass``
+would have compiled: a short-lived process compiles nothing it barely uses, and
+a long-lived host's hot records cost what dataclass's do.
 """
 
 from __future__ import annotations
@@ -155,6 +154,8 @@ def _init(self: object, /, *args: Any, **kwargs: Any) -> None:
     given keywords, set field by field (two C-level checks stand for dataclass's
     argument list)."""
     layout: _Layout = type(self).__record__  # type: ignore[attr-defined]
+    # No lock: threads racing here at most compile a class twice, or (a count that
+    # steps past zero) not at all; either way each object is made the same.
     layout.uses -= 1
     if not layout.uses:
         cls = type(self)
